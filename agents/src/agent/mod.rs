@@ -1,0 +1,20 @@
+//! Agents: what they are (AgentInfo), how they are written (AgentConfig, Claude Code files),
+//! the built-ins, and the registry that resolves them from configuration.
+
+mod builtin;
+mod claude;
+mod config;
+mod defaults;
+mod error;
+mod info;
+mod mode;
+mod registry;
+
+pub use builtin::BUILTIN_AGENTS;
+pub use claude::{ClaudeAgent, from_claude};
+pub use config::AgentConfig;
+pub use defaults::{default_rules, tool_output_glob};
+pub use error::AgentError;
+pub use info::{AgentInfo, RuleOrigin};
+pub use mode::AgentMode;
+pub use registry::Registry;

@@ -1,0 +1,221 @@
+//! The agent registry: built-ins, then config and markdown agents, resolved into AgentInfo.
+//!
+//! Each agent's ruleset is, in order: the shared defaults, the built-in agent's own rules, the
+//! global `[permission]` rules, the agent's own config rules, and finally (unless the user denied
+//! it explicitly) the rule that keeps truncated tool output readable. The last match wins, so
+//! the agent's own config beats the global config, which beats the built-in definition.
+
+use indexmap::IndexMap;
+use serde_json::Map;
+
+use super::builtin::builtins;
+use super::config::legacy_then_explicit;
+use super::{
+    AgentConfig, AgentError, AgentInfo, AgentMode, RuleOrigin, default_rules, tool_output_glob,
+};
+use crate::config::{Config, Paths, merge_json};
+use crate::permission::{self, Action, Rule, Ruleset, from_config};
+use crate::tool::BUILTIN_TOOLS;
+
+/// Every agent of a configuration, and which one is the default.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Registry {
+    agents: IndexMap<String, AgentInfo>,
+    default: String,
+}
+
+impl Registry {
+    /// Resolves every agent of `config`; fails when `default_agent` cannot be the default.
+    pub fn new(config: &Config, paths: &Paths) -> Result<Registry, AgentError> {
+        let home = paths.home.as_deref();
+        let defaults = default_rules(&paths.data_dir);
+        let user = legacy_then_explicit(config.tools.as_ref(), config.permission.as_ref())
+            .map(|p| from_config(&p, home))
+            .unwrap_or_default();
+
+        let mut agents = IndexMap::new();
+        for (name, builtin) in builtins()? {
+            let mut own = builtin
+                .permission
+                .as_ref()
+                .map(|p| from_config(p, home))
+                .unwrap_or_default();
+            own.extend(dynamic_builtin_rules(name, paths));
+            let mut info = AgentInfo::new(name.clone(), true);
+            apply_fields(&mut info, builtin);
+            push_rules(&mut info, &defaults, RuleOrigin::Defaults);
+            push_rules(&mut info, &own, RuleOrigin::Builtin);
+            push_rules(&mut info, &user, RuleOrigin::GlobalConfig);
+            agents.insert(name.clone(), info);
+        }
+
+        for (name, agent) in &config.agent {
+            if agent.disable == Some(true) {
+                agents.shift_remove(name);
+                continue;
+            }
+            let info = agents
+                .entry(name.clone())
+                .or_insert_with(|| custom(name, &defaults, &user));
+            apply_fields(info, agent);
+            if let Some(p) = agent.effective_permission() {
+                push_rules(info, &from_config(&p, home), RuleOrigin::AgentConfig);
+            }
+        }
+
+        let keep_output = Rule::new(
+            "external_directory",
+            tool_output_glob(&paths.data_dir),
+            Action::Allow,
+        );
+        for info in agents.values_mut() {
+            let denied = Rule {
+                action: Action::Deny,
+                ..keep_output.clone()
+            };
+            if !info.permission.contains(&denied) {
+                push_rules(
+                    info,
+                    std::slice::from_ref(&keep_output),
+                    RuleOrigin::ToolOutput,
+                );
+            }
+            info.disabled_tools =
+                permission::disabled(BUILTIN_TOOLS.iter().copied(), &info.permission);
+        }
+
+        let default = resolve_default(config.default_agent.as_deref(), &agents)?;
+        Ok(Registry { agents, default })
+    }
+
+    /// The agent called `name`, if any.
+    pub fn get(&self, name: &str) -> Option<&AgentInfo> {
+        self.agents.get(name)
+    }
+
+    /// The agent called `name`, or an error listing the known agents.
+    pub fn require(&self, name: &str) -> Result<&AgentInfo, AgentError> {
+        self.get(name).ok_or_else(|| AgentError::NotFound {
+            name: name.to_string(),
+            known: self.names(),
+        })
+    }
+
+    /// The default agent: `default_agent` when set, else the first primary visible agent.
+    pub fn default_agent(&self) -> &AgentInfo {
+        // `default` was resolved from `agents` in `new`, so it is always present.
+        self.agents
+            .get(&self.default)
+            .unwrap_or_else(|| &self.agents[0])
+    }
+
+    /// Every agent, hidden ones included: the default first, then definition order
+    /// (build, plan, general, explore, compaction, title, summary, then custom agents).
+    pub fn list(&self) -> impl Iterator<Item = &AgentInfo> {
+        let default = self.agents.get(&self.default);
+        default
+            .into_iter()
+            .chain(self.agents.values().filter(move |a| a.name != self.default))
+    }
+
+    /// Every agent's name, in `list` order.
+    pub fn names(&self) -> Vec<String> {
+        self.list().map(|a| a.name.clone()).collect()
+    }
+}
+
+/// A custom agent before its config applies: mode `all`, not native, defaults + global rules.
+fn custom(name: &str, defaults: &Ruleset, user: &Ruleset) -> AgentInfo {
+    let mut info = AgentInfo::new(name, false);
+    push_rules(&mut info, defaults, RuleOrigin::Defaults);
+    push_rules(&mut info, user, RuleOrigin::GlobalConfig);
+    info
+}
+
+/// Applies the fields a config sets, in OpenCode's order; rules are handled by the caller.
+fn apply_fields(info: &mut AgentInfo, config: &AgentConfig) {
+    if let Some(m) = &config.model {
+        info.model = Some(m.clone());
+    }
+    if let Some(v) = &config.variant {
+        info.variant = Some(v.clone());
+    }
+    if let Some(p) = &config.prompt {
+        info.prompt = Some(p.clone());
+    }
+    if let Some(d) = &config.description {
+        info.description = Some(d.clone());
+    }
+    if let Some(t) = config.temperature {
+        info.temperature = Some(t);
+    }
+    if let Some(t) = config.top_p {
+        info.top_p = Some(t);
+    }
+    if let Some(m) = config.mode {
+        info.mode = m;
+    }
+    if let Some(c) = &config.color {
+        info.color = Some(c.clone());
+    }
+    if let Some(h) = config.hidden {
+        info.hidden = h;
+    }
+    if let Some(s) = config.step_limit() {
+        info.steps = Some(s);
+    }
+    let options: Map<_, _> = config.all_options().into_iter().collect();
+    merge_json(&mut info.options, &options);
+}
+
+fn push_rules(info: &mut AgentInfo, rules: &[Rule], origin: RuleOrigin) {
+    info.permission.extend_from_slice(rules);
+    info.origins
+        .extend(std::iter::repeat_n(origin, rules.len()));
+}
+
+/// Built-in rules that depend on the data directory.
+fn dynamic_builtin_rules(name: &str, paths: &Paths) -> Ruleset {
+    match name {
+        "plan" => vec![Rule::new(
+            "external_directory",
+            format!("{}/*", paths.plans_dir().display()),
+            Action::Allow,
+        )],
+        "explore" => vec![Rule::new(
+            "external_directory",
+            tool_output_glob(&paths.data_dir),
+            Action::Allow,
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// The default agent's name, checked: it must exist, not be a subagent, not be hidden.
+fn resolve_default(
+    configured: Option<&str>,
+    agents: &IndexMap<String, AgentInfo>,
+) -> Result<String, AgentError> {
+    match configured {
+        Some(name) => {
+            let agent = agents
+                .get(name)
+                .ok_or_else(|| AgentError::DefaultNotFound {
+                    name: name.to_string(),
+                    known: agents.keys().cloned().collect(),
+                })?;
+            if agent.mode == AgentMode::Subagent {
+                return Err(AgentError::DefaultIsSubagent(name.to_string()));
+            }
+            if agent.hidden {
+                return Err(AgentError::DefaultIsHidden(name.to_string()));
+            }
+            Ok(name.to_string())
+        }
+        None => agents
+            .values()
+            .find(|a| a.mode != AgentMode::Subagent && !a.hidden)
+            .map(|a| a.name.clone())
+            .ok_or(AgentError::NoPrimary),
+    }
+}

@@ -1,0 +1,347 @@
+//! Command template expansion: `$1..$n`, `$ARGUMENTS`, and argument splitting.
+//!
+//! Follows OpenCode's `SessionPrompt.command` and `Command.hints`: arguments are split on
+//! whitespace with quoted groups kept together, `$n` takes the nth argument, the highest `$n` in
+//! the template also takes every argument after it, `$ARGUMENTS` takes the raw argument string,
+//! and a template with no placeholder gets the arguments appended on a new line. The result is
+//! trimmed. Two deliberate differences from OpenCode's JavaScript: `$0` is not a placeholder (it
+//! is left as written instead of becoming `undefined`), and substituted values are inserted
+//! verbatim (a value containing `$ARGUMENTS` or `$&` is not expanded again).
+
+/// A `$n` (n ≥ 1) or `$ARGUMENTS` occurrence in a template, as a byte range.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Placeholder {
+    /// Byte offset of the `$`.
+    start: usize,
+    /// Byte offset just past the placeholder.
+    end: usize,
+    /// What the placeholder stands for.
+    kind: Kind,
+}
+
+/// The two kinds of placeholder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// `$n`, 1-based; `usize::MAX` when the written number does not fit.
+    Numbered(usize),
+    /// `$ARGUMENTS`.
+    Arguments,
+}
+
+/// The `$ARGUMENTS` placeholder.
+const ARGUMENTS: &str = "$ARGUMENTS";
+
+/// Finds every placeholder in `template`, left to right; digits after `$` are read greedily.
+fn placeholders(template: &str) -> Vec<Placeholder> {
+    let bytes = template.as_bytes();
+    let mut found = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] != b'$' {
+            i += 1;
+            continue;
+        }
+        if template[i..].starts_with(ARGUMENTS) {
+            let end = i + ARGUMENTS.len();
+            found.push(Placeholder {
+                start: i,
+                end,
+                kind: Kind::Arguments,
+            });
+            i = end;
+            continue;
+        }
+        let digits = bytes[i + 1..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        if digits == 0 {
+            i += 1;
+            continue;
+        }
+        let end = i + 1 + digits;
+        // Leading zeros are allowed (`$01` is `$1`), as JavaScript's `Number("01")` reads it.
+        let number = template[i + 1..end].parse::<usize>().unwrap_or(usize::MAX);
+        if number > 0 {
+            found.push(Placeholder {
+                start: i,
+                end,
+                kind: Kind::Numbered(number),
+            });
+        }
+        i = end;
+    }
+    found
+}
+
+/// Splits command arguments on whitespace, keeping `"…"` and `'…'` groups together without quotes.
+pub fn split_arguments(arguments: &str) -> Vec<String> {
+    // Mirrors OpenCode's /(?:"[^"]*"|'[^']*'|[^\s"']+)/g: an unmatched quote is skipped.
+    let mut args = Vec::new();
+    let mut rest = arguments;
+    while let Some(c) = rest.chars().next() {
+        if c.is_whitespace() {
+            rest = &rest[c.len_utf8()..];
+        } else if c == '"' || c == '\'' {
+            let inner = &rest[1..];
+            match inner.find(c) {
+                Some(close) => {
+                    args.push(inner[..close].to_string());
+                    rest = &inner[close + 1..];
+                }
+                None => rest = inner,
+            }
+        } else {
+            let len = rest
+                .find(|c: char| c.is_whitespace() || c == '"' || c == '\'')
+                .unwrap_or(rest.len());
+            args.push(rest[..len].to_string());
+            rest = &rest[len..];
+        }
+    }
+    args
+}
+
+/// Expands a command template with the user's argument string, as OpenCode does.
+pub fn expand(template: &str, arguments: &str) -> String {
+    let args = split_arguments(arguments);
+    let found = placeholders(template);
+    let last = found
+        .iter()
+        .filter_map(|p| match p.kind {
+            Kind::Numbered(n) => Some(n),
+            Kind::Arguments => None,
+        })
+        .max();
+
+    let mut out = String::with_capacity(template.len() + arguments.len());
+    let mut pos = 0;
+    for p in &found {
+        out.push_str(&template[pos..p.start]);
+        match p.kind {
+            Kind::Arguments => out.push_str(arguments),
+            Kind::Numbered(n) => {
+                let index = n - 1;
+                if index < args.len() {
+                    if Some(n) == last {
+                        // The final placeholder swallows the remaining arguments.
+                        out.push_str(&args[index..].join(" "));
+                    } else {
+                        out.push_str(&args[index]);
+                    }
+                }
+            }
+        }
+        pos = p.end;
+    }
+    out.push_str(&template[pos..]);
+
+    if found.is_empty() && !arguments.trim().is_empty() {
+        out.push('\n');
+        out.push_str(arguments);
+    }
+    out.trim().to_string()
+}
+
+/// The placeholders a template uses: `$1`, `$2`, … in numeric order, then `$ARGUMENTS`, each once.
+pub fn hints(template: &str) -> Vec<String> {
+    let found = placeholders(template);
+    let mut numbers: Vec<usize> = found
+        .iter()
+        .filter_map(|p| match p.kind {
+            Kind::Numbered(n) => Some(n),
+            Kind::Arguments => None,
+        })
+        .collect();
+    numbers.sort_unstable();
+    numbers.dedup();
+    let mut result: Vec<String> = numbers.into_iter().map(|n| format!("${n}")).collect();
+    if found.iter().any(|p| p.kind == Kind::Arguments) {
+        result.push(ARGUMENTS.to_string());
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn s(items: &[&str]) -> Vec<String> {
+        items.iter().map(|i| i.to_string()).collect()
+    }
+
+    // --- §7 S8 examples ---
+
+    #[test]
+    fn s8_highest_placeholder_swallows_the_rest() {
+        assert_eq!(
+            expand("Review $1 then $2", "a b c d"),
+            "Review a then b c d"
+        );
+    }
+
+    #[test]
+    fn s8_missing_argument_becomes_empty_and_result_is_trimmed() {
+        assert_eq!(expand("A $1 B $3", "one"), "A one B");
+    }
+
+    #[test]
+    fn s8_no_placeholder_appends_arguments_on_a_new_line() {
+        assert_eq!(expand("Do it", "extra words"), "Do it\nextra words");
+    }
+
+    #[test]
+    fn s8_arguments_placeholder_takes_the_raw_string() {
+        assert_eq!(expand("Fix $ARGUMENTS now", "x  y"), "Fix x  y now");
+    }
+
+    #[test]
+    fn s8_quoted_argument_is_grouped_and_unquoted() {
+        assert_eq!(expand("Q $1", "\"hello world\" z"), "Q hello world z");
+    }
+
+    // --- expand edge cases ---
+
+    #[test]
+    fn multi_digit_placeholder_is_one_number() {
+        assert_eq!(expand("A $10", "one"), "A");
+        let ten = "a b c d e f g h i j";
+        assert_eq!(expand("$1 $10", ten), "a j");
+        assert_eq!(expand("$1 $10 $2", ten), "a j b");
+        assert_eq!(expand("[$10]", "1 2 3 4 5 6 7 8 9 10 11"), "[10 11]");
+    }
+
+    #[test]
+    fn only_the_highest_placeholder_swallows() {
+        assert_eq!(expand("$2 then $1", "a b c"), "b c then a");
+        assert_eq!(expand("$1 and $1", "a b"), "a b and a b");
+        assert_eq!(expand("$1 $2 $3", "a b c"), "a b c");
+    }
+
+    #[test]
+    fn placeholders_beyond_the_arguments_are_empty() {
+        assert_eq!(expand("<$1|$2|$3>", "a"), "<a||>");
+        assert_eq!(expand("Review $1", ""), "Review");
+        assert_eq!(expand("$1", ""), "");
+    }
+
+    #[test]
+    fn arguments_placeholder_repeats_and_mixes_with_numbered() {
+        assert_eq!(expand("$ARGUMENTS / $ARGUMENTS", " a b "), "a b  /  a b");
+        assert_eq!(expand("$1 / $ARGUMENTS", "a b"), "a b / a b");
+        assert_eq!(expand("Fix $ARGUMENTS", ""), "Fix");
+    }
+
+    #[test]
+    fn no_placeholder_and_blank_arguments_leave_the_template() {
+        assert_eq!(expand("Do it", ""), "Do it");
+        assert_eq!(expand("Do it", "  \t "), "Do it");
+        assert_eq!(expand("  Do it \n", ""), "Do it");
+    }
+
+    #[test]
+    fn appended_arguments_are_raw() {
+        assert_eq!(expand("Do it", "\"a b\"  c"), "Do it\n\"a b\"  c");
+    }
+
+    #[test]
+    fn dollar_zero_and_bare_dollars_are_literal() {
+        assert_eq!(expand("cost $ and $0", "x"), "cost $ and $0\nx");
+        assert_eq!(expand("$$1", "x"), "$x");
+        assert_eq!(expand("$arguments $1", "x"), "$arguments x");
+    }
+
+    #[test]
+    fn leading_zeros_name_the_same_placeholder() {
+        assert_eq!(expand("$01-$2", "a b c"), "a-b c");
+    }
+
+    #[test]
+    fn huge_placeholder_number_is_empty() {
+        assert_eq!(expand("x $99999999999999999999999 y", "a"), "x  y");
+    }
+
+    #[test]
+    fn substituted_values_are_not_expanded_again() {
+        assert_eq!(expand("$1 $2", "$2 b"), "$2 b");
+        assert_eq!(
+            expand("$1 $ARGUMENTS", "'$ARGUMENTS'"),
+            "$ARGUMENTS '$ARGUMENTS'"
+        );
+        assert_eq!(expand("$ARGUMENTS", "$& $1"), "$& $1");
+    }
+
+    #[test]
+    fn multibyte_text_around_placeholders() {
+        assert_eq!(expand("é $1 ü", "ñ"), "é ñ ü");
+        assert_eq!(expand("日本 $ARGUMENTS", "語"), "日本 語");
+    }
+
+    #[test]
+    fn single_quotes_group_too() {
+        assert_eq!(expand("Q $1 / $2", "'a b' 'c'"), "Q a b / c");
+    }
+
+    // --- split_arguments ---
+
+    #[test]
+    fn split_on_any_whitespace() {
+        assert_eq!(split_arguments("a  b\tc\nd"), s(&["a", "b", "c", "d"]));
+        assert!(split_arguments("").is_empty());
+        assert!(split_arguments("   ").is_empty());
+    }
+
+    #[test]
+    fn split_keeps_quoted_groups() {
+        assert_eq!(
+            split_arguments("\"hello world\" z"),
+            s(&["hello world", "z"])
+        );
+        assert_eq!(split_arguments("'it is' \"x 'y'\""), s(&["it is", "x 'y'"]));
+        assert_eq!(split_arguments("\"\" x"), s(&["", "x"]));
+    }
+
+    #[test]
+    fn split_quotes_end_a_bare_word() {
+        assert_eq!(split_arguments("a\"b c\"d"), s(&["a", "b c", "d"]));
+    }
+
+    #[test]
+    fn split_skips_an_unmatched_quote() {
+        assert_eq!(split_arguments("\"hello world"), s(&["hello", "world"]));
+        assert_eq!(split_arguments("it's"), s(&["it", "s"]));
+    }
+
+    // --- hints ---
+
+    #[test]
+    fn hints_list_numbered_then_arguments_once_each() {
+        assert_eq!(
+            hints("$2 $ARGUMENTS $1 $2 $ARGUMENTS"),
+            s(&["$1", "$2", "$ARGUMENTS"])
+        );
+        assert_eq!(hints("$10 $2"), s(&["$2", "$10"]));
+        assert_eq!(hints("$ARGUMENTS"), s(&["$ARGUMENTS"]));
+        assert!(hints("Do it $0 $ x").is_empty());
+    }
+
+    proptest! {
+        #[test]
+        fn template_without_placeholders_gets_arguments_appended(
+            template in "[a-z$.]([a-z $.\n]{0,30}[a-z.])?",
+            args in "[a-z\"'$0-9]([a-z \"'$0-9]{0,20}[a-z\"'$0-9])?",
+        ) {
+            prop_assert!(hints(&template).is_empty());
+            prop_assert_eq!(expand(&template, &args), format!("{template}\n{args}"));
+        }
+
+        #[test]
+        fn template_without_placeholders_and_blank_arguments_is_unchanged(
+            template in "[a-z$.]([a-z $.\n]{0,30}[a-z.])?",
+            args in "[ \t\n]{0,5}",
+        ) {
+            prop_assert_eq!(expand(&template, &args), template);
+        }
+    }
+}

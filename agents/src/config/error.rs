@@ -1,0 +1,42 @@
+//! Errors of loading configuration; each names the file (or variable) and the key.
+
+use std::path::PathBuf;
+
+use crate::markdown::MarkdownError;
+
+/// Why the configuration could not be loaded. None of these is retryable without a fix.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A config file is not valid TOML or JSON.
+    #[error("{origin}: {message}")]
+    Syntax {
+        /// The file, as shown to the user.
+        origin: String,
+        /// The parser's message, with line and column.
+        message: String,
+    },
+    /// A key has a value of the wrong type or an unknown name.
+    #[error("{origin}: key `{key}`: {message}")]
+    Invalid {
+        /// The file or environment variable, as shown to the user.
+        origin: String,
+        /// The dotted key path, for example `agent.reviewer.mode`.
+        key: String,
+        /// What is wrong, with the allowed values where there is a fixed set.
+        message: String,
+    },
+    /// An agent or command markdown file cannot be read or its frontmatter does not parse.
+    #[error(transparent)]
+    Markdown(#[from] MarkdownError),
+    /// The file named by `--config` or `TASKFORCE_CONFIG` does not exist.
+    #[error("config file {path} (named by {named_by}) does not exist")]
+    MissingFile {
+        /// The missing file.
+        path: PathBuf,
+        /// `--config` or `TASKFORCE_CONFIG`.
+        named_by: &'static str,
+    },
+    /// The working directory cannot be determined.
+    #[error("cannot determine the working directory: {0}")]
+    Cwd(std::io::Error),
+}

@@ -1,0 +1,24 @@
+//! Layered configuration: built-in defaults < global file < project files < `--config` file <
+//! environment, with agents and commands from markdown files merged in at their layer.
+//!
+//! Every layer is read with the `config` crate and checked on its own first, so an error names
+//! the file (or environment variable) and the key that is wrong; then the layers are merged in
+//! order (maps deep-merge, keys keep their first position, later values win) and checked again.
+
+mod error;
+mod layers;
+mod load;
+mod merge;
+mod paths;
+mod schema;
+pub mod serde_duration;
+pub mod serde_model;
+
+pub use error::ConfigError;
+pub use load::{LoadOptions, LoadedConfig, load};
+pub use merge::merge_json;
+pub use paths::Paths;
+pub use schema::{
+    Config, CostConfig, ExperimentalConfig, ModelConfig, ProviderConfig, ProviderKind, Secret,
+    SubagentConfig,
+};

@@ -1,0 +1,215 @@
+//! The typed shape of taskforce's configuration (DESIGN.md §6).
+
+use std::fmt;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+
+use crate::agent::AgentConfig;
+use crate::command::CommandConfig;
+use crate::model::ModelRef;
+use crate::permission::PermissionConfig;
+
+/// The whole configuration after all layers are merged.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// A JSON schema reference, accepted and ignored (editors add it to JSON files).
+    #[serde(default, rename = "$schema", skip_serializing)]
+    pub schema: Option<String>,
+    /// The default model as `provider/model`.
+    #[serde(
+        default,
+        with = "super::serde_model",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub model: Option<ModelRef>,
+    /// The model for titles and other small jobs.
+    #[serde(
+        default,
+        with = "super::serde_model",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub small_model: Option<ModelRef>,
+    /// The agent that runs prompts that name none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_agent: Option<String>,
+    /// Where sessions and tool output are stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_dir: Option<PathBuf>,
+    /// Model providers by the id used in model strings.
+    #[serde(default)]
+    pub provider: IndexMap<String, ProviderConfig>,
+    /// Agents to add or override, by name.
+    #[serde(default)]
+    pub agent: IndexMap<String, AgentConfig>,
+    /// Slash commands by name.
+    #[serde(default)]
+    pub command: IndexMap<String, CommandConfig>,
+    /// Global permission rules, appended after each agent's defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permission: Option<PermissionConfig>,
+    /// Deprecated global `{tool: bool}` map, placed before `permission`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<IndexMap<String, bool>>,
+    /// Limits for subagents.
+    #[serde(default)]
+    pub subagent: SubagentConfig,
+    /// Settings that may change.
+    #[serde(default)]
+    pub experimental: ExperimentalConfig,
+    /// Short model names (`sonnet`, `haiku`…) used by Claude Code agent files, as `provider/model`.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub model_aliases: IndexMap<String, String>,
+}
+
+/// The wire format a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    /// Any OpenAI-compatible chat-completions endpoint.
+    Openai,
+    /// Anthropic's Messages API.
+    Anthropic,
+    /// A deterministic model that plays a script (offline demo and tests).
+    Scripted,
+}
+
+impl ProviderKind {
+    /// Every kind, as written in config.
+    pub const NAMES: [&'static str; 3] = ["openai", "anthropic", "scripted"];
+
+    /// The kind a provider id implies when its `type` is not written.
+    pub fn from_provider_id(id: &str) -> Option<ProviderKind> {
+        match id {
+            "openai" => Some(ProviderKind::Openai),
+            "anthropic" => Some(ProviderKind::Anthropic),
+            "scripted" => Some(ProviderKind::Scripted),
+            _ => None,
+        }
+    }
+}
+
+/// One model provider.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProviderConfig {
+    /// The wire format; may be left out when the provider id is `openai`, `anthropic` or `scripted`.
+    #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
+    pub kind: Option<ProviderKind>,
+    /// The API base URL.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// The environment variable that holds the API key.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key_env: Option<String>,
+    /// The API key itself (prefer `api_key_env`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub api_key: Option<Secret>,
+    /// Extra HTTP headers sent with every request.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub headers: IndexMap<String, String>,
+    /// How often a failed request is retried.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_retries: Option<u32>,
+    /// Per-model limits and prices, by model id.
+    #[serde(default)]
+    pub models: IndexMap<String, ModelConfig>,
+}
+
+/// Limits and prices of one model.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ModelConfig {
+    /// A display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// The context window in tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<u64>,
+    /// The most output tokens per response.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output: Option<u64>,
+    /// Prices in USD per million tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost: Option<CostConfig>,
+}
+
+/// Prices in USD per million tokens.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CostConfig {
+    /// Per million input tokens.
+    #[serde(default)]
+    pub input: f64,
+    /// Per million output tokens.
+    #[serde(default)]
+    pub output: f64,
+    /// Per million tokens read from the prompt cache.
+    #[serde(default)]
+    pub cache_read: f64,
+    /// Per million tokens written to the prompt cache.
+    #[serde(default)]
+    pub cache_write: f64,
+}
+
+/// Limits for subagents.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct SubagentConfig {
+    /// How deep task calls nest: 1 means subagents cannot call task.
+    pub max_depth: u32,
+    /// Running children per parent; more wait their turn.
+    pub max_concurrent: u32,
+    /// Hard cap on one child run.
+    #[serde(with = "super::serde_duration")]
+    pub timeout: Duration,
+    /// A child with no model or tool event for this long is ended.
+    #[serde(with = "super::serde_duration")]
+    pub idle_timeout: Duration,
+}
+
+impl Default for SubagentConfig {
+    fn default() -> Self {
+        SubagentConfig {
+            max_depth: 1,
+            max_concurrent: 8,
+            timeout: Duration::from_secs(15 * 60),
+            idle_timeout: Duration::from_secs(3 * 60),
+        }
+    }
+}
+
+/// Settings that may change.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ExperimentalConfig {
+    /// Tools only primary sessions may use; denied and hidden in child sessions.
+    pub primary_tools: Vec<String>,
+}
+
+/// A secret string: read normally, never printed.
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(pub String);
+
+impl Secret {
+    /// The secret's text, for the one place that needs it.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+impl Serialize for Secret {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str("***")
+    }
+}

@@ -1,0 +1,375 @@
+//! Prefixed, time-ordered identifiers: `ses_…`, `msg_…`, `prt_…`, `per_…`, `que_…`, `call_…`.
+//!
+//! An id is `<prefix>_<body>`. Ids generated here have a 26-character ULID body drawn from one
+//! process-wide monotonic generator, so ids made later in the same process compare greater, even
+//! within one millisecond. Parsing is more lenient: any non-empty run of ASCII letters and digits
+//! is accepted as a body, so ids minted by OpenCode (`ses_0a1b2c…`) or by clients round-trip.
+//!
+//! Unlike OpenCode, session ids are *ascending* too: newer sessions sort last.
+
+use std::sync::{LazyLock, Mutex, PoisonError};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use ulid::{Generator, Ulid};
+
+/// The error for a string that is not a valid id of the expected kind.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid {kind} id {input:?}: expected \"{prefix}_\" followed by ASCII letters and digits")]
+pub struct IdError {
+    /// What the id names (`session`, `message`, …).
+    pub kind: &'static str,
+    /// The prefix the id must start with, without the underscore (`ses`).
+    pub prefix: &'static str,
+    /// The rejected input.
+    pub input: String,
+}
+
+/// The process-wide generator and the last ULID it produced.
+struct IdGenerator {
+    generator: Generator,
+    last: Option<Ulid>,
+}
+
+static GENERATOR: LazyLock<Mutex<IdGenerator>> = LazyLock::new(|| {
+    Mutex::new(IdGenerator {
+        generator: Generator::new(),
+        last: None,
+    })
+});
+
+/// A fresh ULID, strictly greater than every ULID this function returned before in this process.
+fn next_ulid() -> Ulid {
+    // A poisoned lock only means another thread panicked while holding it; the state stays valid.
+    let mut state = GENERATOR.lock().unwrap_or_else(PoisonError::into_inner);
+    let generated = state.generator.generate().ok();
+    let next = match generated {
+        Some(ulid) => ulid,
+        // The random part overflowed within one millisecond (about 2^80 ids): move on to the
+        // next millisecond, which starts a fresh random part and still sorts after `last`.
+        None => {
+            let last_ms = state.last.map_or(0, |u| u.timestamp_ms());
+            let next_ms = UNIX_EPOCH + Duration::from_millis(last_ms.saturating_add(1));
+            let retried = state.generator.generate_from_datetime(next_ms).ok();
+            match retried {
+                Some(ulid) => ulid,
+                // Only reachable past the year 10889; give up on ordering rather than panic.
+                None => Ulid::new(),
+            }
+        }
+    };
+    state.last = Some(next);
+    next
+}
+
+/// Checks `input` against `<prefix>_<ASCII alphanumerics>`.
+fn validate(input: &str, kind: &'static str, prefix: &'static str) -> Result<(), IdError> {
+    let valid = input
+        .strip_prefix(prefix)
+        .and_then(|rest| rest.strip_prefix('_'))
+        .is_some_and(|body| !body.is_empty() && body.bytes().all(|b| b.is_ascii_alphanumeric()));
+    if valid {
+        Ok(())
+    } else {
+        Err(IdError {
+            kind,
+            prefix,
+            input: input.to_string(),
+        })
+    }
+}
+
+/// The creation time of a canonical ULID body (26 upper-case Crockford base32 characters).
+fn ulid_timestamp_ms(body: &str) -> Option<u64> {
+    const CROCKFORD: &[u8] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
+    let bytes = body.as_bytes();
+    // 26 characters carry 130 bits; a first character above `7` would not fit in 128.
+    if bytes.len() != 26 || bytes[0] > b'7' || !bytes.iter().all(|b| CROCKFORD.contains(b)) {
+        return None;
+    }
+    Ulid::from_string(body).ok().map(|u| u.timestamp_ms())
+}
+
+/// The current time in milliseconds since the Unix epoch, as OpenCode stores times.
+pub fn now_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
+
+macro_rules! prefixed_id {
+    ($(#[$doc:meta])* $name:ident, $prefix:literal, $kind:literal) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+        pub struct $name(String);
+
+        impl $name {
+            /// The prefix every id of this kind starts with, without the underscore.
+            pub const PREFIX: &'static str = $prefix;
+
+            /// A fresh id that sorts after every id generated before it in this process.
+            #[allow(clippy::new_without_default)] // a fresh unique id is not a "default" value
+            pub fn new() -> Self {
+                $name(format!("{}_{}", $prefix, next_ulid()))
+            }
+
+            /// Validates an id received from outside: the prefix, then letters and digits.
+            pub fn parse(input: &str) -> Result<Self, IdError> {
+                validate(input, $kind, $prefix)?;
+                Ok($name(input.to_string()))
+            }
+
+            /// The id as a string, prefix included.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+
+            /// The part after `<prefix>_`.
+            pub fn body(&self) -> &str {
+                self.0.get($prefix.len() + 1..).unwrap_or_default()
+            }
+
+            /// The creation time in epoch milliseconds, when the body is a ULID.
+            pub fn timestamp_ms(&self) -> Option<u64> {
+                ulid_timestamp_ms(self.body())
+            }
+
+            /// The id as an owned string.
+            pub fn into_string(self) -> String {
+                self.0
+            }
+        }
+
+        impl ::std::fmt::Display for $name {
+            fn fmt(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl ::std::str::FromStr for $name {
+            type Err = IdError;
+
+            fn from_str(s: &str) -> Result<Self, Self::Err> {
+                $name::parse(s)
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = IdError;
+
+            fn try_from(s: String) -> Result<Self, Self::Error> {
+                validate(&s, $kind, $prefix)?;
+                Ok($name(s))
+            }
+        }
+
+        impl TryFrom<&str> for $name {
+            type Error = IdError;
+
+            fn try_from(s: &str) -> Result<Self, Self::Error> {
+                $name::parse(s)
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(id: $name) -> String {
+                id.0
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl ::std::borrow::Borrow<str> for $name {
+            fn borrow(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.0 == other
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.0 == *other
+            }
+        }
+
+        impl ::serde::Serialize for $name {
+            fn serialize<S: ::serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+                serializer.serialize_str(&self.0)
+            }
+        }
+
+        impl<'de> ::serde::Deserialize<'de> for $name {
+            fn deserialize<D: ::serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+                let s = String::deserialize(deserializer)?;
+                $name::try_from(s).map_err(::serde::de::Error::custom)
+            }
+        }
+    };
+}
+
+prefixed_id!(
+    /// The id of a session: `ses_…`.
+    SessionId,
+    "ses",
+    "session"
+);
+prefixed_id!(
+    /// The id of a message (user or assistant): `msg_…`.
+    MessageId,
+    "msg",
+    "message"
+);
+prefixed_id!(
+    /// The id of a part of a message: `prt_…`.
+    PartId,
+    "prt",
+    "part"
+);
+prefixed_id!(
+    /// The id of a pending permission request: `per_…`.
+    PermissionId,
+    "per",
+    "permission"
+);
+prefixed_id!(
+    /// The id of a pending question to the user: `que_…`.
+    QuestionId,
+    "que",
+    "question"
+);
+prefixed_id!(
+    /// The id of a tool call minted by taskforce: `call_…` (providers' own call ids are plain strings).
+    CallId,
+    "call",
+    "call"
+);
+
+#[cfg(test)]
+mod tests {
+    use std::collections::HashMap;
+
+    use super::*;
+
+    #[test]
+    fn generated_ids_have_prefix_and_ulid_body() {
+        let id = SessionId::new();
+        assert!(id.as_str().starts_with("ses_"));
+        assert_eq!(id.body().len(), 26);
+        assert_eq!(SessionId::parse(id.as_str()).unwrap(), id);
+        assert!(MessageId::new().as_str().starts_with("msg_"));
+        assert!(PartId::new().as_str().starts_with("prt_"));
+        assert!(PermissionId::new().as_str().starts_with("per_"));
+        assert!(QuestionId::new().as_str().starts_with("que_"));
+        assert!(CallId::new().as_str().starts_with("call_"));
+    }
+
+    #[test]
+    fn generated_ids_strictly_increase() {
+        let mut prev = PartId::new();
+        for _ in 0..10_000 {
+            let next = PartId::new();
+            assert!(next > prev, "{next} should sort after {prev}");
+            prev = next;
+        }
+        // Ids of different kinds share one generator, so their bodies interleave in order too.
+        let a = MessageId::new();
+        let b = PartId::new();
+        assert!(a.body() < b.body());
+    }
+
+    #[test]
+    fn timestamp_is_close_to_now() {
+        let before = now_ms();
+        let id = MessageId::new();
+        let after = now_ms();
+        let ts = id.timestamp_ms().unwrap();
+        // The generator may run ahead of the clock by a millisecond after an overflow.
+        assert!(
+            ts + 1 >= before && ts <= after + 1,
+            "{before} <= {ts} <= {after}"
+        );
+    }
+
+    #[test]
+    fn opencode_ids_parse_but_have_no_ulid_timestamp() {
+        let id = SessionId::parse("ses_0a1b2c3d4e5f6ABCDEFghijkl").unwrap();
+        assert_eq!(id.to_string(), "ses_0a1b2c3d4e5f6ABCDEFghijkl");
+        assert_eq!(id.timestamp_ms(), None);
+        let id: MessageId = "msg_1".parse().unwrap();
+        assert_eq!(id.body(), "1");
+    }
+
+    #[test]
+    fn parse_rejects_bad_prefixes_and_bodies() {
+        for bad in [
+            "",
+            "ses",
+            "ses_",
+            "msg_01ARZ3NDEKTSV4RRFFQ69G5FAV",
+            "sesX01ARZ3NDEKTSV4RRFFQ69G5FAV",
+            "ses_01ARZ3NDEKTSV4RRFFQ69G5FA-",
+            "ses_../etc/passwd",
+            "ses_ abc",
+            "SES_abc",
+            "ses_é",
+        ] {
+            assert!(SessionId::parse(bad).is_err(), "{bad:?} should be rejected");
+        }
+        // `call` must not accept `callX_…` nor `ca_…`.
+        assert!(CallId::parse("callx_abc").is_err());
+        assert!(CallId::parse("call_abc").is_ok());
+    }
+
+    #[test]
+    fn error_names_kind_prefix_and_input() {
+        let err = PartId::parse("msg_123").unwrap_err();
+        assert_eq!(err.prefix, "prt");
+        let text = err.to_string();
+        assert!(text.contains("part"), "{text}");
+        assert!(text.contains("\"prt_\""), "{text}");
+        assert!(text.contains("msg_123"), "{text}");
+    }
+
+    #[test]
+    fn serde_is_a_plain_validated_string() {
+        let id = PermissionId::parse("per_abc123").unwrap();
+        assert_eq!(serde_json::to_string(&id).unwrap(), "\"per_abc123\"");
+        let back: PermissionId = serde_json::from_str("\"per_abc123\"").unwrap();
+        assert_eq!(back, id);
+        let err = serde_json::from_str::<PermissionId>("\"ses_abc123\"").unwrap_err();
+        assert!(err.to_string().contains("per_"), "{err}");
+        assert!(serde_json::from_str::<PermissionId>("42").is_err());
+    }
+
+    #[test]
+    fn ids_work_as_map_keys_looked_up_by_str() {
+        let id = SessionId::new();
+        let mut map = HashMap::new();
+        map.insert(id.clone(), 1);
+        assert_eq!(map.get(id.as_str()), Some(&1));
+        assert!(id == id.as_str());
+    }
+
+    #[test]
+    fn timestamp_requires_canonical_ulid() {
+        let id = MessageId::parse("msg_01ARZ3NDEKTSV4RRFFQ69G5FAV").unwrap();
+        assert_eq!(id.timestamp_ms(), Some(1_469_922_850_259));
+        // Lower case, wrong length, or an out-of-range first character: not treated as ULIDs.
+        for body in [
+            "01arz3ndektsv4rrffq69g5fav",
+            "01ARZ3NDEKTSV4RRFFQ69G5FA",
+            "81ARZ3NDEKTSV4RRFFQ69G5FAV",
+        ] {
+            let id = MessageId::parse(&format!("msg_{body}")).unwrap();
+            assert_eq!(id.timestamp_ms(), None, "{body}");
+        }
+    }
+}

@@ -1,0 +1,262 @@
+//! Evaluation (last match wins, default `ask`) and merge (plain concatenation), reference §3.3–3.4.
+
+use super::rule::{Action, Rule, Ruleset};
+use super::wildcard::matches;
+
+/// The outcome of [`evaluate`]: the action and the rule that decided it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Evaluation<'a> {
+    /// What to do: the matching rule's action, or `ask` when no rule matched.
+    pub action: Action,
+    /// The last rule that matched; `None` when nothing matched and the default `ask` applied
+    /// (OpenCode then reports the synthetic rule `{permission, pattern: "*", action: "ask"}`).
+    pub rule: Option<&'a Rule>,
+}
+
+/// Decide `permission` for `pattern`: the last rule of the concatenated `rulesets` whose
+/// `permission` and `pattern` wildcards both match wins; nothing matching means `ask`.
+///
+/// Later rulesets (and later rules within one) take precedence; specificity plays no part.
+/// Does not allocate: the rulesets are walked in reverse and the first match is returned.
+pub fn evaluate<'a>(permission: &str, pattern: &str, rulesets: &[&'a [Rule]]) -> Evaluation<'a> {
+    let rule = rulesets
+        .iter()
+        .rev()
+        .flat_map(|ruleset| ruleset.iter().rev())
+        .find(|rule| matches(permission, &rule.permission) && matches(pattern, &rule.pattern));
+    Evaluation {
+        action: rule.map_or(Action::Ask, |rule| rule.action),
+        rule,
+    }
+}
+
+/// Concatenate rulesets in order: no dedupe, no sorting (position is precedence).
+pub fn merge(rulesets: &[&[Rule]]) -> Ruleset {
+    rulesets.concat()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::permission::{PermissionConfig, from_config};
+    use Action::{Allow, Ask, Deny};
+    use proptest::prelude::*;
+
+    fn r(permission: &str, pattern: &str, action: Action) -> Rule {
+        Rule::new(permission, pattern, action)
+    }
+
+    fn eval(permission: &str, pattern: &str, rules: &[Rule]) -> Action {
+        evaluate(permission, pattern, &[rules]).action
+    }
+
+    fn config(json: &str) -> Ruleset {
+        let config: PermissionConfig = serde_json::from_str(json).unwrap();
+        from_config(&config, None)
+    }
+
+    #[test]
+    fn p1_nothing_matches_means_ask() {
+        let e = evaluate("bash", "rm", &[]);
+        assert_eq!(e.action, Ask);
+        assert_eq!(e.rule, None);
+        let other = [r("edit", "*", Allow)];
+        let e = evaluate("bash", "rm", &[&other]);
+        assert_eq!(
+            e,
+            Evaluation {
+                action: Ask,
+                rule: None
+            }
+        );
+    }
+
+    #[test]
+    fn p2_pure_last_match_wins() {
+        let rules = [r("bash", "*", Allow), r("bash", "rm", Deny)];
+        let e = evaluate("bash", "rm", &[&rules]);
+        assert_eq!(e.action, Deny);
+        assert!(std::ptr::eq(e.rule.unwrap(), &rules[1]));
+        let reversed = [r("bash", "rm", Deny), r("bash", "*", Allow)];
+        assert_eq!(eval("bash", "rm", &reversed), Allow);
+        // Across rulesets: the later ruleset wins.
+        let a = [r("bash", "rm", Deny)];
+        let b = [r("bash", "*", Allow)];
+        assert_eq!(evaluate("bash", "rm", &[&a, &b]).action, Allow);
+        assert_eq!(evaluate("bash", "rm", &[&b, &a]).action, Deny);
+    }
+
+    #[test]
+    fn p3_specificity_plays_no_part() {
+        let rules = [
+            r("edit", "src/components/*", Allow),
+            r("edit", "src/*", Deny),
+        ];
+        assert_eq!(eval("edit", "src/components/Button.tsx", &rules), Deny);
+    }
+
+    #[test]
+    fn p5_permission_field_is_a_wildcard() {
+        let rules = [r("mcp_*", "*", Allow)];
+        assert_eq!(eval("mcp_server_tool", "x", &rules), Allow);
+        assert_eq!(eval("bash", "x", &rules), Ask);
+        let all = [r("*", "*", Deny)];
+        assert_eq!(eval("anything", "x", &all), Deny);
+    }
+
+    #[test]
+    fn p11_merge_is_concatenation() {
+        let a = [r("bash", "*", Allow)];
+        let b = [r("bash", "*", Deny)];
+        assert_eq!(
+            merge(&[&a, &b]),
+            vec![r("bash", "*", Allow), r("bash", "*", Deny)]
+        );
+        assert_eq!(
+            merge(&[&b, &a]),
+            vec![r("bash", "*", Deny), r("bash", "*", Allow)]
+        );
+        assert_eq!(merge(&[]), Ruleset::new());
+        assert_eq!(eval("bash", "x", &merge(&[&a, &b])), Deny);
+    }
+
+    #[test]
+    fn p12_task_configs() {
+        let rules = config(r#"{"task": {"*": "allow", "code-reviewer": "deny"}}"#);
+        assert_eq!(eval("task", "general", &rules), Allow);
+        assert_eq!(eval("task", "code-reviewer", &rules), Deny);
+
+        let rules = config(r#"{"task": {"*": "ask", "orchestrator-*": "deny"}}"#);
+        assert_eq!(eval("task", "general", &rules), Ask);
+        assert_eq!(eval("task", "orchestrator-fast", &rules), Deny);
+
+        let rules = config(r#"{"task": {"general": "allow", "code-reviewer": "deny"}}"#);
+        assert_eq!(eval("task", "unknown-agent", &rules), Ask);
+        assert_eq!(eval("task", "general", &rules), Allow);
+
+        let rules = config(r#"{"task": {"general": "allow", "*": "deny"}}"#);
+        assert_eq!(eval("task", "general", &rules), Deny);
+    }
+
+    #[test]
+    fn bash_prefix_rule_from_config() {
+        let rules = config(r#"{"bash": {"*": "ask", "git *": "allow", "git push *": "deny"}}"#);
+        assert_eq!(eval("bash", "git", &rules), Allow);
+        assert_eq!(eval("bash", "git status --short", &rules), Allow);
+        assert_eq!(eval("bash", "git push origin main", &rules), Deny);
+        assert_eq!(eval("bash", "git push", &rules), Deny);
+        assert_eq!(eval("bash", "gitk", &rules), Ask);
+    }
+
+    // ---- properties ----
+
+    const PERMS: &[&str] = &["bash", "edit", "task", "mcp_x", "*", "mcp_*", "b?sh", "e*"];
+    const PATTERNS: &[&str] = &["*", "rm", "rm *", "git *", "src/*", "a?", "", "ls", "x"];
+    const VALUES: &[&str] = &[
+        "rm",
+        "rm -rf /",
+        "git",
+        "git status",
+        "src/a.ts",
+        "ab",
+        "",
+        "ls",
+    ];
+
+    fn action() -> impl Strategy<Value = Action> {
+        proptest::sample::select(Action::ALL.to_vec())
+    }
+
+    fn rule() -> impl Strategy<Value = Rule> {
+        (
+            proptest::sample::select(PERMS),
+            proptest::sample::select(PATTERNS),
+            action(),
+        )
+            .prop_map(|(p, x, a)| Rule::new(p, x, a))
+    }
+
+    fn ruleset() -> impl Strategy<Value = Ruleset> {
+        proptest::collection::vec(rule(), 0..8)
+    }
+
+    fn query() -> impl Strategy<Value = (&'static str, String)> {
+        (
+            proptest::sample::select(&PERMS[..4]),
+            prop_oneof![
+                proptest::sample::select(VALUES).prop_map(str::to_string),
+                "[a-z /*?.-]{0,8}",
+            ],
+        )
+    }
+
+    /// Index of `rule` (by address) in the concatenation of `rulesets`.
+    fn position(rulesets: &[&[Rule]], rule: Option<&Rule>) -> Option<usize> {
+        let rule = rule?;
+        rulesets
+            .iter()
+            .flat_map(|rs| rs.iter())
+            .position(|r| std::ptr::eq(r, rule))
+    }
+
+    /// The definition, naively: findLast over the materialised concatenation.
+    fn naive(permission: &str, pattern: &str, rules: &[Rule]) -> Option<usize> {
+        rules
+            .iter()
+            .rposition(|r| matches(permission, &r.permission) && matches(pattern, &r.pattern))
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(1000))]
+
+        #[test]
+        fn matches_find_last_definition(a in ruleset(), b in ruleset(), (p, x) in query()) {
+            let e = evaluate(p, &x, &[&a, &b]);
+            let flat = merge(&[&a, &b]);
+            let want = naive(p, &x, &flat);
+            prop_assert_eq!(position(&[&a, &b], e.rule), want);
+            prop_assert_eq!(e.action, want.map_or(Ask, |i| flat[i].action));
+        }
+
+        #[test]
+        fn appending_catch_all_decides(
+            rules in ruleset(),
+            p in "[a-z_*?]{0,6}",
+            x in "[a-z /*?.\n-]{0,8}",
+            a in action(),
+        ) {
+            let mut rules = rules;
+            rules.push(Rule::new(p.clone(), "*", a));
+            let e = evaluate(&p, &x, &[&rules]);
+            prop_assert_eq!(e.action, a);
+            prop_assert!(std::ptr::eq(e.rule.unwrap(), rules.last().unwrap()));
+        }
+
+        #[test]
+        fn merge_then_evaluate_equals_evaluate_over_both(
+            a in ruleset(), b in ruleset(), (p, x) in query()
+        ) {
+            let merged = merge(&[&a, &b]);
+            let split = evaluate(p, &x, &[&a, &b]);
+            let joined = evaluate(p, &x, &[&merged]);
+            prop_assert_eq!(split.action, joined.action);
+            prop_assert_eq!(split.rule, joined.rule);
+            prop_assert_eq!(position(&[&a, &b], split.rule), position(&[&merged], joined.rule));
+        }
+
+        #[test]
+        fn prepending_never_changes_a_matched_decision(
+            prefix in ruleset(), rules in ruleset(), (p, x) in query()
+        ) {
+            let before = evaluate(p, &x, &[&rules]);
+            let after = evaluate(p, &x, &[&prefix, &rules]);
+            if let Some(rule) = before.rule {
+                prop_assert_eq!(after.action, before.action);
+                prop_assert!(std::ptr::eq(after.rule.unwrap(), rule));
+            } else {
+                // Unmatched before: the prefix alone decides.
+                prop_assert_eq!(after, evaluate(p, &x, &[&prefix]));
+            }
+        }
+    }
+}

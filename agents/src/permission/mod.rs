@@ -1,0 +1,15 @@
+//! The permission engine: rules, wildcard matching, evaluation, config form, hidden tools.
+//!
+//! Pure functions only. Evaluation is last-match-wins over the concatenation of rulesets,
+//! and the default when nothing matches is `ask` (reference §3).
+
+mod config;
+mod disabled;
+mod evaluate;
+mod rule;
+pub mod wildcard;
+
+pub use config::{PermissionConfig, PermissionValue, expand_home, from_config, from_tools};
+pub use disabled::{disabled, permission_for_tool};
+pub use evaluate::{Evaluation, evaluate, merge};
+pub use rule::{Action, Rule, Ruleset};

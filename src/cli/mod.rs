@@ -1,0 +1,83 @@
+//! The command line: arguments, dispatch, and exit statuses.
+//!
+//! Exit status: 0 done, 1 the run ended in an error, 2 bad usage or configuration.
+
+mod agents;
+mod context;
+mod permission;
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+pub use context::Context;
+
+/// taskforce: an actor-based multi-agent runtime.
+#[derive(Debug, Parser)]
+#[command(name = "taskforce", version, about, propagate_version = true)]
+pub struct Cli {
+    /// Flags every subcommand takes.
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Flags every subcommand takes.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// A config file read after the project's (also `TASKFORCE_CONFIG`).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Where sessions and tool output are stored (also `TASKFORCE_DATA_DIR`).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// More logging on stderr (-v debug, -vv trace).
+    #[arg(short, long, global = true, action = clap::ArgAction::Count)]
+    pub verbose: u8,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// List or inspect agents.
+    #[command(subcommand)]
+    Agents(agents::AgentsCommand),
+    /// Explain permission decisions.
+    #[command(subcommand)]
+    Permission(permission::PermissionCommand),
+}
+
+/// An error caused by the user's input or configuration (exit status 2).
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct UsageError(#[from] pub anyhow::Error);
+
+impl UsageError {
+    /// Wraps any error as a usage error.
+    pub fn new(error: impl Into<anyhow::Error>) -> Self {
+        UsageError(error.into())
+    }
+}
+
+/// The exit status for an error: 2 for usage and configuration errors, else 1.
+pub fn exit_code(error: &anyhow::Error) -> u8 {
+    if error.downcast_ref::<UsageError>().is_some() {
+        2
+    } else {
+        1
+    }
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    let context = Context::load(&cli.global)?;
+    for warning in &context.loaded.warnings {
+        eprintln!("warning: {warning}");
+    }
+    match cli.command {
+        Command::Agents(cmd) => agents::run(&context, cmd),
+        Command::Permission(cmd) => permission::run(&context, cmd),
+    }
+}

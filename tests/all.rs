@@ -1,0 +1,4 @@
+//! End-to-end tests of the `taskforce` binary.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod suite;

@@ -1,0 +1,205 @@
+//! `taskforce agents list|show`.
+
+use super::support::Sandbox;
+
+#[test]
+fn list_puts_the_default_first_then_reference_order() {
+    let s = Sandbox::new();
+    let out = s.ok(&["agents", "list"]);
+    let names: Vec<&str> = out
+        .stdout
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "build",
+            "plan",
+            "general",
+            "explore",
+            "compaction",
+            "title",
+            "summary"
+        ]
+    );
+    assert!(out.stdout.lines().nth(1).unwrap().contains("(default)"));
+    assert!(out.stdout.contains("title (hidden)"));
+
+    let mut s = Sandbox::new();
+    s.env("TASKFORCE_DEFAULT_AGENT", "plan");
+    let json = s.ok(&["agents", "list", "--json"]).json();
+    let names: Vec<&str> = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names[..2], ["plan", "build"]);
+}
+
+#[test]
+fn list_json_has_opencode_fields_and_disabled_tools() {
+    let s = Sandbox::new();
+    s.file(
+        ".taskforce/agent/reviewer.md",
+        "---\ndescription: Reviews code\nmode: subagent\nmodel: openai/gpt-4o\ntemperature: 0.2\nsteps: 9\npermission:\n  edit: deny\n  bash:\n    \"*\": ask\n    \"git diff *\": allow\n---\nYou review code.\n",
+    );
+    let json = s.ok(&["agents", "list", "--json"]).json();
+    let reviewer = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["name"] == "reviewer")
+        .unwrap();
+    assert_eq!(reviewer["description"], "Reviews code");
+    assert_eq!(reviewer["mode"], "subagent");
+    assert_eq!(reviewer["native"], false);
+    assert_eq!(reviewer["hidden"], false);
+    assert_eq!(
+        reviewer["model"],
+        serde_json::json!({"providerID": "openai", "modelID": "gpt-4o"})
+    );
+    assert_eq!(reviewer["temperature"], 0.2);
+    assert_eq!(reviewer["steps"], 9);
+    assert_eq!(reviewer["prompt"], "You review code.");
+    assert_eq!(reviewer["options"], serde_json::json!({}));
+    assert_eq!(
+        reviewer["disabledTools"],
+        serde_json::json!(["write", "edit"])
+    );
+    let rules = reviewer["permission"].as_array().unwrap();
+    let glob = s
+        .home
+        .join(".local/share/taskforce/tool-output/*")
+        .display()
+        .to_string();
+    let tail: Vec<String> = rules[rules.len() - 4..]
+        .iter()
+        .map(|r| format!("{} {} {}", r["permission"], r["pattern"], r["action"]))
+        .collect();
+    assert_eq!(
+        tail,
+        [
+            r#""edit" "*" "deny""#.to_string(),
+            r#""bash" "*" "ask""#.to_string(),
+            r#""bash" "git diff *" "allow""#.to_string(),
+            format!(r#""external_directory" {glob:?} "allow""#),
+        ]
+    );
+}
+
+#[test]
+fn show_prints_one_agent_with_rule_origins() {
+    let s = Sandbox::new();
+    let json = s.ok(&["agents", "show", "explore", "--json"]).json();
+    assert_eq!(json["name"], "explore");
+    assert_eq!(json["native"], true);
+    let text = s.ok(&["agents", "show", "explore"]).stdout;
+    assert!(text.contains("mode: subagent (built-in)"), "{text}");
+    assert!(
+        text.contains("tools hidden from the model: write, edit, todowrite, todoread, task"),
+        "{text}"
+    );
+    assert!(
+        text.contains("the built-in definition of this agent"),
+        "{text}"
+    );
+}
+
+#[test]
+fn unknown_agent_lists_the_known_ones() {
+    let s = Sandbox::new();
+    let err = s.usage_error(&["agents", "show", "nope"]);
+    assert!(
+        err.contains("unknown agent \"nope\"; known agents: build, plan"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_agent_yaml_names_file_and_line() {
+    let s = Sandbox::new();
+    s.file(
+        ".taskforce/agent/broken.md",
+        "---\ndescription: x\nmode: [subagent\n---\nbody\n",
+    );
+    let err = s.usage_error(&["agents", "list"]);
+    assert_eq!(err.lines().count(), 1, "one clear message: {err}");
+    assert!(
+        err.starts_with("error: .taskforce/agent/broken.md:"),
+        "{err}"
+    );
+    assert!(err.contains("invalid YAML frontmatter"), "{err}");
+}
+
+#[test]
+fn bad_config_exits_2_naming_file_and_key() {
+    let s = Sandbox::new();
+    s.file("taskforce.toml", "[agent.reviewer]\nmode = \"sidekick\"\n");
+    let err = s.usage_error(&["agents", "list"]);
+    assert!(
+        err.contains("taskforce.toml: key `agent.reviewer.mode`"),
+        "{err}"
+    );
+    assert!(err.contains("`primary`, `subagent`, `all`"), "{err}");
+
+    let s = Sandbox::new();
+    let err = s.usage_error(&["--config", "missing.toml", "agents", "list"]);
+    assert!(
+        err.contains("missing.toml") && err.contains("--config"),
+        "{err}"
+    );
+
+    let s = Sandbox::new();
+    s.file("taskforce.toml", "default_agent = \"general\"\n");
+    let err = s.usage_error(&["agents", "list"]);
+    assert!(
+        err.contains("default agent \"general\" is a subagent"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_usage_exits_2() {
+    let s = Sandbox::new();
+    s.usage_error(&["agents"]);
+    s.usage_error(&["agents", "list", "--nope"]);
+    s.usage_error(&["frobnicate"]);
+}
+
+#[test]
+fn global_flags_config_and_verbose() {
+    let s = Sandbox::new();
+    let extra = s.file(
+        "ci/extra.toml",
+        "[agent.extra]\ndescription = \"From --config\"\n",
+    );
+    let out = s.ok(&[
+        "-v",
+        "--config",
+        extra.to_str().unwrap(),
+        "agents",
+        "show",
+        "extra",
+        "--json",
+    ]);
+    assert_eq!(out.json()["description"], "From --config");
+}
+
+#[test]
+fn claude_agent_alias_warnings_go_to_stderr() {
+    let s = Sandbox::new();
+    s.file(
+        ".claude/agents/tester.md",
+        "---\nname: tester\ndescription: Tests\ntools: Bash, Read\nmodel: haiku\n---\nRun the tests.",
+    );
+    let out = s.ok(&["agents", "show", "tester", "--json"]);
+    assert!(
+        out.stderr.contains("warning:") && out.stderr.contains("\"haiku\""),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.json()["mode"], "subagent");
+}

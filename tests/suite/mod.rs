@@ -1,0 +1,3 @@
+mod agents_cli;
+mod permission_cli;
+mod support;

@@ -1,0 +1,93 @@
+//! Running the binary in a throwaway home and project, with a clean environment.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub struct Sandbox {
+    _dir: tempfile::TempDir,
+    pub home: PathBuf,
+    pub project: PathBuf,
+    env: Vec<(String, String)>,
+}
+
+pub struct Output {
+    pub status: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Output {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", self.stdout))
+    }
+}
+
+impl Sandbox {
+    pub fn new() -> Sandbox {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().join("home");
+        let project = dir.path().join("project");
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(project.join(".git")).unwrap();
+        Sandbox {
+            _dir: dir,
+            home,
+            project,
+            env: Vec::new(),
+        }
+    }
+
+    pub fn file(&self, rel: &str, text: &str) -> PathBuf {
+        let path = self.project.join(rel);
+        write(&path, text);
+        path
+    }
+
+    pub fn env(&mut self, key: &str, value: &str) -> &mut Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        let out = Command::new(env!("CARGO_BIN_EXE_taskforce"))
+            .args(args)
+            .current_dir(&self.project)
+            .env_clear()
+            .env("HOME", &self.home)
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
+            .output()
+            .unwrap();
+        Output {
+            status: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Runs a command that must fail with exit status 2; returns its stderr.
+    pub fn usage_error(&self, args: &[&str]) -> String {
+        let out = self.run(args);
+        assert_eq!(
+            out.status, 2,
+            "stdout: {}\nstderr: {}",
+            out.stdout, out.stderr
+        );
+        assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+        assert!(!out.stderr.contains("RUST_BACKTRACE"), "{}", out.stderr);
+        out.stderr
+    }
+
+    /// Runs a command that must succeed; returns it.
+    pub fn ok(&self, args: &[&str]) -> Output {
+        let out = self.run(args);
+        assert_eq!(out.status, 0, "stderr: {}", out.stderr);
+        out
+    }
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
