@@ -18,7 +18,10 @@ fn main() -> anyhow::Result<()> {
         None => registry.default_agent(),
     };
     let decision = agent.evaluate(&permission, &pattern);
-    println!("{} may {permission} {pattern:?}: {}", agent.name, decision.action);
+    println!(
+        "{} may {permission} {pattern:?}: {}",
+        agent.name, decision.action
+    );
     if let Some(rule) = decision.rule {
         println!("because of the rule {rule}");
     }

@@ -11,7 +11,10 @@ fn main() -> ExitCode {
     match taskforce::cli::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            let message = format!("{error:#}");
+            if !message.is_empty() {
+                eprintln!("error: {message}");
+            }
             ExitCode::from(exit_code(&error))
         }
     }

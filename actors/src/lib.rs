@@ -1,6 +1,20 @@
 //! taskforce-actors: how agents run — sessions, the supervisor, the bus and the store.
 //!
-//! The runtime lands on top of [`taskforce_agents`]; this crate re-exports it so embedders can
-//! depend on one crate.
+//! [`Runtime`] is the public handle. Each live session is a [`session::SessionActor`] whose
+//! mailbox takes prompts, cancels and subtasks; the [`supervisor::Supervisor`] starts session
+//! actors on a pool of arbiters, keeps the live tree and cancels whole subtrees; the
+//! [`bus`] fans every state change out; the [`store`] keeps everything on disk.
 
+pub mod bus;
+mod core;
+mod error;
+pub mod permission;
+mod runtime;
+pub mod session;
+pub mod store;
+pub mod supervisor;
+
+pub use error::RuntimeError;
+pub use runtime::{Runtime, RuntimeOptions, SessionTree};
+pub use session::{PartInput, PromptInput};
 pub use taskforce_agents as agents;

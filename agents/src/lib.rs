@@ -11,4 +11,5 @@ pub mod id;
 pub mod markdown;
 pub mod model;
 pub mod permission;
+pub mod provider;
 pub mod tool;

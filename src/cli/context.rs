@@ -11,6 +11,8 @@ pub struct Context {
     pub loaded: LoadedConfig,
     /// Every agent.
     pub registry: Registry,
+    /// The `--data-dir` flag, when given.
+    pub data_dir_flag: Option<std::path::PathBuf>,
 }
 
 impl Context {
@@ -20,7 +22,11 @@ impl Context {
             .map_err(UsageError::new)?;
         let loaded = load(&options).map_err(UsageError::new)?;
         let registry = Registry::new(&loaded.config, &loaded.paths).map_err(UsageError::new)?;
-        Ok(Context { loaded, registry })
+        Ok(Context {
+            loaded,
+            registry,
+            data_dir_flag: global.data_dir.clone(),
+        })
     }
 
     /// The agent called `name`, or the default agent; an unknown name is a usage error.
@@ -29,5 +35,27 @@ impl Context {
             Some(n) => Ok(self.registry.require(n).map_err(UsageError::new)?),
             None => Ok(self.registry.default_agent()),
         }
+    }
+}
+
+impl Context {
+    /// Runs `body` with a started runtime inside an actix system on a multi-thread tokio runtime.
+    pub fn with_runtime<T, F, Fut>(&self, body: F) -> anyhow::Result<T>
+    where
+        F: FnOnce(taskforce_actors::Runtime) -> Fut + 'static,
+        Fut: std::future::Future<Output = anyhow::Result<T>> + 'static,
+        T: 'static,
+    {
+        let tokio_rt = tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?;
+        let system = actix::System::with_tokio_rt(move || tokio_rt);
+        let options = taskforce_actors::RuntimeOptions::new(self.loaded.clone());
+        system.block_on(async move {
+            let runtime = taskforce_actors::Runtime::start(options)
+                .await
+                .map_err(UsageError::new)?;
+            body(runtime).await
+        })
     }
 }

@@ -1,10 +1,16 @@
 //! The command line: arguments, dispatch, and exit statuses.
 //!
-//! Exit status: 0 done, 1 the run ended in an error, 2 bad usage or configuration.
+//! Exit status: 0 done, 1 the run ended in an error, 2 bad usage or configuration,
+//! 130 interrupted.
 
 mod agents;
 mod context;
+mod demo;
+mod live;
+mod output;
 mod permission;
+mod run;
+mod sessions;
 
 use std::path::PathBuf;
 
@@ -47,6 +53,13 @@ pub enum Command {
     /// Explain permission decisions.
     #[command(subcommand)]
     Permission(permission::PermissionCommand),
+    /// Run a prompt and print the answer.
+    Run(run::RunArgs),
+    /// List, show, inspect or delete stored sessions.
+    #[command(subcommand)]
+    Sessions(sessions::SessionsCommand),
+    /// The offline demo: a primary agent fans out to parallel explore subagents.
+    Demo(demo::DemoArgs),
 }
 
 /// An error caused by the user's input or configuration (exit status 2).
@@ -61,9 +74,31 @@ impl UsageError {
     }
 }
 
+/// An error that ends the process with a given status (and maybe no message).
+#[derive(Debug, thiserror::Error)]
+#[error("{message}")]
+pub struct ExitStatus {
+    /// The exit status.
+    pub code: u8,
+    /// What to print after `error: `; nothing when empty.
+    pub message: String,
+}
+
+impl ExitStatus {
+    /// An exit with `code` and `message`.
+    pub fn new(code: u8, message: &str) -> Self {
+        ExitStatus {
+            code,
+            message: message.to_string(),
+        }
+    }
+}
+
 /// The exit status for an error: 2 for usage and configuration errors, else 1.
 pub fn exit_code(error: &anyhow::Error) -> u8 {
-    if error.downcast_ref::<UsageError>().is_some() {
+    if let Some(exit) = error.downcast_ref::<ExitStatus>() {
+        exit.code
+    } else if error.downcast_ref::<UsageError>().is_some() {
         2
     } else {
         1
@@ -79,5 +114,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     match cli.command {
         Command::Agents(cmd) => agents::run(&context, cmd),
         Command::Permission(cmd) => permission::run(&context, cmd),
+        Command::Run(args) => run::run(&context, args),
+        Command::Sessions(cmd) => sessions::run(&context, cmd),
+        Command::Demo(args) => demo::run(&context, args),
     }
 }

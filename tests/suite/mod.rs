@@ -1,3 +1,4 @@
 mod agents_cli;
 mod permission_cli;
+mod run_cli;
 mod support;

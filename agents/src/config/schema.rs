@@ -117,6 +117,10 @@ pub struct ProviderConfig {
     /// Per-model limits and prices, by model id.
     #[serde(default)]
     pub models: IndexMap<String, ModelConfig>,
+    /// The script a `scripted` provider plays: a built-in script name (`demo`, `echo`) or the
+    /// path of a script file; `demo` when left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub script: Option<String>,
 }
 
 /// Limits and prices of one model.

@@ -3,12 +3,14 @@
 //! Pure functions only. Evaluation is last-match-wins over the concatenation of rulesets,
 //! and the default when nothing matches is `ask` (reference §3).
 
+mod ask;
 mod config;
 mod disabled;
 mod evaluate;
 mod rule;
 pub mod wildcard;
 
+pub use ask::{PermissionAsk, PermissionError};
 pub use config::{PermissionConfig, PermissionValue, expand_home, from_config, from_tools};
 pub use disabled::{disabled, permission_for_tool};
 pub use evaluate::{Evaluation, evaluate, merge};

@@ -1,3 +1,5 @@
 mod config;
 mod fixture;
+mod providers;
 mod registry;
+mod tools;

@@ -1,0 +1,178 @@
+//! The events the bus carries, in OpenCode's `{type, properties}` shape.
+
+use serde::{Deserialize, Serialize};
+use taskforce_agents::id::{MessageId, PartId, PermissionId, SessionId};
+use taskforce_agents::model::{AssistantError, Message, Part, Session, Todo};
+
+use crate::permission::{PermissionReply, PermissionRequest};
+
+/// A session's activity: idle, busy, or waiting to retry a model call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum SessionStatus {
+    /// Nothing running.
+    Idle,
+    /// The agent loop is running.
+    Busy,
+    /// Waiting before retrying a failed model call.
+    Retry {
+        /// Which attempt comes next.
+        attempt: u32,
+        /// Why the call failed.
+        message: String,
+        /// When the next attempt starts (epoch ms).
+        next: u64,
+    },
+}
+
+/// One state change, published once.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", content = "properties")]
+pub enum Event {
+    /// A session was created.
+    #[serde(rename = "session.created")]
+    SessionCreated {
+        /// The new session.
+        info: Session,
+    },
+    /// A session changed.
+    #[serde(rename = "session.updated")]
+    SessionUpdated {
+        /// The session as it is now.
+        info: Session,
+    },
+    /// A session was deleted.
+    #[serde(rename = "session.deleted")]
+    SessionDeleted {
+        /// The session as it was.
+        info: Session,
+    },
+    /// A session's activity changed.
+    #[serde(rename = "session.status")]
+    SessionStatus {
+        /// The session.
+        #[serde(rename = "sessionID")]
+        session_id: SessionId,
+        /// Its new status.
+        status: SessionStatus,
+    },
+    /// A session went idle (always right after the matching `session.status`).
+    #[serde(rename = "session.idle")]
+    SessionIdle {
+        /// The session.
+        #[serde(rename = "sessionID")]
+        session_id: SessionId,
+    },
+    /// A session's loop failed.
+    #[serde(rename = "session.error")]
+    SessionError {
+        /// The session, when the error belongs to one.
+        #[serde(rename = "sessionID", default, skip_serializing_if = "Option::is_none")]
+        session_id: Option<SessionId>,
+        /// The error.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<AssistantError>,
+    },
+    /// A message was created or changed.
+    #[serde(rename = "message.updated")]
+    MessageUpdated {
+        /// The message as it is now.
+        info: Message,
+    },
+    /// A message was removed.
+    #[serde(rename = "message.removed")]
+    MessageRemoved {
+        /// Its session.
+        #[serde(rename = "sessionID")]
+        session_id: SessionId,
+        /// The message.
+        #[serde(rename = "messageID")]
+        message_id: MessageId,
+    },
+    /// A part was created or changed; `delta` carries the new text while text streams.
+    #[serde(rename = "message.part.updated")]
+    PartUpdated {
+        /// The part as it is now.
+        part: Part,
+        /// The text appended since the last update.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        delta: Option<String>,
+    },
+    /// A part was removed.
+    #[serde(rename = "message.part.removed")]
+    PartRemoved {
+        /// Its session.
+        #[serde(rename = "sessionID")]
+        session_id: SessionId,
+        /// Its message.
+        #[serde(rename = "messageID")]
+        message_id: MessageId,
+        /// The part.
+        #[serde(rename = "partID")]
+        part_id: PartId,
+    },
+    /// A tool asks the user for permission.
+    #[serde(rename = "permission.asked")]
+    PermissionAsked(PermissionRequest),
+    /// A permission ask was answered.
+    #[serde(rename = "permission.replied")]
+    PermissionReplied {
+        /// The asking session.
+        #[serde(rename = "sessionID")]
+        session_id: SessionId,
+        /// The ask.
+        #[serde(rename = "requestID")]
+        request_id: PermissionId,
+        /// The answer.
+        reply: PermissionReply,
+    },
+    /// A session's todo list changed.
+    #[serde(rename = "todo.updated")]
+    TodoUpdated {
+        /// The session.
+        #[serde(rename = "sessionID")]
+        session_id: SessionId,
+        /// The whole list.
+        todos: Vec<Todo>,
+    },
+}
+
+impl Event {
+    /// The session the event belongs to, when it belongs to one.
+    pub fn session_id(&self) -> Option<&SessionId> {
+        match self {
+            Event::SessionCreated { info }
+            | Event::SessionUpdated { info }
+            | Event::SessionDeleted { info } => Some(&info.id),
+            Event::SessionStatus { session_id, .. }
+            | Event::SessionIdle { session_id }
+            | Event::MessageRemoved { session_id, .. }
+            | Event::PartRemoved { session_id, .. }
+            | Event::PermissionReplied { session_id, .. }
+            | Event::TodoUpdated { session_id, .. } => Some(session_id),
+            Event::SessionError { session_id, .. } => session_id.as_ref(),
+            Event::MessageUpdated { info } => Some(info.session_id()),
+            Event::PartUpdated { part, .. } => Some(&part.session_id),
+            Event::PermissionAsked(request) => Some(&request.session_id),
+        }
+    }
+
+    /// The event's `type` name, as in `message.part.updated`.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Event::SessionCreated { .. } => "session.created",
+            Event::SessionUpdated { .. } => "session.updated",
+            Event::SessionDeleted { .. } => "session.deleted",
+            Event::SessionStatus { .. } => "session.status",
+            Event::SessionIdle { .. } => "session.idle",
+            Event::SessionError { .. } => "session.error",
+            Event::MessageUpdated { .. } => "message.updated",
+            Event::MessageRemoved { .. } => "message.removed",
+            Event::PartUpdated { .. } => "message.part.updated",
+            Event::PartRemoved { .. } => "message.part.removed",
+            Event::PermissionAsked(_) => "permission.asked",
+            Event::PermissionReplied { .. } => "permission.replied",
+            Event::TodoUpdated { .. } => "todo.updated",
+        }
+    }
+}

@@ -1,0 +1,120 @@
+//! The bus: one actor that stamps every state change with a sequence number and fans it out.
+//!
+//! Publishing never waits for subscribers. Each subscriber reads from a bounded broadcast
+//! buffer; one that falls behind by more than the buffer is told how many events it missed
+//! ([`BusItem::Lagged`]) and can resync from the store.
+
+mod event;
+mod subscription;
+
+pub use event::{Event, SessionStatus};
+pub use subscription::{BusItem, Filter, Subscription};
+
+use std::sync::Arc;
+
+use actix::{Actor, Addr, Context, Handler, Message};
+use dashmap::DashMap;
+use taskforce_agents::id::SessionId;
+use tokio::sync::broadcast;
+
+/// An event with its position in the bus's total order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Envelope {
+    /// Monotonic sequence number, starting at 1.
+    pub seq: u64,
+    /// The event.
+    pub event: Event,
+}
+
+/// Parent links of every session the bus has seen, for subtree filters.
+pub(crate) type ParentMap = Arc<DashMap<SessionId, SessionId>>;
+
+/// The bus actor.
+struct Bus {
+    sender: broadcast::Sender<Arc<Envelope>>,
+    parents: ParentMap,
+    seq: u64,
+}
+
+impl Actor for Bus {
+    type Context = Context<Self>;
+}
+
+/// Publish one event.
+struct Publish(Event);
+
+impl Message for Publish {
+    type Result = ();
+}
+
+impl Handler<Publish> for Bus {
+    type Result = ();
+
+    fn handle(&mut self, msg: Publish, _: &mut Self::Context) {
+        if let Event::SessionCreated { info } = &msg.0
+            && let Some(parent) = &info.parent_id
+        {
+            self.parents.insert(info.id.clone(), parent.clone());
+        }
+        self.seq += 1;
+        // No receiver is not an error: nobody listens right now.
+        let _ = self.sender.send(Arc::new(Envelope {
+            seq: self.seq,
+            event: msg.0,
+        }));
+    }
+}
+
+/// A cheap, cloneable handle to the bus.
+#[derive(Clone)]
+pub struct BusHandle {
+    addr: Addr<Bus>,
+    sender: broadcast::Sender<Arc<Envelope>>,
+    parents: ParentMap,
+}
+
+impl BusHandle {
+    /// Starts the bus actor on the current arbiter; `capacity` events are buffered per subscriber.
+    pub fn start(capacity: usize) -> BusHandle {
+        let (sender, _) = broadcast::channel(capacity.max(16));
+        let parents: ParentMap = Arc::default();
+        let addr = Bus {
+            sender: sender.clone(),
+            parents: parents.clone(),
+            seq: 0,
+        }
+        .start();
+        BusHandle {
+            addr,
+            sender,
+            parents,
+        }
+    }
+
+    /// Publishes an event; returns at once.
+    pub fn publish(&self, event: Event) {
+        self.addr.do_send(Publish(event));
+    }
+
+    /// Publishes an event and waits until the bus has sent it to every subscriber's buffer.
+    pub async fn publish_and_wait(&self, event: Event) {
+        if self.addr.send(Publish(event)).await.is_err() {
+            tracing::warn!("the bus has stopped; an event was dropped");
+        }
+    }
+
+    /// Subscribes to the events that pass `filter`, from now on.
+    pub fn subscribe(&self, filter: Filter) -> Subscription {
+        Subscription::new(self.sender.subscribe(), filter, self.parents.clone())
+    }
+
+    /// Records that `child` is a child of `parent` (for sessions loaded from the store).
+    pub fn register_parent(&self, child: &SessionId, parent: &SessionId) {
+        self.parents.insert(child.clone(), parent.clone());
+    }
+
+    /// How many subscriptions are open.
+    pub fn subscriber_count(&self) -> usize {
+        self.sender.receiver_count()
+    }
+}

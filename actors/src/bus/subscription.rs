@@ -1,0 +1,103 @@
+//! Subscriptions: a filtered stream of bus events that reports how many it missed when slow.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+
+use futures::Stream;
+use taskforce_agents::id::SessionId;
+use tokio::sync::broadcast;
+use tokio_stream::wrappers::BroadcastStream;
+use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
+
+use super::{Envelope, ParentMap};
+
+/// Which events a subscription receives.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Filter {
+    /// Every event.
+    All,
+    /// Events of one session.
+    Session(SessionId),
+    /// Events of one session and all its descendants.
+    Subtree(SessionId),
+}
+
+/// What a subscription yields.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BusItem {
+    /// The next event that passes the filter.
+    Event(Arc<Envelope>),
+    /// The subscriber fell behind and this many events (of all sessions) were dropped for it;
+    /// resync from the store.
+    Lagged(u64),
+}
+
+/// A stream of bus events passing a filter.
+pub struct Subscription {
+    inner: BroadcastStream<Arc<Envelope>>,
+    filter: Filter,
+    parents: ParentMap,
+}
+
+impl Subscription {
+    pub(super) fn new(
+        receiver: broadcast::Receiver<Arc<Envelope>>,
+        filter: Filter,
+        parents: ParentMap,
+    ) -> Self {
+        Subscription {
+            inner: BroadcastStream::new(receiver),
+            filter,
+            parents,
+        }
+    }
+
+    fn passes(&self, envelope: &Envelope) -> bool {
+        match &self.filter {
+            Filter::All => true,
+            Filter::Session(id) => envelope.event.session_id() == Some(id),
+            Filter::Subtree(root) => envelope
+                .event
+                .session_id()
+                .is_some_and(|s| is_within(&self.parents, s, root)),
+        }
+    }
+}
+
+/// Whether `session` is `root` or one of its descendants.
+fn is_within(parents: &ParentMap, session: &SessionId, root: &SessionId) -> bool {
+    let mut current = session.clone();
+    // A depth cap guards against a corrupt cycle.
+    for _ in 0..256 {
+        if &current == root {
+            return true;
+        }
+        match parents.get(&current) {
+            Some(parent) => current = parent.value().clone(),
+            None => return false,
+        }
+    }
+    false
+}
+
+impl Stream for Subscription {
+    type Item = BusItem;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<BusItem>> {
+        loop {
+            match Pin::new(&mut self.inner).poll_next(cx) {
+                Poll::Ready(Some(Ok(envelope))) => {
+                    if self.passes(&envelope) {
+                        return Poll::Ready(Some(BusItem::Event(envelope)));
+                    }
+                }
+                Poll::Ready(Some(Err(BroadcastStreamRecvError::Lagged(n)))) => {
+                    return Poll::Ready(Some(BusItem::Lagged(n)));
+                }
+                Poll::Ready(None) => return Poll::Ready(None),
+                Poll::Pending => return Poll::Pending,
+            }
+        }
+    }
+}

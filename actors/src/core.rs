@@ -1,0 +1,51 @@
+//! The state every actor of one runtime shares.
+
+use std::path::PathBuf;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use actix::Addr;
+use dashmap::DashMap;
+use taskforce_agents::agent::Registry;
+use taskforce_agents::config::{Config, Paths};
+use taskforce_agents::id::SessionId;
+use taskforce_agents::provider::Providers;
+use taskforce_agents::tool::Tool;
+
+use crate::bus::{BusHandle, SessionStatus};
+use crate::permission::PermissionBroker;
+use crate::store::Store;
+use crate::supervisor::Supervisor;
+
+/// Shared services: store, bus, agents, providers, tools, and the supervisor's address.
+pub(crate) struct Core {
+    pub store: Arc<dyn Store>,
+    pub bus: BusHandle,
+    pub broker: Arc<PermissionBroker>,
+    pub registry: Arc<Registry>,
+    pub providers: Arc<Providers>,
+    pub config: Arc<Config>,
+    pub paths: Paths,
+    pub tools: Vec<Arc<dyn Tool>>,
+    pub supervisor: OnceLock<Addr<Supervisor>>,
+    /// The project the sessions belong to (its root directory's path).
+    pub project_id: String,
+    /// How long an idle session actor lives before it stops.
+    pub idle_stop: Duration,
+    /// How often streaming text is written to disk.
+    pub flush_every: Duration,
+    /// The status of every session that is not idle.
+    pub statuses: DashMap<SessionId, SessionStatus>,
+}
+
+impl Core {
+    /// The supervisor; set right after the core is built, before any session runs.
+    pub fn supervisor(&self) -> Option<&Addr<Supervisor>> {
+        self.supervisor.get()
+    }
+
+    /// The directory sessions run in.
+    pub fn directory(&self) -> PathBuf {
+        self.paths.cwd.clone()
+    }
+}

@@ -1,0 +1,337 @@
+//! The public handle of a running taskforce: sessions, prompts, cancels, queries, events.
+
+mod tree;
+
+pub use tree::SessionTree;
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use actix::{Actor, Addr};
+use dashmap::DashMap;
+use taskforce_agents::agent::Registry;
+use taskforce_agents::config::{Config, LoadedConfig};
+use taskforce_agents::id::{PermissionId, SessionId, now_ms};
+use taskforce_agents::model::Session;
+use taskforce_agents::provider::Providers;
+use taskforce_agents::tool::builtin_tools;
+
+use crate::RuntimeError;
+use crate::bus::{BusHandle, Event, Filter, SessionStatus, Subscription};
+use crate::core::Core;
+use crate::permission::{PermissionBroker, PermissionReply, PermissionRequest};
+use crate::session::{Prompt, PromptInput, Writer};
+use crate::store::{MessageWithParts, SessionFilter, SqliteStore, Store};
+use crate::supervisor::{Activate, CancelTree, Supervisor};
+
+/// How to start a runtime.
+#[derive(Debug, Clone)]
+pub struct RuntimeOptions {
+    /// The loaded configuration (its paths name the data directory and the project).
+    pub loaded: LoadedConfig,
+    /// The environment providers read API keys from.
+    pub env: BTreeMap<String, String>,
+    /// How long an idle session actor stays in memory.
+    pub idle_stop: Duration,
+    /// Arbiter threads for session actors (0: one per core).
+    pub arbiters: usize,
+    /// Events buffered per subscriber before it is told it lagged.
+    pub bus_capacity: usize,
+}
+
+impl RuntimeOptions {
+    /// Defaults for `loaded`, reading keys from this process's environment.
+    pub fn new(loaded: LoadedConfig) -> Self {
+        RuntimeOptions {
+            loaded,
+            env: std::env::vars().collect(),
+            idle_stop: Duration::from_secs(300),
+            arbiters: 0,
+            bus_capacity: 65_536,
+        }
+    }
+}
+
+/// A running taskforce. Cheap to clone; usable from any tokio runtime once started.
+#[derive(Clone)]
+pub struct Runtime {
+    core: Arc<Core>,
+    supervisor: Addr<Supervisor>,
+    writer: Writer,
+}
+
+impl Runtime {
+    /// Starts the runtime; must be called inside an actix `System`.
+    pub async fn start(options: RuntimeOptions) -> Result<Runtime, RuntimeError> {
+        let store = SqliteStore::open(&options.loaded.paths.data_dir).await?;
+        Self::start_with_store(options, Arc::new(store)).await
+    }
+
+    /// Starts the runtime on a given store (for example a PostgreSQL implementation).
+    pub async fn start_with_store(
+        options: RuntimeOptions,
+        store: Arc<dyn Store>,
+    ) -> Result<Runtime, RuntimeError> {
+        let LoadedConfig { config, paths, .. } = options.loaded;
+        let registry = Registry::new(&config, &paths)?;
+        let providers = Providers::new(&config, &options.env)?;
+        let bus = BusHandle::start(options.bus_capacity);
+        let core = Arc::new(Core {
+            store,
+            broker: Arc::new(PermissionBroker::new(bus.clone())),
+            bus,
+            registry: Arc::new(registry),
+            providers: Arc::new(providers),
+            config: Arc::new(config),
+            project_id: paths.project_root.display().to_string(),
+            paths,
+            tools: builtin_tools(),
+            supervisor: OnceLock::new(),
+            idle_stop: options.idle_stop,
+            flush_every: Duration::from_millis(200),
+            statuses: DashMap::new(),
+        });
+        let arbiters = if options.arbiters == 0 {
+            std::thread::available_parallelism().map_or(2, |n| n.get())
+        } else {
+            options.arbiters
+        };
+        let supervisor = Supervisor::new(core.clone(), arbiters).start();
+        let _ = core.supervisor.set(supervisor.clone());
+        Ok(Runtime {
+            writer: Writer::new(core.clone()),
+            core,
+            supervisor,
+        })
+    }
+
+    /// Starts the runtime with its own actix system on a dedicated thread, for plain tokio hosts.
+    pub fn spawn_dedicated(options: RuntimeOptions) -> Result<Runtime, RuntimeError> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::Builder::new()
+            .name("taskforce-runtime".into())
+            .spawn(move || {
+                let system = actix::System::with_tokio_rt(|| {
+                    tokio::runtime::Builder::new_multi_thread()
+                        .enable_all()
+                        .build()
+                        .unwrap_or_else(|e| panic!("cannot build the tokio runtime: {e}"))
+                });
+                system.block_on(async move {
+                    let started = Runtime::start(options).await;
+                    let ok = started.is_ok();
+                    let _ = tx.send(started);
+                    if ok {
+                        // Keep the system alive for the runtime's lifetime.
+                        std::future::pending::<()>().await;
+                    }
+                });
+            })
+            .map_err(|e| RuntimeError::InvalidInput(format!("cannot start a thread: {e}")))?;
+        rx.recv().map_err(|_| RuntimeError::Stopped)?
+    }
+
+    /// Creates a root session (or a child of `parent`).
+    pub async fn create_session(
+        &self,
+        parent: Option<&SessionId>,
+        title: Option<String>,
+    ) -> Result<Session, RuntimeError> {
+        let now = now_ms();
+        let session = match parent {
+            Some(p) => {
+                let parent = self.session(p).await?;
+                let title = title.unwrap_or_else(|| format!("Child session - {}", iso(now)));
+                Session::child_of(&parent, title, now)
+            }
+            None => Session::new(
+                self.core.project_id.clone(),
+                self.core.directory(),
+                title.unwrap_or_else(|| format!("New session - {}", iso(now))),
+                now,
+            ),
+        };
+        if let Some(p) = &session.parent_id {
+            self.core.bus.register_parent(&session.id, p);
+        }
+        self.core.store.put_session(&session).await?;
+        self.core.bus.publish(Event::SessionCreated {
+            info: session.clone(),
+        });
+        self.core.bus.publish(Event::SessionUpdated {
+            info: session.clone(),
+        });
+        Ok(session)
+    }
+
+    /// Prompts a session and waits for its final assistant message.
+    pub async fn prompt(
+        &self,
+        session: &SessionId,
+        input: PromptInput,
+    ) -> Result<MessageWithParts, RuntimeError> {
+        let reply = self.send_prompt(session, input).await?;
+        reply
+            .await
+            .map_err(|_| RuntimeError::Crashed(session.to_string()))?
+    }
+
+    /// Prompts a session and returns once the prompt is queued.
+    pub async fn prompt_async(
+        &self,
+        session: &SessionId,
+        input: PromptInput,
+    ) -> Result<(), RuntimeError> {
+        self.send_prompt(session, input).await.map(|_| ())
+    }
+
+    async fn send_prompt(
+        &self,
+        session: &SessionId,
+        input: PromptInput,
+    ) -> Result<crate::session::Reply, RuntimeError> {
+        if let Some(agent) = &input.agent {
+            self.core.registry.require(agent)?;
+        }
+        self.session(session).await?;
+        // An actor that stopped between activation and delivery is started again once.
+        for _ in 0..2 {
+            let addr = self
+                .supervisor
+                .send(Activate {
+                    id: session.clone(),
+                })
+                .await
+                .map_err(|_| RuntimeError::Stopped)?;
+            if let Ok(reply) = addr
+                .send(Prompt {
+                    input: input.clone(),
+                })
+                .await
+            {
+                return reply;
+            }
+        }
+        Err(RuntimeError::Crashed(session.to_string()))
+    }
+
+    /// Cancels a session's loop and every descendant's; idle sessions just report idle.
+    pub async fn cancel(&self, session: &SessionId) -> Result<(), RuntimeError> {
+        let info = self.session(session).await?;
+        let told = self
+            .supervisor
+            .send(CancelTree {
+                id: session.clone(),
+            })
+            .await
+            .map_err(|_| RuntimeError::Stopped)?;
+        if told.is_empty() {
+            self.writer.status(&info, SessionStatus::Idle);
+        }
+        Ok(())
+    }
+
+    /// One session.
+    pub async fn session(&self, id: &SessionId) -> Result<Session, RuntimeError> {
+        self.core
+            .store
+            .session(id)
+            .await?
+            .ok_or_else(|| RuntimeError::SessionNotFound(id.to_string()))
+    }
+
+    /// Sessions matching `filter`, most recently updated first.
+    pub async fn sessions(&self, filter: &SessionFilter) -> Result<Vec<Session>, RuntimeError> {
+        Ok(self.core.store.sessions(filter).await?)
+    }
+
+    /// The direct children of a session.
+    pub async fn children(&self, id: &SessionId) -> Result<Vec<Session>, RuntimeError> {
+        self.session(id).await?;
+        Ok(self.core.store.children(id).await?)
+    }
+
+    /// Every message of a session with its parts, oldest first.
+    pub async fn messages(&self, id: &SessionId) -> Result<Vec<MessageWithParts>, RuntimeError> {
+        self.session(id).await?;
+        Ok(self.core.store.messages(id).await?)
+    }
+
+    /// The session's whole subtree with statuses and usage.
+    pub async fn tree(&self, id: &SessionId) -> Result<SessionTree, RuntimeError> {
+        let root = self.session(id).await?;
+        tree::build(&self.core, root).await
+    }
+
+    /// Deletes a session and its subtree (cancelling whatever runs there first).
+    pub async fn delete_session(&self, id: &SessionId) -> Result<Vec<Session>, RuntimeError> {
+        self.cancel(id).await?;
+        let deleted = self.core.store.delete_session(id).await?;
+        for info in &deleted {
+            self.core
+                .bus
+                .publish(Event::SessionDeleted { info: info.clone() });
+        }
+        Ok(deleted)
+    }
+
+    /// The status of every session that is not idle.
+    pub fn statuses(&self) -> BTreeMap<SessionId, SessionStatus> {
+        self.core
+            .statuses
+            .iter()
+            .map(|e| (e.key().clone(), e.value().clone()))
+            .collect()
+    }
+
+    /// Subscribes to events passing `filter`.
+    pub fn subscribe(&self, filter: Filter) -> Subscription {
+        self.core.bus.subscribe(filter)
+    }
+
+    /// Answers a pending permission ask; false when none is pending under that id.
+    pub fn reply_permission(
+        &self,
+        id: &PermissionId,
+        reply: PermissionReply,
+        message: Option<String>,
+    ) -> bool {
+        self.core.broker.reply(id, reply, message)
+    }
+
+    /// Every pending permission ask.
+    pub fn pending_permissions(&self) -> Vec<PermissionRequest> {
+        self.core.broker.list()
+    }
+
+    /// Every agent.
+    pub fn registry(&self) -> &Registry {
+        &self.core.registry
+    }
+
+    /// The configuration the runtime runs on.
+    pub fn config(&self) -> &Config {
+        &self.core.config
+    }
+
+    /// The directories the runtime uses.
+    pub fn paths(&self) -> &taskforce_agents::config::Paths {
+        &self.core.paths
+    }
+}
+
+/// `2026-11-22T04:05:06.789Z` for epoch milliseconds.
+fn iso(ms: u64) -> String {
+    let secs = ms / 1000;
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rem = secs % 86_400;
+    let (y, m, d) = crate::session::civil_date(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60,
+        ms % 1000
+    )
+}

@@ -1,0 +1,198 @@
+//! The session actor: one per live session, its mailbox takes prompts, subtasks and cancels.
+//!
+//! A prompt is queued and, when no loop runs, starts the agent loop as a spawned task holding a
+//! cancellation token; the mailbox stays free so `Cancel` is handled at once. Prompts that
+//! arrive while the loop runs are picked up by it and answered when it ends — or, when it is
+//! cancelled, answered with the cancellation error. An actor with nothing to do stops itself
+//! after an idle period; the supervisor starts it again from the store on the next message.
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use actix::prelude::*;
+use taskforce_agents::id::SessionId;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use super::PromptInput;
+use super::run::run_loop;
+use crate::RuntimeError;
+use crate::core::Core;
+use crate::store::MessageWithParts;
+use crate::supervisor::SessionStopped;
+
+/// The answer to a prompt: the final assistant message, or why there is none.
+pub(crate) type Reply = oneshot::Receiver<Result<MessageWithParts, RuntimeError>>;
+
+/// Queued prompts, their waiters, and the running loop's token.
+#[derive(Default)]
+pub(crate) struct LoopState {
+    pub queue: VecDeque<PromptInput>,
+    pub waiters: Vec<oneshot::Sender<Result<MessageWithParts, RuntimeError>>>,
+    pub running: Option<CancellationToken>,
+}
+
+/// Locks the loop state, tolerating a poisoned lock (its data stays consistent).
+pub(crate) fn lock(state: &Mutex<LoopState>) -> MutexGuard<'_, LoopState> {
+    state.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// One live session.
+pub struct SessionActor {
+    id: SessionId,
+    core: Arc<Core>,
+    state: Arc<Mutex<LoopState>>,
+    idle_timer: Option<SpawnHandle>,
+}
+
+impl SessionActor {
+    pub(crate) fn new(id: SessionId, core: Arc<Core>) -> Self {
+        SessionActor {
+            id,
+            core,
+            state: Arc::default(),
+            idle_timer: None,
+        }
+    }
+
+    /// Queues a prompt and starts the loop if none runs.
+    fn enqueue(&mut self, input: PromptInput, ctx: &mut Context<Self>) -> Reply {
+        self.disarm_idle(ctx);
+        let (tx, rx) = oneshot::channel();
+        let start = {
+            let mut state = lock(&self.state);
+            state.queue.push_back(input);
+            state.waiters.push(tx);
+            if state.running.is_none() {
+                let token = CancellationToken::new();
+                state.running = Some(token.clone());
+                Some(token)
+            } else {
+                None
+            }
+        };
+        if let Some(token) = start {
+            let task = tokio::spawn(run_loop(
+                self.core.clone(),
+                self.id.clone(),
+                self.state.clone(),
+                token,
+            ));
+            ctx.spawn(task.into_actor(self).map(|joined, act, ctx| {
+                if let Err(e) = joined {
+                    // The loop panicked: answer everyone instead of leaving them waiting.
+                    tracing::error!(session = %act.id, "session loop crashed: {e}");
+                    let waiters = {
+                        let mut state = lock(&act.state);
+                        state.running = None;
+                        state.queue.clear();
+                        std::mem::take(&mut state.waiters)
+                    };
+                    for w in waiters {
+                        let _ = w.send(Err(RuntimeError::Crashed(act.id.to_string())));
+                    }
+                }
+                act.arm_idle(ctx);
+            }));
+        }
+        rx
+    }
+
+    fn disarm_idle(&mut self, ctx: &mut Context<Self>) {
+        if let Some(handle) = self.idle_timer.take() {
+            ctx.cancel_future(handle);
+        }
+    }
+
+    fn arm_idle(&mut self, ctx: &mut Context<Self>) {
+        self.disarm_idle(ctx);
+        let after = self.core.idle_stop;
+        self.idle_timer = Some(ctx.run_later(after, |act, ctx| {
+            if lock(&act.state).running.is_none() {
+                ctx.stop();
+            }
+        }));
+    }
+}
+
+impl Actor for SessionActor {
+    type Context = Context<Self>;
+
+    fn started(&mut self, ctx: &mut Self::Context) {
+        self.arm_idle(ctx);
+    }
+
+    fn stopped(&mut self, _: &mut Self::Context) {
+        if let Some(supervisor) = self.core.supervisor() {
+            supervisor.do_send(SessionStopped {
+                id: self.id.clone(),
+            });
+        }
+    }
+}
+
+/// Run the agent loop on a user prompt.
+#[derive(Message)]
+#[rtype(result = "Result<Reply, RuntimeError>")]
+pub struct Prompt {
+    /// The prompt.
+    pub input: PromptInput,
+}
+
+impl Handler<Prompt> for SessionActor {
+    type Result = Result<Reply, RuntimeError>;
+
+    fn handle(&mut self, msg: Prompt, ctx: &mut Self::Context) -> Self::Result {
+        Ok(self.enqueue(msg.input, ctx))
+    }
+}
+
+/// Run the agent loop on a task delegated by the parent session.
+#[derive(Message)]
+#[rtype(result = "Result<Reply, RuntimeError>")]
+pub struct Subtask {
+    /// The delegated task as a prompt (agent, model and the child's tool switches set).
+    pub input: PromptInput,
+}
+
+impl Handler<Subtask> for SessionActor {
+    type Result = Result<Reply, RuntimeError>;
+
+    fn handle(&mut self, msg: Subtask, ctx: &mut Self::Context) -> Self::Result {
+        Ok(self.enqueue(msg.input, ctx))
+    }
+}
+
+/// Cancel the running loop; answers whether one was running.
+#[derive(Message)]
+#[rtype(result = "bool")]
+pub struct Cancel;
+
+impl Handler<Cancel> for SessionActor {
+    type Result = bool;
+
+    fn handle(&mut self, _: Cancel, _: &mut Self::Context) -> bool {
+        let token = lock(&self.state).running.clone();
+        self.core.broker.drop_session(&self.id);
+        match token {
+            Some(token) => {
+                token.cancel();
+                true
+            }
+            None => false,
+        }
+    }
+}
+
+/// Whether the loop is running.
+#[derive(Message)]
+#[rtype(result = "bool")]
+pub struct IsBusy;
+
+impl Handler<IsBusy> for SessionActor {
+    type Result = bool;
+
+    fn handle(&mut self, _: IsBusy, _: &mut Self::Context) -> bool {
+        lock(&self.state).running.is_some()
+    }
+}

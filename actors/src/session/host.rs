@@ -1,0 +1,112 @@
+//! The services a session gives its running tools: permission asks, live metadata, todos.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value, json};
+use taskforce_agents::agent::AgentInfo;
+use taskforce_agents::id::SessionId;
+use taskforce_agents::model::{PartKind, Todo, ToolState};
+use taskforce_agents::permission::{PermissionAsk, PermissionError, Rule};
+use taskforce_agents::tool::{ToolContext, ToolError, ToolHost};
+
+use super::step::SharedPart;
+use super::writer::Writer;
+use crate::bus::Event;
+use crate::core::Core;
+use crate::permission::ToolRef;
+
+/// The host of one tool call: it knows the call's part and the session's merged rules.
+pub(crate) struct SessionToolHost {
+    core: Arc<Core>,
+    writer: Writer,
+    part: SharedPart,
+    ruleset: Vec<Rule>,
+}
+
+impl SessionToolHost {
+    pub fn new(core: Arc<Core>, writer: Writer, part: SharedPart, ruleset: Vec<Rule>) -> Self {
+        SessionToolHost {
+            core,
+            writer,
+            part,
+            ruleset,
+        }
+    }
+
+    /// Asks `doom_loop` for a call repeated too often, against the agent's rules alone (S14).
+    pub async fn ask_doom_loop(
+        &self,
+        ctx: &ToolContext,
+        agent: &AgentInfo,
+        tool: &str,
+        input: &Map<String, Value>,
+    ) -> Result<(), ToolError> {
+        let ask = PermissionAsk {
+            permission: "doom_loop".into(),
+            patterns: vec![tool.to_string()],
+            always: vec![tool.to_string()],
+            metadata: json!({"tool": tool, "input": input})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        };
+        self.core
+            .broker
+            .ask(&ctx.session_id, Some(tool_ref(ctx)), ask, &agent.permission)
+            .await
+            .map_err(ToolError::from)
+    }
+}
+
+fn tool_ref(ctx: &ToolContext) -> ToolRef {
+    ToolRef {
+        message_id: ctx.message_id.clone(),
+        call_id: ctx.call_id.clone(),
+    }
+}
+
+#[async_trait]
+impl ToolHost for SessionToolHost {
+    async fn ask(&self, ctx: &ToolContext, ask: PermissionAsk) -> Result<(), PermissionError> {
+        tokio::select! {
+            r = self.core.broker.ask(&ctx.session_id, Some(tool_ref(ctx)), ask, &self.ruleset) => r,
+            () = ctx.abort.cancelled() => Err(PermissionError::Rejected),
+        }
+    }
+
+    fn set_metadata(&self, _: &ToolContext, title: Option<String>, metadata: Map<String, Value>) {
+        let part = self.part.update(|p| {
+            if let PartKind::Tool(t) = &mut p.kind
+                && let ToolState::Running(r) = &mut t.state
+            {
+                if title.is_some() {
+                    r.title = title;
+                }
+                r.metadata.get_or_insert_with(Map::new).extend(metadata);
+            }
+        });
+        self.writer.part_live(&part);
+    }
+
+    async fn todos(&self, session: &SessionId) -> Result<Vec<Todo>, ToolError> {
+        self.core
+            .store
+            .todos(session)
+            .await
+            .map_err(|e| ToolError::Failed(e.to_string()))
+    }
+
+    async fn set_todos(&self, session: &SessionId, todos: Vec<Todo>) -> Result<(), ToolError> {
+        self.core
+            .store
+            .put_todos(session, &todos)
+            .await
+            .map_err(|e| ToolError::Failed(e.to_string()))?;
+        self.core.bus.publish(Event::TodoUpdated {
+            session_id: session.clone(),
+            todos,
+        });
+        Ok(())
+    }
+}

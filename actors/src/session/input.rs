@@ -1,0 +1,152 @@
+//! What a prompt carries, and turning it into a stored user message.
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use taskforce_agents::id::now_ms;
+use taskforce_agents::model::{
+    FilePart, Message, ModelRef, Part, PartKind, Session, TextPart, UserMessage,
+};
+
+use super::writer::Writer;
+use crate::RuntimeError;
+use crate::core::Core;
+use crate::store::MessageWithParts;
+
+/// One part of a prompt, in OpenCode's `PromptInput.parts` shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum PartInput {
+    /// Text.
+    Text {
+        /// The text.
+        text: String,
+        /// Written by taskforce rather than the user.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        synthetic: bool,
+    },
+    /// A file given by URL (`file://` or `data:`).
+    File {
+        /// The MIME type.
+        mime: String,
+        /// The URL.
+        url: String,
+        /// The file name.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        filename: Option<String>,
+    },
+}
+
+impl PartInput {
+    /// A text part.
+    pub fn text(text: impl Into<String>) -> Self {
+        PartInput::Text {
+            text: text.into(),
+            synthetic: false,
+        }
+    }
+}
+
+/// A prompt: its parts and, optionally, the agent and model that answer it.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct PromptInput {
+    /// The message's parts.
+    pub parts: Vec<PartInput>,
+    /// The agent; the default agent when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// The model; the agent's, else the session's last, else the configured default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<ModelRef>,
+    /// Tools switched on or off for this prompt (`false` hides a tool from the model).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<IndexMap<String, bool>>,
+    /// Extra system prompt for this message.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system: Option<String>,
+}
+
+impl PromptInput {
+    /// A prompt of one text part.
+    pub fn text(text: impl Into<String>) -> Self {
+        PromptInput {
+            parts: vec![PartInput::text(text)],
+            ..Default::default()
+        }
+    }
+
+    /// The same prompt answered by `agent`.
+    pub fn with_agent(mut self, agent: impl Into<String>) -> Self {
+        self.agent = Some(agent.into());
+        self
+    }
+
+    /// The same prompt answered by `model`.
+    pub fn with_model(mut self, model: ModelRef) -> Self {
+        self.model = Some(model);
+        self
+    }
+}
+
+/// Writes the user message of `input` to `session` and publishes it; resolves agent and model.
+pub(crate) async fn create_user_message(
+    core: &Core,
+    writer: &Writer,
+    session: &Session,
+    input: PromptInput,
+) -> Result<MessageWithParts, RuntimeError> {
+    let agent = match &input.agent {
+        Some(name) => core.registry.require(name)?.clone(),
+        None => core.registry.default_agent().clone(),
+    };
+    let model = match input.model.clone().or_else(|| agent.model.clone()) {
+        Some(m) => m,
+        None => match last_model(core, session).await? {
+            Some(m) => m,
+            None => core.config.model.clone().ok_or_else(|| {
+                RuntimeError::InvalidInput(
+                    "no model configured: set `model = \"provider/model\"` in taskforce.toml or TASKFORCE_MODEL"
+                        .into(),
+                )
+            })?,
+        },
+    };
+    let mut user = UserMessage::new(session.id.clone(), agent.name.clone(), model, now_ms());
+    user.tools = input.tools;
+    user.system = input.system;
+    let info = Message::User(user);
+    writer.message(&info).await?;
+    let mut parts = Vec::with_capacity(input.parts.len());
+    for p in input.parts {
+        let kind: PartKind = match p {
+            PartInput::Text { text, synthetic } => {
+                let mut t = TextPart::new(text);
+                if synthetic {
+                    t.synthetic = Some(true);
+                }
+                t.into()
+            }
+            PartInput::File {
+                mime,
+                url,
+                filename,
+            } => {
+                let mut f = FilePart::new(mime, url);
+                f.filename = filename;
+                f.into()
+            }
+        };
+        let part = Part::new(session.id.clone(), info.id().clone(), kind);
+        writer.part(&part).await?;
+        parts.push(part);
+    }
+    Ok(MessageWithParts { info, parts })
+}
+
+/// The model of the session's most recent user message.
+async fn last_model(core: &Core, session: &Session) -> Result<Option<ModelRef>, RuntimeError> {
+    let messages = core.store.messages(&session.id).await?;
+    Ok(messages.iter().rev().find_map(|m| match &m.info {
+        Message::User(u) => Some(u.model.clone()),
+        Message::Assistant(_) => None,
+    }))
+}

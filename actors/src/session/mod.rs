@@ -1,0 +1,20 @@
+//! Session actors and the agent loop they run.
+
+mod actor;
+mod environment;
+mod history;
+mod host;
+mod input;
+mod run;
+mod step;
+mod writer;
+
+pub use actor::{Cancel, IsBusy, Prompt, SessionActor, Subtask};
+pub use history::{INTERRUPTED, SUBTASK_BY_USER};
+pub use input::{PartInput, PromptInput};
+pub use step::MAX_STEPS;
+
+pub(crate) use actor::Reply;
+pub(crate) use environment::civil_from_days as civil_date;
+pub(crate) use input::create_user_message;
+pub(crate) use writer::Writer;

@@ -1,0 +1,146 @@
+//! The agent loop of one session (reference §8.1, without compaction and titles).
+
+use std::sync::{Arc, Mutex};
+
+use taskforce_agents::id::SessionId;
+use taskforce_agents::model::{AssistantError, Message, Session};
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::actor::{LoopState, lock};
+use super::step::{StepOutcome, run_step};
+use super::{PromptInput, Writer, create_user_message};
+use crate::RuntimeError;
+use crate::bus::{Event, SessionStatus};
+use crate::core::Core;
+use crate::store::MessageWithParts;
+
+/// Runs the loop until the model is done with every queued prompt, then answers the waiters.
+pub(crate) async fn run_loop(
+    core: Arc<Core>,
+    id: SessionId,
+    state: Arc<Mutex<LoopState>>,
+    token: CancellationToken,
+) {
+    let writer = Writer::new(core.clone());
+    let session = match core.store.session(&id).await {
+        Ok(Some(s)) => s,
+        Ok(None) => return finish(&state, Err(RuntimeError::SessionNotFound(id.to_string()))),
+        Err(e) => return finish(&state, Err(e.into())),
+    };
+    let depth = depth(&core, &session).await;
+    let span = tracing::info_span!("session", id = %id, depth);
+    writer.status(&session, SessionStatus::Busy);
+    let result = async {
+        loop {
+            let result = drive(&core, &writer, &session, &state, &token).await;
+            if token.is_cancelled() {
+                // Keep what the user sent while the loop was being cancelled.
+                let leftover: Vec<PromptInput> = lock(&state).queue.drain(..).collect();
+                for input in leftover {
+                    let _ = create_user_message(&core, &writer, &session, input).await;
+                }
+                break Err(RuntimeError::Cancelled);
+            }
+            let more = {
+                let state = lock(&state);
+                result.is_ok() && !state.queue.is_empty()
+            };
+            if !more {
+                break result;
+            }
+        }
+    }
+    .instrument(span)
+    .await;
+    if let Err(e) = &result
+        && !matches!(e, RuntimeError::Cancelled)
+    {
+        core.bus.publish(Event::SessionError {
+            session_id: Some(session.id.clone()),
+            error: Some(AssistantError::unknown(e.to_string())),
+        });
+    }
+    finish(&state, result);
+    writer.status(&session, SessionStatus::Idle);
+}
+
+/// Clears the running flag and answers every waiter with `result`.
+fn finish(state: &Mutex<LoopState>, result: Result<MessageWithParts, RuntimeError>) {
+    let waiters = {
+        let mut state = lock(state);
+        state.running = None;
+        std::mem::take(&mut state.waiters)
+    };
+    for w in waiters {
+        let _ = w.send(result.clone());
+    }
+}
+
+/// Steps until the newest user message is answered; returns the final assistant message.
+async fn drive(
+    core: &Arc<Core>,
+    writer: &Writer,
+    session: &Session,
+    state: &Mutex<LoopState>,
+    token: &CancellationToken,
+) -> Result<MessageWithParts, RuntimeError> {
+    let mut step = 0u32;
+    loop {
+        let queued: Vec<PromptInput> = lock(state).queue.drain(..).collect();
+        for input in queued {
+            create_user_message(core, writer, session, input).await?;
+        }
+        if token.is_cancelled() {
+            return Err(RuntimeError::Cancelled);
+        }
+        let messages = core.store.messages(&session.id).await?;
+        let last_user = messages
+            .iter()
+            .rposition(|m| matches!(m.info, Message::User(_)));
+        let last_assistant = messages
+            .iter()
+            .rposition(|m| matches!(m.info, Message::Assistant(_)));
+        let Some(user_index) = last_user else {
+            return Err(RuntimeError::InvalidInput(
+                "the session has no user message".into(),
+            ));
+        };
+        if let Some(a) = last_assistant
+            && a > user_index
+            && let Message::Assistant(info) = &messages[a].info
+            && (info.is_finished() || info.error.is_some())
+        {
+            if lock(state).queue.is_empty() {
+                return Ok(messages[a].clone());
+            }
+            continue;
+        }
+        step += 1;
+        match run_step(core, writer, session, &messages, step, token).await? {
+            StepOutcome::Continue => {}
+            StepOutcome::Stop(final_message) => {
+                if lock(state).queue.is_empty() {
+                    return Ok(*final_message);
+                }
+            }
+        }
+    }
+}
+
+/// How deep the session is in its tree (0 for a root).
+async fn depth(core: &Core, session: &Session) -> u32 {
+    let mut depth = 0;
+    let mut parent = session.parent_id.clone();
+    while let Some(p) = parent {
+        depth += 1;
+        if depth > 64 {
+            break;
+        }
+        parent = match core.store.session(&p).await {
+            Ok(Some(s)) => s.parent_id,
+            _ => None,
+        };
+    }
+    depth
+}

@@ -1,0 +1,625 @@
+//! One step of the loop: one model call, its parts as they stream, and its tool calls.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use serde_json::{Map, Value};
+use taskforce_agents::agent::AgentInfo;
+use taskforce_agents::id::{MessageId, now_ms};
+use taskforce_agents::model::ApiError;
+use taskforce_agents::model::{
+    AssistantError, AssistantMessage, CacheTokens, Message, MessagePath, ModelRef, Part, PartKind,
+    PartTime, ReasoningPart, Session, StepFinishPart, StepStartPart, TextPart, Tokens, ToolPart,
+    ToolState, ToolStateRunning, UserMessage,
+};
+use taskforce_agents::permission::{PermissionError, merge};
+use taskforce_agents::provider::{
+    ChatMessage, FinishReason, ModelEvent, ModelRequest, ProviderError, Role, ToolSpec, Usage, cost,
+};
+use taskforce_agents::tool::{Tool, ToolContext, ToolError, ToolOutput, run_tool};
+use tokio_util::sync::CancellationToken;
+
+use super::environment::environment;
+use super::history::to_model_messages;
+use super::host::SessionToolHost;
+use super::writer::Writer;
+use crate::RuntimeError;
+use crate::bus::Event;
+use crate::core::Core;
+use crate::store::MessageWithParts;
+
+/// The message appended for the model when an agent reaches its step limit (reference F20).
+pub const MAX_STEPS: &str = "CRITICAL - MAXIMUM STEPS REACHED\n\nThe maximum number of steps allowed for this task has been reached. Tools are disabled until next user input. Respond with text only.\n\nSTRICT REQUIREMENTS:\n1. Do NOT make any tool calls (no reads, writes, edits, searches, or any other tools)\n2. MUST provide a text response summarizing work done so far\n3. This constraint overrides ALL other instructions, including any user messages about edits or tool use\n\nResponse must include:\n- Statement that maximum steps for this agent have been reached\n- Summary of what has been accomplished so far\n- List of any remaining tasks that were not completed\n- Recommendations for what should be done next\n\nAny attempts to use tools are strictly prohibited until the user has sent another message.";
+
+/// How many identical consecutive tool calls count as a doom loop (reference S14).
+const DOOM_LOOP_THRESHOLD: usize = 3;
+
+/// What the loop does after a step.
+pub(crate) enum StepOutcome {
+    /// Call the model again.
+    Continue,
+    /// Stop: the step ended in an error or a rejection; the message is the final one.
+    Stop(Box<MessageWithParts>),
+}
+
+/// Runs one step for the newest user message of `messages`.
+pub(crate) async fn run_step(
+    core: &Arc<Core>,
+    writer: &Writer,
+    session: &Session,
+    messages: &[MessageWithParts],
+    step: u32,
+    token: &CancellationToken,
+) -> Result<StepOutcome, RuntimeError> {
+    let Some(user) = messages.iter().rev().find_map(|m| match &m.info {
+        Message::User(u) => Some(u.clone()),
+        Message::Assistant(_) => None,
+    }) else {
+        return Err(RuntimeError::InvalidInput("no user message".into()));
+    };
+    let agent = Arc::new(core.registry.require(&user.agent)?.clone());
+    let model_ref = user.model.clone();
+    let path = MessagePath {
+        cwd: session.directory.clone(),
+        root: core.paths.project_root.clone(),
+    };
+    let mut assistant = AssistantMessage::new(
+        session.id.clone(),
+        user.id.clone(),
+        agent.name.clone(),
+        &model_ref,
+        path,
+        now_ms(),
+    );
+    writer
+        .message(&Message::Assistant(assistant.clone()))
+        .await?;
+
+    let model = match core.providers.model(&model_ref) {
+        Ok(m) => m,
+        Err(e) => return fail(core, writer, assistant, Vec::new(), to_assistant_error(&e)).await,
+    };
+    let tools = offered_tools(core, &agent, session, &user);
+    let specs: Vec<ToolSpec> = tools
+        .iter()
+        .map(|t| ToolSpec {
+            name: t.id().to_string(),
+            description: t.description(&agent, &core.registry),
+            parameters: t.parameters(),
+        })
+        .collect();
+    let mut system = Vec::new();
+    if let Some(p) = &agent.prompt {
+        system.push(p.clone());
+    }
+    system.push(environment(&session.directory, &core.paths.project_root));
+    if let Some(s) = &user.system {
+        system.push(s.clone());
+    }
+    // From the second step on, user text that arrived after the last finished answer is queued.
+    let queued_after = if step > 1 {
+        messages.iter().rev().find_map(|m| match &m.info {
+            Message::Assistant(a) if a.is_finished() => Some(a.id.clone()),
+            _ => None,
+        })
+    } else {
+        None
+    };
+    let mut history = to_model_messages(messages, queued_after.as_ref());
+    if agent.steps.is_some_and(|max| step >= max) {
+        history.push(ChatMessage::text(Role::Assistant, MAX_STEPS));
+    }
+    let request = ModelRequest {
+        model: model_ref.model_id.clone(),
+        agent: agent.name.clone(),
+        system,
+        messages: history,
+        tools: specs,
+        temperature: agent.temperature,
+        top_p: agent.top_p,
+        max_output_tokens: core
+            .providers
+            .model_config(&model_ref)
+            .and_then(|m| m.output),
+        options: agent.options.clone(),
+    };
+
+    let mut processor = Processor {
+        core: core.clone(),
+        writer: writer.clone(),
+        session: session.clone(),
+        agent,
+        model: model_ref.clone(),
+        message_id: assistant.id.clone(),
+        tools,
+        token: token.clone(),
+        parts: Vec::new(),
+    };
+    let result = processor.process(model.as_ref(), request).await;
+    let parts = processor.parts.iter().map(|p| p.lock()).collect::<Vec<_>>();
+
+    let price = core
+        .providers
+        .model_config(&model_ref)
+        .and_then(|m| m.cost.as_ref());
+    assistant.cost = cost(&result.usage, price);
+    assistant.tokens = tokens(&result.usage);
+    assistant.finish = result.finish.as_ref().map(|f| f.as_str().to_string());
+    assistant.time.completed = Some(now_ms());
+    if let Some(error) = result.error {
+        return fail(core, writer, assistant, parts, error).await;
+    }
+    writer
+        .message(&Message::Assistant(assistant.clone()))
+        .await?;
+    let final_message = MessageWithParts {
+        info: Message::Assistant(assistant),
+        parts,
+    };
+    Ok(if result.blocked {
+        StepOutcome::Stop(Box::new(final_message))
+    } else {
+        StepOutcome::Continue
+    })
+}
+
+/// Records `error` on the assistant message, publishes `session.error`, and stops the loop.
+async fn fail(
+    core: &Core,
+    writer: &Writer,
+    mut assistant: AssistantMessage,
+    parts: Vec<Part>,
+    error: AssistantError,
+) -> Result<StepOutcome, RuntimeError> {
+    assistant.error = Some(error.clone());
+    assistant.time.completed.get_or_insert_with(now_ms);
+    writer
+        .message(&Message::Assistant(assistant.clone()))
+        .await?;
+    core.bus.publish(Event::SessionError {
+        session_id: Some(assistant.session_id.clone()),
+        error: Some(error),
+    });
+    Ok(StepOutcome::Stop(Box::new(MessageWithParts {
+        info: Message::Assistant(assistant),
+        parts,
+    })))
+}
+
+/// The tools the model is offered: every tool not hidden by the agent's and session's rules
+/// and not switched off by the prompt.
+fn offered_tools(
+    core: &Core,
+    agent: &AgentInfo,
+    session: &Session,
+    user: &UserMessage,
+) -> Vec<Arc<dyn Tool>> {
+    let rules = merge(&[&agent.permission, session.rules()]);
+    let hidden = taskforce_agents::permission::disabled(core.tools.iter().map(|t| t.id()), &rules);
+    core.tools
+        .iter()
+        .filter(|t| !hidden.iter().any(|h| h == t.id()))
+        .filter(|t| {
+            user.tools
+                .as_ref()
+                .and_then(|m| m.get(t.id()))
+                .is_none_or(|on| *on)
+        })
+        .cloned()
+        .collect()
+}
+
+fn tokens(usage: &Usage) -> Tokens {
+    Tokens {
+        total: Some(usage.input + usage.output + usage.cache_read + usage.cache_write),
+        input: usage.input,
+        output: usage.output,
+        reasoning: usage.reasoning,
+        cache: CacheTokens {
+            read: usage.cache_read,
+            write: usage.cache_write,
+        },
+    }
+}
+
+/// A provider error as OpenCode's assistant error.
+pub(crate) fn to_assistant_error(error: &ProviderError) -> AssistantError {
+    match error {
+        ProviderError::Auth { provider, message } => {
+            AssistantError::provider_auth(provider.clone(), message.clone())
+        }
+        ProviderError::ContextOverflow { message } => {
+            AssistantError::context_overflow(message.clone())
+        }
+        ProviderError::Http { status, body, .. } => {
+            let mut api =
+                ApiError::new(error.to_string(), error.is_retryable()).with_status(*status);
+            api.response_body = Some(body.clone());
+            AssistantError::from(api)
+        }
+        ProviderError::ModelNotFound(_) | ProviderError::Config { .. } => {
+            AssistantError::unknown(error.to_string())
+        }
+        _ => AssistantError::from(ApiError::new(error.to_string(), error.is_retryable())),
+    }
+}
+
+/// What one model call produced.
+#[derive(Default)]
+struct StepResult {
+    usage: Usage,
+    finish: Option<FinishReason>,
+    error: Option<AssistantError>,
+    /// A permission was rejected: the loop stops.
+    blocked: bool,
+}
+
+/// A part shared between the processor and a running tool's host.
+#[derive(Clone)]
+pub(crate) struct SharedPart(Arc<Mutex<Part>>);
+
+impl SharedPart {
+    fn new(part: Part) -> Self {
+        SharedPart(Arc::new(Mutex::new(part)))
+    }
+
+    /// A copy of the part as it is now.
+    pub fn lock(&self) -> Part {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Changes the part and returns a copy of the result.
+    pub fn update(&self, change: impl FnOnce(&mut Part)) -> Part {
+        let mut part = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        change(&mut part);
+        part.clone()
+    }
+}
+
+/// Turns one model stream into parts and runs its tool calls.
+struct Processor {
+    core: Arc<Core>,
+    writer: Writer,
+    session: Session,
+    agent: Arc<AgentInfo>,
+    model: ModelRef,
+    message_id: MessageId,
+    tools: Vec<Arc<dyn Tool>>,
+    token: CancellationToken,
+    /// Every part of the message, in creation order.
+    parts: Vec<SharedPart>,
+}
+
+/// A streaming text or reasoning part and when it was last written to disk.
+struct Streaming {
+    part: SharedPart,
+    flushed: Instant,
+}
+
+type ToolRun = tokio::task::JoinHandle<(String, Result<ToolOutput, ToolError>)>;
+
+impl Processor {
+    async fn process(
+        &mut self,
+        model: &dyn taskforce_agents::provider::LanguageModel,
+        request: ModelRequest,
+    ) -> StepResult {
+        let mut result = StepResult::default();
+        let start = self.new_part(StepStartPart::default().into());
+        if let Err(e) = self.writer.part(&start.lock()).await {
+            result.error = Some(AssistantError::unknown(e.to_string()));
+            return result;
+        }
+        let stream = tokio::select! {
+            s = model.stream(request) => s,
+            () = self.token.cancelled() => {
+                result.error = Some(aborted());
+                return result;
+            }
+        };
+        let mut stream = match stream {
+            Ok(s) => s,
+            Err(e) => {
+                result.error = Some(to_assistant_error(&e));
+                return result;
+            }
+        };
+        let mut text: Option<Streaming> = None;
+        let mut reasoning: Option<Streaming> = None;
+        let mut calls: HashMap<String, SharedPart> = HashMap::new();
+        let mut runs: FuturesUnordered<ToolRun> = FuturesUnordered::new();
+        let mut aborted_now = false;
+        loop {
+            let event = tokio::select! {
+                e = stream.next() => e,
+                () = self.token.cancelled() => { aborted_now = true; break; }
+            };
+            match event {
+                None => break,
+                Some(Err(e)) => {
+                    result.error = Some(to_assistant_error(&e));
+                    break;
+                }
+                Some(Ok(ModelEvent::TextDelta(delta))) => {
+                    self.stream_text(&mut text, delta, false).await;
+                }
+                Some(Ok(ModelEvent::ReasoningDelta(delta))) => {
+                    self.stream_text(&mut reasoning, delta, true).await;
+                }
+                Some(Ok(ModelEvent::ToolCallStart { id, name })) => {
+                    let part = self.new_part(ToolPart::pending(id.clone(), name).into());
+                    let _ = self.writer.part(&part.lock()).await;
+                    calls.insert(id, part);
+                }
+                Some(Ok(ModelEvent::ToolCall {
+                    id,
+                    name,
+                    arguments,
+                })) => {
+                    let part = match calls.get(&id) {
+                        Some(p) => p.clone(),
+                        None => {
+                            let p =
+                                self.new_part(ToolPart::pending(id.clone(), name.clone()).into());
+                            calls.insert(id.clone(), p.clone());
+                            p
+                        }
+                    };
+                    runs.push(self.start_tool(part, id, name, arguments).await);
+                }
+                Some(Ok(ModelEvent::Usage(u))) => result.usage = u,
+                Some(Ok(ModelEvent::Finish(reason))) => result.finish = Some(reason),
+            }
+        }
+        drop(stream);
+        self.end_text(text).await;
+        self.end_text(reasoning).await;
+
+        // Wait for the step's tool calls; a cancel reaches them through their child tokens.
+        while let Some(joined) = runs.next().await {
+            let Ok((call_id, outcome)) = joined else {
+                continue;
+            };
+            if let Some(part) = calls.get(&call_id) {
+                if matches!(
+                    &outcome,
+                    Err(ToolError::Permission(PermissionError::Rejected))
+                ) {
+                    result.blocked = true;
+                }
+                self.finish_tool(part, outcome).await;
+            }
+        }
+        if aborted_now || self.token.is_cancelled() {
+            result.error = Some(aborted());
+        }
+        // Nothing stays pending or running.
+        for part in calls.values() {
+            if !part.lock().as_tool().is_some_and(|t| t.state.is_finished()) {
+                self.finish_tool(part, Err(ToolError::Aborted)).await;
+            }
+        }
+        if result.error.is_none() && result.finish.is_none() {
+            result.finish = Some(FinishReason::Other("unknown".into()));
+        }
+        let reason = result
+            .finish
+            .as_ref()
+            .map_or("unknown", |f| f.as_str())
+            .to_string();
+        let price = self
+            .core
+            .providers
+            .model_config(&self.model)
+            .and_then(|m| m.cost.as_ref());
+        let finish = self.new_part(
+            StepFinishPart::new(reason, cost(&result.usage, price), tokens(&result.usage)).into(),
+        );
+        let _ = self.writer.part(&finish.lock()).await;
+        result
+    }
+
+    fn new_part(&mut self, kind: PartKind) -> SharedPart {
+        let part = SharedPart::new(Part::new(
+            self.session.id.clone(),
+            self.message_id.clone(),
+            kind,
+        ));
+        self.parts.push(part.clone());
+        part
+    }
+
+    /// Appends a delta: published at once, written to disk at most every `flush_every`.
+    async fn stream_text(
+        &mut self,
+        slot: &mut Option<Streaming>,
+        delta: String,
+        is_reasoning: bool,
+    ) {
+        let streaming = match slot {
+            Some(s) => s,
+            None => {
+                let kind: PartKind = if is_reasoning {
+                    ReasoningPart::new(String::new(), now_ms()).into()
+                } else {
+                    let mut t = TextPart::new(String::new());
+                    t.time = Some(PartTime {
+                        start: now_ms(),
+                        end: None,
+                    });
+                    t.into()
+                };
+                let part = self.new_part(kind);
+                let _ = self.core.store.put_part(&part.lock()).await;
+                slot.insert(Streaming {
+                    part,
+                    flushed: Instant::now(),
+                })
+            }
+        };
+        let part = streaming.part.update(|p| match &mut p.kind {
+            PartKind::Text(t) => t.text.push_str(&delta),
+            PartKind::Reasoning(r) => r.text.push_str(&delta),
+            _ => {}
+        });
+        self.writer.delta(&part, delta);
+        if streaming.flushed.elapsed() >= self.core.flush_every {
+            let _ = self.core.store.put_part(&part).await;
+            streaming.flushed = Instant::now();
+        }
+    }
+
+    /// Ends a streaming part: trailing whitespace trimmed, end time set, written, published.
+    async fn end_text(&self, slot: Option<Streaming>) {
+        let Some(streaming) = slot else { return };
+        let part = streaming.part.update(|p| match &mut p.kind {
+            PartKind::Text(t) => {
+                t.text.truncate(t.text.trim_end().len());
+                if let Some(time) = &mut t.time {
+                    time.end = Some(now_ms());
+                }
+            }
+            PartKind::Reasoning(r) => r.time.end = Some(now_ms()),
+            _ => {}
+        });
+        let _ = self.writer.part(&part).await;
+    }
+
+    /// Marks a call running and spawns it; unknown tools and bad JSON fail without running.
+    async fn start_tool(
+        &mut self,
+        part: SharedPart,
+        id: String,
+        name: String,
+        arguments: String,
+    ) -> ToolRun {
+        let parsed: Result<Map<String, Value>, String> = if arguments.trim().is_empty() {
+            Ok(Map::new())
+        } else {
+            match serde_json::from_str::<Value>(&arguments) {
+                Ok(Value::Object(m)) => Ok(m),
+                Ok(other) => Err(format!("expected a JSON object, got {other}")),
+                Err(e) => Err(format!("the arguments are not valid JSON ({e})")),
+            }
+        };
+        let input = parsed.clone().unwrap_or_default();
+        let tool = self
+            .tools
+            .iter()
+            .find(|t| t.id() == name)
+            .or_else(|| self.tools.iter().find(|t| t.id() == name.to_lowercase()))
+            .cloned();
+        let doom = self.is_doom_loop(&name, &input);
+        let running = part.update(|p| {
+            if let PartKind::Tool(t) = &mut p.kind {
+                t.tool = tool.as_ref().map_or(name.clone(), |t| t.id().to_string());
+                t.state = ToolState::Running(ToolStateRunning::new(input.clone(), now_ms()));
+            }
+        });
+        let _ = self.writer.part(&running).await;
+
+        let host = Arc::new(SessionToolHost::new(
+            self.core.clone(),
+            self.writer.clone(),
+            part.clone(),
+            merge(&[&self.agent.permission, self.session.rules()]),
+        ));
+        let ctx = ToolContext {
+            session_id: self.session.id.clone(),
+            message_id: self.message_id.clone(),
+            call_id: id.clone(),
+            agent: self.agent.clone(),
+            model: self.model.clone(),
+            directory: self.session.directory.clone(),
+            project_root: self.core.paths.project_root.clone(),
+            data_dir: self.core.paths.data_dir.clone(),
+            abort: self.token.child_token(),
+            bypass_agent_check: false,
+            registry: self.core.registry.clone(),
+            host: host.clone(),
+            delegate: self.core.supervisor().map(|s| {
+                Arc::new(crate::supervisor::SupervisorDelegate::new(
+                    self.core.clone(),
+                    s.clone(),
+                )) as Arc<dyn taskforce_agents::tool::Delegate>
+            }),
+        };
+        let available: Vec<String> = self.tools.iter().map(|t| t.id().to_string()).collect();
+        let agent = self.agent.clone();
+        tokio::spawn(async move {
+            let outcome = match (tool, parsed) {
+                (None, _) => Err(ToolError::Failed(format!(
+                    "Model tried to call unavailable tool '{name}'. Available tools: {}.",
+                    available.join(", ")
+                ))),
+                (Some(tool), Err(message)) => Err(ToolError::InvalidArguments {
+                    tool: tool.id().to_string(),
+                    message,
+                }),
+                (Some(tool), Ok(args)) => {
+                    let allowed = if doom {
+                        host.ask_doom_loop(&ctx, &agent, tool.id(), &args).await
+                    } else {
+                        Ok(())
+                    };
+                    match allowed {
+                        Ok(()) => run_tool(tool.as_ref(), Value::Object(args), &ctx).await,
+                        Err(e) => Err(e),
+                    }
+                }
+            };
+            (id, outcome)
+        })
+    }
+
+    /// Whether the last `DOOM_LOOP_THRESHOLD` tool calls of this message are this same call.
+    fn is_doom_loop(&self, name: &str, input: &Map<String, Value>) -> bool {
+        let previous: Vec<Part> = self
+            .parts
+            .iter()
+            .map(SharedPart::lock)
+            .filter(|p| {
+                p.as_tool()
+                    .is_some_and(|t| !matches!(t.state, ToolState::Pending(_)))
+            })
+            .collect();
+        previous.len() >= DOOM_LOOP_THRESHOLD
+            && previous[previous.len() - DOOM_LOOP_THRESHOLD..]
+                .iter()
+                .all(|p| {
+                    p.as_tool()
+                        .is_some_and(|t| t.tool == name && t.state.input() == input)
+                })
+    }
+
+    /// Records a call's result on its part.
+    async fn finish_tool(&self, part: &SharedPart, outcome: Result<ToolOutput, ToolError>) {
+        let now = now_ms();
+        let done = part.update(|p| {
+            let Some(tool) = p.as_tool_mut() else { return };
+            let running = match &tool.state {
+                ToolState::Running(r) => r.clone(),
+                other => ToolStateRunning::new(other.input().clone(), now),
+            };
+            tool.state = match outcome {
+                Ok(out) => {
+                    let mut completed = running.complete(out.output, out.title, now);
+                    completed.metadata.extend(out.metadata);
+                    ToolState::Completed(completed)
+                }
+                Err(e) => ToolState::Error(running.fail(e.to_string(), now)),
+            };
+        });
+        let _ = self.writer.part(&done).await;
+    }
+}
+
+fn aborted() -> AssistantError {
+    AssistantError::aborted("The operation was aborted.")
+}

@@ -1,0 +1,96 @@
+//! Persistence of sessions, messages, parts and todos behind the `Store` trait.
+//!
+//! The embedded default is SQLite ([`SqliteStore`]) in `taskforce.db` in the data directory.
+
+mod sqlite;
+
+pub use sqlite::SqliteStore;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use taskforce_agents::id::{MessageId, PartId, SessionId};
+use taskforce_agents::model::{Message, Part, Session, Todo};
+
+/// Why a store operation failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum StoreError {
+    /// The database failed (I/O, locking, corruption). Retryable only if the cause was transient.
+    #[error("database error: {0}")]
+    Database(String),
+    /// A stored row does not decode into the domain model (written by an incompatible version).
+    #[error("stored {what} {id} is unreadable: {message}")]
+    Corrupt {
+        /// `session`, `message`, `part` or `todo`.
+        what: &'static str,
+        /// The row's id.
+        id: String,
+        /// The decoding error.
+        message: String,
+    },
+    /// The migrations could not be applied.
+    #[error("cannot prepare the database at {path}: {message}")]
+    Open {
+        /// The database file.
+        path: String,
+        /// What failed.
+        message: String,
+    },
+}
+
+/// A message with its parts, in OpenCode's `{info, parts}` shape.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MessageWithParts {
+    /// The message.
+    pub info: Message,
+    /// Its parts, ordered by id.
+    pub parts: Vec<Part>,
+}
+
+/// Which sessions to list.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionFilter {
+    /// Only sessions without a parent.
+    pub roots: bool,
+    /// Only sessions updated at or after this time (epoch ms).
+    pub start: Option<u64>,
+    /// Only sessions whose title contains this text, case-insensitively.
+    pub search: Option<String>,
+    /// At most this many sessions.
+    pub limit: Option<usize>,
+}
+
+/// Persistence of the domain model. Writes are upserts keyed by id.
+#[async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// Inserts or replaces a session.
+    async fn put_session(&self, session: &Session) -> Result<(), StoreError>;
+    /// The session with this id.
+    async fn session(&self, id: &SessionId) -> Result<Option<Session>, StoreError>;
+    /// Sessions matching `filter`, most recently updated first.
+    async fn sessions(&self, filter: &SessionFilter) -> Result<Vec<Session>, StoreError>;
+    /// The direct children of a session, oldest first.
+    async fn children(&self, id: &SessionId) -> Result<Vec<Session>, StoreError>;
+    /// Deletes a session and its whole subtree with their messages, parts and todos; returns the
+    /// deleted sessions, descendants before their ancestors.
+    async fn delete_session(&self, id: &SessionId) -> Result<Vec<Session>, StoreError>;
+    /// Inserts or replaces a message (without its parts).
+    async fn put_message(&self, message: &Message) -> Result<(), StoreError>;
+    /// One message with its parts.
+    async fn message(
+        &self,
+        session: &SessionId,
+        id: &MessageId,
+    ) -> Result<Option<MessageWithParts>, StoreError>;
+    /// Every message of a session with its parts, oldest first.
+    async fn messages(&self, session: &SessionId) -> Result<Vec<MessageWithParts>, StoreError>;
+    /// Deletes a message and its parts.
+    async fn remove_message(&self, session: &SessionId, id: &MessageId) -> Result<(), StoreError>;
+    /// Inserts or replaces a part.
+    async fn put_part(&self, part: &Part) -> Result<(), StoreError>;
+    /// Deletes a part.
+    async fn remove_part(&self, id: &PartId) -> Result<(), StoreError>;
+    /// The session's todo list, in order.
+    async fn todos(&self, session: &SessionId) -> Result<Vec<Todo>, StoreError>;
+    /// Replaces the session's todo list.
+    async fn put_todos(&self, session: &SessionId, todos: &[Todo]) -> Result<(), StoreError>;
+}

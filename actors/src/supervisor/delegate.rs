@@ -1,0 +1,271 @@
+//! The task tool's delegate: runs a subagent in a child session and reports on it live.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use actix::Addr;
+use async_trait::async_trait;
+use futures::StreamExt;
+use indexmap::IndexMap;
+use serde_json::{Map, Value, json};
+use taskforce_agents::id::{PartId, SessionId, now_ms};
+use taskforce_agents::model::{Message, PartKind, Session, ToolState};
+use taskforce_agents::permission::{Action, Rule};
+use taskforce_agents::tool::{Delegate, SubagentOutcome, SubagentRequest, ToolContext, ToolError};
+
+use super::{Activate, Adopt, CancelTree, Supervisor};
+use crate::RuntimeError;
+use crate::bus::{BusItem, Event, Filter};
+use crate::core::Core;
+use crate::session::{PartInput, PromptInput, Subtask};
+use crate::store::MessageWithParts;
+
+/// Starts child sessions for task calls through the supervisor.
+pub struct SupervisorDelegate {
+    core: Arc<Core>,
+    supervisor: Addr<Supervisor>,
+}
+
+impl SupervisorDelegate {
+    pub(crate) fn new(core: Arc<Core>, supervisor: Addr<Supervisor>) -> Self {
+        SupervisorDelegate { core, supervisor }
+    }
+
+    /// The tools a child may not use: todos, task, and the primary-only tools.
+    fn denied_tools(&self) -> Vec<String> {
+        let mut tools: Vec<String> = ["todowrite", "todoread", "task"].map(String::from).to_vec();
+        for t in &self.core.config.experimental.primary_tools {
+            if !tools.contains(t) {
+                tools.push(t.clone());
+            }
+        }
+        tools
+    }
+
+    /// The existing child to continue, or a new child of `parent`.
+    async fn child_session(
+        &self,
+        parent: &Session,
+        request: &SubagentRequest,
+    ) -> Result<Session, ToolError> {
+        let store = &self.core.store;
+        if let Some(raw) = &request.session_id
+            && let Ok(id) = SessionId::parse(raw)
+            && let Some(existing) = store.session(&id).await.map_err(failed)?
+        {
+            if existing.id == parent.id {
+                return Err(ToolError::Failed(format!(
+                    "session_id {raw} is the calling session itself; omit session_id to start a new task"
+                )));
+            }
+            if self.root_of(&existing).await? != self.root_of(parent).await? {
+                return Err(ToolError::Failed(format!(
+                    "session_id {raw} belongs to another session tree; omit session_id to start a new task"
+                )));
+            }
+            return Ok(existing);
+        }
+        let rules = self
+            .denied_tools()
+            .into_iter()
+            .map(|t| Rule::new(t, "*", Action::Deny))
+            .collect();
+        let title = format!("{} (@{} subagent)", request.description, request.agent);
+        let child = Session::child_of(parent, title, now_ms()).with_permission(rules);
+        store.put_session(&child).await.map_err(failed)?;
+        self.core.bus.publish(Event::SessionCreated {
+            info: child.clone(),
+        });
+        self.core.bus.publish(Event::SessionUpdated {
+            info: child.clone(),
+        });
+        Ok(child)
+    }
+
+    async fn root_of(&self, session: &Session) -> Result<SessionId, ToolError> {
+        let mut current = session.clone();
+        for _ in 0..256 {
+            match &current.parent_id {
+                None => return Ok(current.id),
+                Some(p) => match self.core.store.session(p).await.map_err(failed)? {
+                    Some(s) => current = s,
+                    None => return Ok(current.id),
+                },
+            }
+        }
+        Ok(current.id)
+    }
+}
+
+fn failed(e: impl std::fmt::Display) -> ToolError {
+    ToolError::Failed(e.to_string())
+}
+
+#[async_trait]
+impl Delegate for SupervisorDelegate {
+    async fn run_subagent(
+        &self,
+        ctx: &ToolContext,
+        request: SubagentRequest,
+    ) -> Result<SubagentOutcome, ToolError> {
+        let parent = self
+            .core
+            .store
+            .session(&ctx.session_id)
+            .await
+            .map_err(failed)?
+            .ok_or_else(|| ToolError::Failed(format!("session {} not found", ctx.session_id)))?;
+        let child = self.child_session(&parent, &request).await?;
+        self.core.bus.register_parent(&child.id, &parent.id);
+        self.supervisor
+            .send(Adopt {
+                parent: parent.id.clone(),
+                child: child.id.clone(),
+            })
+            .await
+            .map_err(|_| ToolError::Failed("the runtime has stopped".into()))?;
+        let model_json = serde_json::to_value(&request.model).unwrap_or(Value::Null);
+        ctx.metadata(
+            Some(request.description.clone()),
+            meta(&[
+                ("sessionId", json!(child.id)),
+                ("model", model_json.clone()),
+            ]),
+        );
+
+        // Follow the child's tool parts and mirror them on the parent's running part.
+        let mut events = self.core.bus.subscribe(Filter::Session(child.id.clone()));
+        let follower_ctx = ctx.clone();
+        let follower = tokio::spawn(async move {
+            let mut summary: BTreeMap<PartId, Value> = BTreeMap::new();
+            while let Some(item) = events.next().await {
+                let BusItem::Event(envelope) = item else {
+                    continue;
+                };
+                let Event::PartUpdated { part, .. } = &envelope.event else {
+                    continue;
+                };
+                let PartKind::Tool(tool) = &part.kind else {
+                    continue;
+                };
+                summary.insert(
+                    part.id.clone(),
+                    summary_entry(&part.id, &tool.tool, &tool.state),
+                );
+                follower_ctx.metadata(
+                    None,
+                    meta(&[("summary", Value::Array(summary.values().cloned().collect()))]),
+                );
+            }
+        });
+
+        let mut tools = IndexMap::new();
+        for t in self.denied_tools() {
+            tools.insert(t, false);
+        }
+        let input = PromptInput {
+            parts: vec![PartInput::text(request.prompt.clone())],
+            agent: Some(request.agent.clone()),
+            model: Some(request.model.clone()),
+            tools: Some(tools),
+            system: None,
+        };
+        let started = now_ms();
+        let result = tokio::select! {
+            r = self.run_child(&child.id, input) => r,
+            () = ctx.abort.cancelled() => {
+                self.supervisor.do_send(CancelTree { id: child.id.clone() });
+                Err(ToolError::Aborted)
+            }
+        };
+        follower.abort();
+        let message = result?;
+        let history = self.core.store.messages(&child.id).await.map_err(failed)?;
+        let summary = child_summary(&history, started);
+        if let Message::Assistant(a) = &message.info
+            && let Some(error) = &a.error
+        {
+            return Err(ToolError::Failed(format!(
+                "subagent session {} failed: {}",
+                child.id,
+                error.message().unwrap_or(error.name())
+            )));
+        }
+        let text = message
+            .parts
+            .iter()
+            .rev()
+            .find_map(|p| p.as_text().map(|t| t.text.clone()))
+            .unwrap_or_default();
+        Ok(SubagentOutcome {
+            session_id: child.id,
+            text,
+            model: request.model,
+            summary,
+        })
+    }
+}
+
+impl SupervisorDelegate {
+    /// Sends the task to the child's actor and waits for its final message.
+    async fn run_child(
+        &self,
+        child: &SessionId,
+        input: PromptInput,
+    ) -> Result<MessageWithParts, ToolError> {
+        let addr = self
+            .supervisor
+            .send(Activate { id: child.clone() })
+            .await
+            .map_err(|_| ToolError::Failed("the runtime has stopped".into()))?;
+        let reply = addr
+            .send(Subtask { input })
+            .await
+            .map_err(|_| {
+                ToolError::Failed(format!("subagent session {child} stopped unexpectedly"))
+            })?
+            .map_err(failed)?;
+        match reply.await {
+            Ok(Ok(message)) => Ok(message),
+            Ok(Err(RuntimeError::Cancelled)) => Err(ToolError::Aborted),
+            Ok(Err(e)) => Err(ToolError::Failed(format!(
+                "subagent session {child} failed: {e}"
+            ))),
+            Err(_) => Err(ToolError::Failed(format!(
+                "subagent session {child} stopped unexpectedly"
+            ))),
+        }
+    }
+}
+
+/// `{id, tool, state: {status, title?}}` for one child tool part.
+fn summary_entry(id: &PartId, tool: &str, state: &ToolState) -> Value {
+    let mut s = Map::new();
+    s.insert("status".into(), json!(state.status()));
+    let title = match state {
+        ToolState::Running(r) => r.title.clone(),
+        ToolState::Completed(c) => Some(c.title.clone()),
+        _ => None,
+    };
+    if let Some(t) = title {
+        s.insert("title".into(), json!(t));
+    }
+    json!({"id": id, "tool": tool, "state": s})
+}
+
+/// The summary of the child's tool parts from the answers written since `since` (epoch ms).
+fn child_summary(history: &[MessageWithParts], since: u64) -> Vec<Value> {
+    history
+        .iter()
+        .filter(|m| matches!(&m.info, Message::Assistant(a) if a.time.created >= since))
+        .flat_map(|m| m.parts.iter())
+        .filter_map(|p| p.as_tool().map(|t| summary_entry(&p.id, &t.tool, &t.state)))
+        .collect()
+}
+
+fn meta(pairs: &[(&str, Value)]) -> Map<String, Value> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_string(), v.clone()))
+        .collect()
+}

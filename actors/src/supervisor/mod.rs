@@ -1,0 +1,166 @@
+//! The supervisor: starts session actors on a pool of arbiters, keeps the live tree, and
+//! cancels whole subtrees.
+
+mod delegate;
+
+pub use delegate::SupervisorDelegate;
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use actix::prelude::*;
+use taskforce_agents::id::SessionId;
+
+use crate::core::Core;
+use crate::session::{Cancel, SessionActor};
+
+/// Owns the session actors of one runtime.
+pub struct Supervisor {
+    core: Arc<Core>,
+    live: HashMap<SessionId, Addr<SessionActor>>,
+    children: HashMap<SessionId, Vec<SessionId>>,
+    arbiters: Vec<Arbiter>,
+    next: usize,
+}
+
+impl Supervisor {
+    /// A supervisor placing sessions round robin on `arbiters` new arbiter threads.
+    pub(crate) fn new(core: Arc<Core>, arbiters: usize) -> Self {
+        Supervisor {
+            core,
+            live: HashMap::new(),
+            children: HashMap::new(),
+            arbiters: (0..arbiters.max(1)).map(|_| Arbiter::new()).collect(),
+            next: 0,
+        }
+    }
+
+    /// Every live descendant of `id` (not `id` itself), parents before children.
+    fn descendants(&self, id: &SessionId) -> Vec<SessionId> {
+        let mut out = Vec::new();
+        let mut stack = vec![id.clone()];
+        while let Some(current) = stack.pop() {
+            if let Some(kids) = self.children.get(&current) {
+                for kid in kids {
+                    out.push(kid.clone());
+                    stack.push(kid.clone());
+                }
+            }
+        }
+        out
+    }
+}
+
+impl Actor for Supervisor {
+    type Context = Context<Self>;
+
+    fn stopped(&mut self, _: &mut Self::Context) {
+        for arbiter in &self.arbiters {
+            arbiter.stop();
+        }
+    }
+}
+
+/// The actor of a session, started from the store if it is not live. The caller has checked
+/// that the session exists.
+#[derive(Message)]
+#[rtype(result = "Addr<SessionActor>")]
+pub struct Activate {
+    /// The session.
+    pub id: SessionId,
+}
+
+impl Handler<Activate> for Supervisor {
+    type Result = MessageResult<Activate>;
+
+    fn handle(&mut self, msg: Activate, _: &mut Self::Context) -> Self::Result {
+        if let Some(addr) = self.live.get(&msg.id)
+            && addr.connected()
+        {
+            return MessageResult(addr.clone());
+        }
+        let arbiter = &self.arbiters[self.next % self.arbiters.len()];
+        self.next = self.next.wrapping_add(1);
+        let core = self.core.clone();
+        let id = msg.id.clone();
+        let addr =
+            SessionActor::start_in_arbiter(&arbiter.handle(), move |_| SessionActor::new(id, core));
+        self.live.insert(msg.id, addr.clone());
+        MessageResult(addr)
+    }
+}
+
+/// Records `child` under `parent` in the live tree.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Adopt {
+    /// The parent session.
+    pub parent: SessionId,
+    /// The child session.
+    pub child: SessionId,
+}
+
+impl Handler<Adopt> for Supervisor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Adopt, _: &mut Self::Context) {
+        let kids = self.children.entry(msg.parent).or_default();
+        if !kids.contains(&msg.child) {
+            kids.push(msg.child);
+        }
+    }
+}
+
+/// Cancels a session and every live descendant; answers the sessions that were told.
+#[derive(Message)]
+#[rtype(result = "Vec<SessionId>")]
+pub struct CancelTree {
+    /// The subtree's root.
+    pub id: SessionId,
+}
+
+impl Handler<CancelTree> for Supervisor {
+    type Result = MessageResult<CancelTree>;
+
+    fn handle(&mut self, msg: CancelTree, _: &mut Self::Context) -> Self::Result {
+        let mut told = Vec::new();
+        for id in std::iter::once(msg.id.clone()).chain(self.descendants(&msg.id)) {
+            if let Some(addr) = self.live.get(&id) {
+                addr.do_send(Cancel);
+                told.push(id);
+            }
+        }
+        MessageResult(told)
+    }
+}
+
+/// A session actor stopped (idle, or its arbiter went away).
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct SessionStopped {
+    /// The session.
+    pub id: SessionId,
+}
+
+impl Handler<SessionStopped> for Supervisor {
+    type Result = ();
+
+    fn handle(&mut self, msg: SessionStopped, _: &mut Self::Context) {
+        if self.live.get(&msg.id).is_some_and(|a| !a.connected()) {
+            self.live.remove(&msg.id);
+        }
+    }
+}
+
+/// How many session actors are live.
+#[derive(Message)]
+#[rtype(result = "usize")]
+pub struct LiveCount;
+
+impl Handler<LiveCount> for Supervisor {
+    type Result = usize;
+
+    fn handle(&mut self, _: LiveCount, _: &mut Self::Context) -> usize {
+        self.live.values().filter(|a| a.connected()).count()
+    }
+}

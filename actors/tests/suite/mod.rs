@@ -1,0 +1,3 @@
+mod bus;
+mod runtime;
+mod store;

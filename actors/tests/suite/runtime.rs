@@ -1,0 +1,548 @@
+//! The runtime end to end: real SQLite, real HTTP to a fake OpenAI-compatible server.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use taskforce_actors::store::MessageWithParts;
+use taskforce_actors::{PromptInput, Runtime, RuntimeError, RuntimeOptions};
+use taskforce_agents::config::{LoadOptions, load};
+use taskforce_agents::model::{Message, PartKind, ToolState};
+use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+
+struct Env {
+    _dir: tempfile::TempDir,
+    project: PathBuf,
+    data: PathBuf,
+    home: PathBuf,
+}
+
+impl Env {
+    fn new(base_url: &str, extra: &str) -> Env {
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("project");
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(project.join(".git")).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(project.join("notes.txt"), "hello from the project\n").unwrap();
+        std::fs::write(
+            project.join("taskforce.toml"),
+            format!(
+                "model = \"fake/gpt-test\"\n\n[provider.fake]\ntype = \"openai\"\nbase_url = \"{base_url}\"\napi_key = \"sk-test\"\n{extra}"
+            ),
+        )
+        .unwrap();
+        Env {
+            data: dir.path().join("data"),
+            project,
+            home,
+            _dir: dir,
+        }
+    }
+
+    async fn runtime(&self) -> Runtime {
+        let mut env = BTreeMap::new();
+        env.insert("HOME".to_string(), self.home.display().to_string());
+        let loaded = load(&LoadOptions {
+            cwd: self.project.clone(),
+            config_file: None,
+            data_dir: Some(self.data.clone()),
+            env: env.clone(),
+        })
+        .unwrap();
+        let mut options = RuntimeOptions::new(loaded);
+        options.env = env;
+        options.arbiters = 2;
+        Runtime::start(options).await.unwrap()
+    }
+}
+
+fn is_child(req: &RecordedRequest) -> bool {
+    !req.tool_names().contains(&"task")
+}
+
+fn task_call(args: &str) -> Response {
+    Response::tool_calls(&[("call_task_1", "task", args)])
+}
+
+fn text_of(message: &MessageWithParts) -> String {
+    message
+        .parts
+        .iter()
+        .filter_map(|p| p.as_text().map(|t| t.text.clone()))
+        .collect()
+}
+
+/// Every tool part of a session's messages.
+async fn tool_parts(
+    rt: &Runtime,
+    id: &taskforce_agents::id::SessionId,
+) -> Vec<(String, ToolState)> {
+    rt.messages(id)
+        .await
+        .unwrap()
+        .iter()
+        .flat_map(|m| m.parts.iter())
+        .filter_map(|p| p.as_tool().map(|t| (t.tool.clone(), t.state.clone())))
+        .collect()
+}
+
+/// The child session id named in a task output's `<task_metadata>`.
+fn child_id_in(body: &str) -> Option<String> {
+    let at = body.find("session_id: ses_")? + "session_id: ".len();
+    Some(
+        body[at..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect(),
+    )
+}
+
+#[actix_rt::test]
+async fn parent_delegates_to_child_and_reads_its_answer() {
+    let fake = FakeOpenAi::start(|req| {
+        if is_child(req) {
+            Response::text("The project has one file: notes.txt.")
+        } else if req.last_role() == Some("user") {
+            task_call(r#"{"description":"Look around","prompt":"List the files","subagent_type":"general"}"#)
+        } else {
+            Response::text("Done: the child says there is one file.")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let parent = rt.create_session(None, None).await.unwrap();
+    let answer = rt
+        .prompt(&parent.id, PromptInput::text("What is here?"))
+        .await
+        .unwrap();
+    assert_eq!(text_of(&answer), "Done: the child says there is one file.");
+
+    let children = rt.children(&parent.id).await.unwrap();
+    assert_eq!(children.len(), 1);
+    let child = &children[0];
+    assert_eq!(child.parent_id.as_ref(), Some(&parent.id));
+    assert_eq!(child.title, "Look around (@general subagent)");
+
+    let parts = tool_parts(&rt, &parent.id).await;
+    assert_eq!(parts.len(), 1);
+    let ToolState::Completed(done) = &parts[0].1 else {
+        panic!("task part should be completed: {:?}", parts[0].1)
+    };
+    assert_eq!(
+        done.output,
+        format!(
+            "The project has one file: notes.txt.\n\n<task_metadata>\nsession_id: {}\n</task_metadata>",
+            child.id
+        )
+    );
+    assert_eq!(done.title, "Look around");
+    assert_eq!(done.metadata["sessionId"], child.id.as_str());
+    assert_eq!(
+        done.metadata["model"],
+        serde_json::json!({"providerID": "fake", "modelID": "gpt-test"})
+    );
+
+    // The parent's model saw the task result; the child's request offered no delegation tools.
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(requests[2].contains("<task_metadata>"));
+    let child_request = requests.iter().find(|r| is_child(r)).unwrap();
+    for hidden in ["task", "todowrite", "todoread"] {
+        assert!(
+            !child_request.tool_names().contains(&hidden),
+            "{hidden} offered to the child"
+        );
+    }
+    assert!(child_request.tool_names().contains(&"read"));
+    assert!(requests[0].tool_names().contains(&"todowrite"));
+}
+
+#[actix_rt::test]
+async fn resume_continues_the_same_child() {
+    let fake = FakeOpenAi::start(|req| {
+        if is_child(req) {
+            let turns = req.messages().iter().filter(|m| m["role"] == "user").count();
+            Response::text(&format!("child turn {turns}"))
+        } else if req.last_role() == Some("user") {
+            let resume = child_id_in(&req.raw_body)
+                .map(|id| format!(r#","session_id":"{id}""#))
+                .unwrap_or_default();
+            task_call(&format!(
+                r#"{{"description":"Count","prompt":"Count your turns","subagent_type":"general"{resume}}}"#
+            ))
+        } else {
+            Response::text("ok")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let parent = rt.create_session(None, None).await.unwrap();
+    rt.prompt(&parent.id, PromptInput::text("first"))
+        .await
+        .unwrap();
+    rt.prompt(&parent.id, PromptInput::text("again"))
+        .await
+        .unwrap();
+    let children = rt.children(&parent.id).await.unwrap();
+    assert_eq!(
+        children.len(),
+        1,
+        "the second task call continued the first child"
+    );
+    let child_messages = rt.messages(&children[0].id).await.unwrap();
+    let users = child_messages
+        .iter()
+        .filter(|m| matches!(m.info, Message::User(_)))
+        .count();
+    assert_eq!(users, 2);
+    let parts = tool_parts(&rt, &parent.id).await;
+    let ToolState::Completed(second) = &parts[1].1 else {
+        panic!("second task should complete")
+    };
+    assert!(
+        second.output.starts_with("child turn 2"),
+        "{}",
+        second.output
+    );
+}
+
+#[actix_rt::test]
+async fn unknown_agent_error_reaches_the_model_and_creates_no_session() {
+    let fake = FakeOpenAi::start(|req| {
+        if req.last_role() == Some("user") {
+            task_call(r#"{"description":"x","prompt":"y","subagent_type":"nope"}"#)
+        } else {
+            Response::text("understood")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let parent = rt.create_session(None, None).await.unwrap();
+    rt.prompt(&parent.id, PromptInput::text("go"))
+        .await
+        .unwrap();
+    assert!(rt.children(&parent.id).await.unwrap().is_empty());
+    let requests = fake.requests();
+    assert!(requests[1].contains("Unknown agent type: nope is not a valid agent type"));
+}
+
+#[actix_rt::test]
+async fn parallel_children_overlap_in_time() {
+    let fake = FakeOpenAi::start(|req| {
+        if is_child(req) {
+            Response::text("partial findings from one explorer").with_delay(Duration::from_millis(40))
+        } else if req.last_role() == Some("user") {
+            let call = |n: u32| {
+                (
+                    format!("call_{n}"),
+                    format!(r#"{{"description":"part {n}","prompt":"look at part {n}","subagent_type":"explore"}}"#),
+                )
+            };
+            let calls: Vec<(String, String)> = (1..=3).map(call).collect();
+            let refs: Vec<(&str, &str, &str)> =
+                calls.iter().map(|(id, a)| (id.as_str(), "task", a.as_str())).collect();
+            Response::tool_calls(&refs)
+        } else {
+            Response::text("merged")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let parent = rt.create_session(None, None).await.unwrap();
+    rt.prompt(&parent.id, PromptInput::text("fan out"))
+        .await
+        .unwrap();
+    let children = rt.children(&parent.id).await.unwrap();
+    assert_eq!(children.len(), 3);
+    let mut spans = Vec::new();
+    for child in &children {
+        for m in rt.messages(&child.id).await.unwrap() {
+            if let Message::Assistant(a) = &m.info {
+                spans.push((a.time.created, a.time.completed.unwrap()));
+            }
+        }
+    }
+    let latest_start = spans.iter().map(|s| s.0).max().unwrap();
+    let earliest_end = spans.iter().map(|s| s.1).min().unwrap();
+    assert!(
+        latest_start < earliest_end,
+        "every child started before any finished: {spans:?}"
+    );
+}
+
+#[actix_rt::test]
+async fn cancelling_the_parent_stops_a_stalled_child_within_a_second() {
+    let fake = FakeOpenAi::start(|req| {
+        if is_child(req) {
+            Response::text("this answer never finishes because the stream stalls").stall_after(3)
+        } else {
+            task_call(
+                r#"{"description":"Stall","prompt":"take forever","subagent_type":"general"}"#,
+            )
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let parent = rt.create_session(None, None).await.unwrap();
+    let running = {
+        let rt = rt.clone();
+        let id = parent.id.clone();
+        tokio::spawn(async move { rt.prompt(&id, PromptInput::text("go")).await })
+    };
+    assert!(fake.wait_for_requests(2, Duration::from_secs(10)).await);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    rt.cancel(&parent.id).await.unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(1), running)
+        .await
+        .expect("the parent answered within one second")
+        .unwrap();
+    assert!(matches!(result, Err(RuntimeError::Cancelled)), "{result:?}");
+    assert!(fake.wait_for_disconnects(1, Duration::from_secs(2)).await);
+
+    let child = rt.children(&parent.id).await.unwrap().remove(0);
+    // Give the child's loop its last writes.
+    for _ in 0..50 {
+        if rt.statuses().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(
+        rt.statuses().is_empty(),
+        "every session is idle: {:?}",
+        rt.statuses()
+    );
+    for id in [&parent.id, &child.id] {
+        for (tool, state) in tool_parts(&rt, id).await {
+            assert!(state.is_finished(), "{tool} left {}", state.status());
+        }
+    }
+    let ToolState::Error(e) = &tool_parts(&rt, &parent.id).await[0].1 else {
+        panic!("the task part should be an error")
+    };
+    assert_eq!(e.error, "Tool execution aborted");
+    let child_messages = rt.messages(&child.id).await.unwrap();
+    let Message::Assistant(a) = &child_messages.last().unwrap().info else {
+        panic!("the child's last message is its answer")
+    };
+    assert_eq!(a.error.as_ref().unwrap().name(), "MessageAbortedError");
+    assert!(
+        child_messages
+            .last()
+            .unwrap()
+            .parts
+            .iter()
+            .all(|p| match &p.kind {
+                PartKind::Tool(t) => t.state.is_finished(),
+                _ => true,
+            })
+    );
+}
+
+#[actix_rt::test]
+async fn child_model_is_the_agents_own_else_the_callers() {
+    let fake = FakeOpenAi::start(|req| {
+        if is_child(req) {
+            Response::text("child")
+        } else if req.last_role() == Some("user") {
+            let last = req
+                .messages()
+                .last()
+                .map(|m| m["content"].to_string())
+                .unwrap_or_default();
+            let agent = if last.contains("use explore") {
+                "explore"
+            } else {
+                "general"
+            };
+            task_call(&format!(
+                r#"{{"description":"d","prompt":"p","subagent_type":"{agent}"}}"#
+            ))
+        } else {
+            Response::text("ok")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(
+        &fake.base_url(),
+        "\n[agent.explore]\nmodel = \"fake/explorer-model\"\n",
+    );
+    let rt = env.runtime().await;
+    let parent = rt.create_session(None, None).await.unwrap();
+    rt.prompt(&parent.id, PromptInput::text("use explore"))
+        .await
+        .unwrap();
+    rt.prompt(&parent.id, PromptInput::text("use general"))
+        .await
+        .unwrap();
+    let child_models: Vec<String> = fake
+        .requests()
+        .iter()
+        .filter(|r| is_child(r))
+        .map(|r| r.body["model"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(child_models, ["explorer-model", "gpt-test"]);
+    let parent_models: Vec<&str> = fake
+        .requests()
+        .iter()
+        .filter(|r| !is_child(r))
+        .map(|r| r.body["model"].as_str().unwrap_or(""))
+        .map(|m| if m == "gpt-test" { "gpt-test" } else { "other" })
+        .collect();
+    assert!(parent_models.iter().all(|m| *m == "gpt-test"));
+}
+
+#[actix_rt::test]
+async fn everything_survives_a_restart_on_the_same_data_directory() {
+    let fake = FakeOpenAi::start(|req| {
+        if is_child(req) {
+            Response::text("child answer")
+        } else if req.last_role() == Some("user") {
+            task_call(r#"{"description":"Persist","prompt":"p","subagent_type":"general"}"#)
+        } else {
+            Response::text("parent answer")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let (parent_id, before_parent, before_child, before_tree) = {
+        let rt = env.runtime().await;
+        let parent = rt.create_session(None, None).await.unwrap();
+        rt.prompt(&parent.id, PromptInput::text("remember this"))
+            .await
+            .unwrap();
+        let child = rt.children(&parent.id).await.unwrap().remove(0);
+        (
+            parent.id.clone(),
+            rt.messages(&parent.id).await.unwrap(),
+            rt.messages(&child.id).await.unwrap(),
+            rt.tree(&parent.id).await.unwrap(),
+        )
+    };
+    let rt = env.runtime().await;
+    assert_eq!(rt.messages(&parent_id).await.unwrap(), before_parent);
+    let child = rt.children(&parent_id).await.unwrap().remove(0);
+    assert_eq!(rt.messages(&child.id).await.unwrap(), before_child);
+    let tree = rt.tree(&parent_id).await.unwrap();
+    assert_eq!(tree.children.len(), 1);
+    assert_eq!(tree.info, before_tree.info);
+    assert_eq!(tree.total_usage, before_tree.total_usage);
+    assert!(tree.total_usage.turns >= 3);
+    // The restarted runtime can continue the stored session.
+    let again = rt
+        .prompt(&parent_id, PromptInput::text("and now?"))
+        .await
+        .unwrap();
+    assert!(matches!(again.info, Message::Assistant(_)));
+}
+
+#[actix_rt::test]
+async fn an_http_500_ends_in_a_clean_error_on_the_assistant_message() {
+    let fake = FakeOpenAi::start(|_| Response::error(500, "upstream exploded"))
+        .await
+        .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let session = rt.create_session(None, None).await.unwrap();
+    let answer = rt
+        .prompt(&session.id, PromptInput::text("hi"))
+        .await
+        .unwrap();
+    let Message::Assistant(a) = &answer.info else {
+        panic!("expected the assistant message")
+    };
+    let error = serde_json::to_value(a.error.as_ref().unwrap()).unwrap();
+    assert_eq!(error["name"], "APIError");
+    assert_eq!(error["data"]["statusCode"], 500);
+    assert!(
+        error["data"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("upstream exploded")
+    );
+    assert!(a.time.completed.is_some());
+}
+
+#[actix_rt::test]
+async fn prompts_queued_while_busy_are_answered_and_cancel_answers_them_too() {
+    let fake = FakeOpenAi::start(|req| {
+        if req.contains("slow") && req.last_role() == Some("user") {
+            Response::text("slow answer done").with_delay(Duration::from_millis(30))
+        } else {
+            Response::text("quick")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let s = rt.create_session(None, None).await.unwrap();
+    let first = {
+        let (rt, id) = (rt.clone(), s.id.clone());
+        tokio::spawn(async move { rt.prompt(&id, PromptInput::text("slow please")).await })
+    };
+    assert!(fake.wait_for_requests(1, Duration::from_secs(5)).await);
+    let second = rt
+        .prompt(&s.id, PromptInput::text("and this"))
+        .await
+        .unwrap();
+    let first = first.await.unwrap().unwrap();
+    assert_eq!(
+        first.info.id(),
+        second.info.id(),
+        "both wait for the same final answer"
+    );
+    // The queued text reached the model as a system reminder.
+    assert!(
+        fake.requests()
+            .iter()
+            .any(|r| r.contains("The user sent the following message"))
+    );
+
+    // A cancel answers every waiter with the cancellation error.
+    let stalled = FakeOpenAi::start(|_| Response::text("never").stall_after(1))
+        .await
+        .unwrap();
+    let env = Env::new(&stalled.base_url(), "");
+    let rt = env.runtime().await;
+    let s = rt.create_session(None, None).await.unwrap();
+    let a = {
+        let (rt, id) = (rt.clone(), s.id.clone());
+        tokio::spawn(async move { rt.prompt(&id, PromptInput::text("one")).await })
+    };
+    assert!(stalled.wait_for_requests(1, Duration::from_secs(5)).await);
+    let b = {
+        let (rt, id) = (rt.clone(), s.id.clone());
+        tokio::spawn(async move { rt.prompt(&id, PromptInput::text("two")).await })
+    };
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    rt.cancel(&s.id).await.unwrap();
+    for waiter in [a, b] {
+        let r = tokio::time::timeout(Duration::from_secs(2), waiter)
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(matches!(r, Err(RuntimeError::Cancelled)), "{r:?}");
+    }
+    let users = rt
+        .messages(&s.id)
+        .await
+        .unwrap()
+        .iter()
+        .filter(|m| matches!(m.info, Message::User(_)))
+        .count();
+    assert_eq!(users, 2, "nothing the user sent is lost");
+}

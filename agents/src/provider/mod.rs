@@ -1,0 +1,26 @@
+//! Model providers: the `LanguageModel` trait, the provider-neutral request and event types,
+//! and the adapters (`openai`, `scripted`), the [`Providers`] registry built from the
+//! configuration, [`cost`] accounting, and [`fake_openai`], a local fake endpoint for tests.
+//!
+//! A model call is `LanguageModel::stream(request)`: a stream of [`ModelEvent`]s ending with
+//! [`ModelEvent::Finish`]. Dropping the stream cancels the call (an HTTP adapter drops its
+//! connection).
+
+mod cost;
+mod error;
+pub mod fake_openai;
+pub mod openai;
+mod registry;
+pub mod scripted;
+mod types;
+
+pub use cost::cost;
+pub use openai::{OpenAiModel, OpenAiProvider, OpenAiSettings};
+pub use registry::{DEFAULT_SCRIPT, Providers, SCRIPTED_PROVIDER};
+pub use scripted::{Script, ScriptError, ScriptedModel};
+
+pub use error::ProviderError;
+pub use types::{
+    ChatMessage, Content, FinishReason, LanguageModel, ModelEvent, ModelRequest, ModelStream, Role,
+    ToolSpec, Usage,
+};

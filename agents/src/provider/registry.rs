@@ -1,0 +1,218 @@
+//! The configured providers and the models they serve.
+//!
+//! [`Providers::new`] reads `[provider.*]` of the configuration once: OpenAI-compatible
+//! providers get their HTTP client and key (from `api_key`, or the environment variable named by
+//! `api_key_env`, looked up in the given map), scripted providers load their script. A provider
+//! whose setup failed for a reason that only matters when it is used (a missing key variable, the
+//! `anthropic` kind that has no adapter yet) does not fail the whole set: asking it for a model
+//! returns that error. A script that cannot be loaded or a malformed header does fail it.
+//!
+//! When the configuration has no `[provider.scripted]`, a provider `scripted` playing the
+//! built-in `demo` script is added, so `scripted/<anything>` works offline. Every provider
+//! accepts any model id (endpoints serve many models); `[provider.<id>.models.<model>]` only adds
+//! limits and prices. One model instance is made per model reference and reused.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use indexmap::IndexMap;
+
+use super::cost::cost;
+use super::openai::{OpenAiModel, OpenAiProvider};
+use super::scripted::{Script, ScriptedModel};
+use super::{LanguageModel, ProviderError, Usage};
+use crate::config::{Config, ModelConfig, ProviderConfig, ProviderKind};
+use crate::model::ModelRef;
+
+/// The id of the implicit scripted provider.
+pub const SCRIPTED_PROVIDER: &str = "scripted";
+
+/// The script the implicit scripted provider (and a scripted provider naming none) plays.
+pub const DEFAULT_SCRIPT: &str = "demo";
+
+/// One provider, ready to make models.
+enum Entry {
+    /// An OpenAI-compatible endpoint.
+    OpenAi(Arc<OpenAiProvider>),
+    /// A scripted model.
+    Scripted(Arc<Script>),
+    /// A provider that fails when used, with the reason.
+    Unavailable(ProviderError),
+}
+
+/// The configured providers: model references → model instances.
+pub struct Providers {
+    entries: IndexMap<String, Entry>,
+    configs: IndexMap<String, ProviderConfig>,
+    models: Mutex<HashMap<ModelRef, Arc<dyn LanguageModel>>>,
+}
+
+impl fmt::Debug for Providers {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Providers")
+            .field("providers", &self.entries.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Providers {
+    /// The providers of `config`; API key variables are looked up in `env`.
+    pub fn new(config: &Config, env: &BTreeMap<String, String>) -> Result<Self, ProviderError> {
+        let mut entries = IndexMap::new();
+        for (id, provider) in &config.provider {
+            let kind = provider
+                .kind
+                .or_else(|| ProviderKind::from_provider_id(id))
+                .ok_or_else(|| ProviderError::Config {
+                    provider: id.clone(),
+                    message: format!(
+                        "no `type`; set provider.{id}.type to one of {}",
+                        ProviderKind::NAMES.join(", ")
+                    ),
+                })?;
+            let entry = match kind {
+                ProviderKind::Openai => match OpenAiProvider::from_config(id, provider, env) {
+                    Ok(p) => Entry::OpenAi(Arc::new(p)),
+                    // A missing key only matters when the provider is used.
+                    Err(e @ ProviderError::Config { .. }) if is_missing_key(provider, env) => {
+                        Entry::Unavailable(e)
+                    }
+                    Err(e) => return Err(e),
+                },
+                ProviderKind::Anthropic => Entry::Unavailable(ProviderError::Config {
+                    provider: id.clone(),
+                    message: "the anthropic adapter is not available yet; use an \
+                              OpenAI-compatible endpoint (type = \"openai\") or the scripted \
+                              provider"
+                        .into(),
+                }),
+                ProviderKind::Scripted => {
+                    let spec = provider.script.as_deref().unwrap_or(DEFAULT_SCRIPT);
+                    let script = Script::load(spec).map_err(|e| ProviderError::Config {
+                        provider: id.clone(),
+                        message: e.to_string(),
+                    })?;
+                    Entry::Scripted(Arc::new(script))
+                }
+            };
+            entries.insert(id.clone(), entry);
+        }
+        if !entries.contains_key(SCRIPTED_PROVIDER) {
+            let script = Script::load(DEFAULT_SCRIPT).map_err(|e| ProviderError::Config {
+                provider: SCRIPTED_PROVIDER.into(),
+                message: e.to_string(),
+            })?;
+            entries.insert(SCRIPTED_PROVIDER.into(), Entry::Scripted(Arc::new(script)));
+        }
+        Ok(Providers {
+            entries,
+            configs: config.provider.clone(),
+            models: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// The model `m`, made on first use and shared afterwards.
+    pub fn model(&self, m: &ModelRef) -> Result<Arc<dyn LanguageModel>, ProviderError> {
+        let mut models = self.models.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(model) = models.get(m) {
+            return Ok(model.clone());
+        }
+        let model: Arc<dyn LanguageModel> = match self.entries.get(&m.provider_id) {
+            Some(Entry::OpenAi(provider)) => {
+                Arc::new(OpenAiModel::new(provider.clone(), m.model_id.clone()))
+            }
+            Some(Entry::Scripted(script)) => {
+                Arc::new(ScriptedModel::new(m.clone(), script.clone()))
+            }
+            Some(Entry::Unavailable(error)) => return Err(error.clone()),
+            None => {
+                return Err(ProviderError::ModelNotFound(format!(
+                    "{m} (no provider `{}`; configured providers: {})",
+                    m.provider_id,
+                    self.ids().collect::<Vec<_>>().join(", ")
+                )));
+            }
+        };
+        models.insert(m.clone(), model.clone());
+        Ok(model)
+    }
+
+    /// Uses `model` for its model reference from now on (embedders' own models, tests).
+    pub fn insert_model(&self, model: Arc<dyn LanguageModel>) {
+        let mut models = self.models.lock().unwrap_or_else(PoisonError::into_inner);
+        models.insert(model.model().clone(), model);
+    }
+
+    /// The configured limits and prices of `m`, if any.
+    pub fn model_config(&self, m: &ModelRef) -> Option<&ModelConfig> {
+        self.configs.get(&m.provider_id)?.models.get(&m.model_id)
+    }
+
+    /// The USD cost of `usage` on model `m` (0 when it has no prices).
+    pub fn cost(&self, m: &ModelRef, usage: &Usage) -> f64 {
+        cost(usage, self.model_config(m).and_then(|c| c.cost.as_ref()))
+    }
+
+    /// The provider ids, configured order first, the implicit `scripted` last.
+    pub fn ids(&self) -> impl Iterator<Item = &str> {
+        self.entries.keys().map(String::as_str)
+    }
+
+    /// Whether provider `id` exists and can make models.
+    pub fn is_available(&self, id: &str) -> bool {
+        matches!(
+            self.entries.get(id),
+            Some(Entry::OpenAi(_) | Entry::Scripted(_))
+        )
+    }
+}
+
+/// Whether an OpenAI provider's setup fails only because its key variable is not set.
+fn is_missing_key(config: &ProviderConfig, env: &BTreeMap<String, String>) -> bool {
+    config.api_key.is_none()
+        && config
+            .api_key_env
+            .as_ref()
+            .is_some_and(|var| env.get(var).is_none_or(|v| v.trim().is_empty()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn providers_can_be_shared_across_threads() {
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<Providers>();
+        let p = Providers::new(&Config::default(), &BTreeMap::new()).unwrap();
+        assert!(format!("{p:?}").contains("scripted"));
+        assert!(p.is_available("scripted"));
+        assert!(!p.is_available("openai"));
+    }
+
+    #[test]
+    fn implicit_scripted_provider() {
+        let p = Providers::new(&Config::default(), &BTreeMap::new()).unwrap();
+        assert_eq!(p.ids().collect::<Vec<_>>(), vec!["scripted"]);
+        let m = ModelRef::new("scripted", "anything");
+        let a = p.model(&m).unwrap();
+        let b = p.model(&m).unwrap();
+        assert!(Arc::ptr_eq(&a, &b));
+        assert_eq!(a.model(), &m);
+    }
+
+    #[test]
+    fn bad_script_fails_construction() {
+        let mut config = Config::default();
+        config.provider.insert(
+            "scripted".into(),
+            ProviderConfig {
+                script: Some("/no/such/file.json".into()),
+                ..ProviderConfig::default()
+            },
+        );
+        let err = Providers::new(&config, &BTreeMap::new()).unwrap_err();
+        assert!(matches!(err, ProviderError::Config { .. }), "{err}");
+    }
+}

@@ -1,0 +1,114 @@
+//! The context of one tool call and the services the runtime provides to tools.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use super::ToolError;
+use crate::agent::{AgentInfo, Registry};
+use crate::id::{MessageId, SessionId};
+use crate::model::{ModelRef, Todo};
+use crate::permission::{PermissionAsk, PermissionError};
+
+/// Where and for whom a tool call runs.
+#[derive(Clone)]
+pub struct ToolContext {
+    /// The session the call belongs to.
+    pub session_id: SessionId,
+    /// The assistant message that made the call.
+    pub message_id: MessageId,
+    /// The provider's call id.
+    pub call_id: String,
+    /// The agent running the session.
+    pub agent: Arc<AgentInfo>,
+    /// The model of the calling assistant message.
+    pub model: ModelRef,
+    /// The session's working directory; relative paths resolve here.
+    pub directory: PathBuf,
+    /// The project root; paths outside it need `external_directory`.
+    pub project_root: PathBuf,
+    /// The data directory (tool-output files live below it).
+    pub data_dir: PathBuf,
+    /// Cancelled when the call must stop.
+    pub abort: CancellationToken,
+    /// Skip the task tool's permission ask (command subtasks and `@agent` mentions).
+    pub bypass_agent_check: bool,
+    /// Every agent of the runtime.
+    pub registry: Arc<Registry>,
+    /// Permission asks, live metadata and todos.
+    pub host: Arc<dyn ToolHost>,
+    /// Starts subagents; `None` where the runtime offers no delegation.
+    pub delegate: Option<Arc<dyn Delegate>>,
+}
+
+impl ToolContext {
+    /// Asks the runtime for `ask`; resolves when allowed.
+    pub async fn ask(&self, ask: PermissionAsk) -> Result<(), ToolError> {
+        self.host.ask(self, ask).await.map_err(ToolError::from)
+    }
+
+    /// Updates the running tool part's title and metadata.
+    pub fn metadata(&self, title: Option<String>, metadata: Map<String, Value>) {
+        self.host.set_metadata(self, title, metadata);
+    }
+}
+
+/// Services the runtime provides to tools.
+#[async_trait]
+pub trait ToolHost: Send + Sync {
+    /// Evaluates the ask against the session's rules; waits for the user when the answer is `ask`.
+    async fn ask(&self, ctx: &ToolContext, ask: PermissionAsk) -> Result<(), PermissionError>;
+
+    /// Publishes a new title and metadata on the running tool part.
+    fn set_metadata(&self, ctx: &ToolContext, title: Option<String>, metadata: Map<String, Value>);
+
+    /// The session's todo list.
+    async fn todos(&self, session: &SessionId) -> Result<Vec<Todo>, ToolError>;
+
+    /// Replaces the session's todo list (and publishes `todo.updated`).
+    async fn set_todos(&self, session: &SessionId, todos: Vec<Todo>) -> Result<(), ToolError>;
+}
+
+/// A request to run a subagent, from the task tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubagentRequest {
+    /// A short (3-5 words) description of the task.
+    pub description: String,
+    /// The task for the agent.
+    pub prompt: String,
+    /// The subagent's name (already checked to exist).
+    pub agent: String,
+    /// An existing child session to continue.
+    pub session_id: Option<String>,
+    /// The command that triggered the task, if any.
+    pub command: Option<String>,
+    /// The model the child runs on (the subagent's own, else the caller's).
+    pub model: ModelRef,
+}
+
+/// What a finished subagent returns.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SubagentOutcome {
+    /// The child session.
+    pub session_id: SessionId,
+    /// The last text of the child's final assistant message.
+    pub text: String,
+    /// The model the child ran on.
+    pub model: ModelRef,
+    /// The child's tool calls: `[{id, tool, state: {status, title?}}]`.
+    pub summary: Vec<Value>,
+}
+
+/// Runs subagents in child sessions; implemented by the runtime (the supervisor).
+#[async_trait]
+pub trait Delegate: Send + Sync {
+    /// Runs the child to its end; cancelling `ctx.abort` cancels the child.
+    async fn run_subagent(
+        &self,
+        ctx: &ToolContext,
+        request: SubagentRequest,
+    ) -> Result<SubagentOutcome, ToolError>;
+}

@@ -1,0 +1,383 @@
+//! `read {filePath, offset?, limit?}`: a window of a text file with numbered lines.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+
+use async_trait::async_trait;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::paths::{self, PathKind};
+use super::run::{lenient_u64, parse_args};
+use super::truncate::MAX_BYTES;
+use super::{Tool, ToolContext, ToolError, ToolOutput};
+use crate::agent::{AgentInfo, Registry};
+use crate::permission::PermissionAsk;
+
+const ID: &str = "read";
+
+/// Lines shown when the model gives no `limit`.
+pub(crate) const DEFAULT_LIMIT: u64 = 2000;
+
+/// Longer lines are cut and end with `...`.
+pub(crate) const MAX_LINE_LENGTH: usize = 2000;
+
+/// Extensions always treated as binary.
+const BINARY_EXTENSIONS: &[&str] = &[
+    "zip", "tar", "gz", "tgz", "bz2", "xz", "zst", "7z", "rar", "exe", "dll", "so", "dylib",
+    "class", "jar", "war", "doc", "docx", "xls", "xlsx", "ppt", "pptx", "odt", "ods", "odp", "bin",
+    "dat", "obj", "o", "a", "lib", "wasm", "pyc", "pyo", "png", "jpg", "jpeg", "gif", "bmp", "ico",
+    "webp", "pdf", "mp3", "mp4", "mov", "avi", "ttf", "otf", "woff", "woff2", "sqlite", "db",
+];
+
+/// The read tool.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ReadTool;
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Args {
+    file_path: String,
+    #[serde(default, deserialize_with = "lenient_u64")]
+    offset: Option<u64>,
+    #[serde(default, deserialize_with = "lenient_u64")]
+    limit: Option<u64>,
+}
+
+/// The lines of one read.
+struct Window {
+    /// Raw lines (cut to [`MAX_LINE_LENGTH`]) from `offset`.
+    lines: Vec<String>,
+    /// Lines in the whole file.
+    total: usize,
+    /// Whether the byte budget stopped the read early.
+    cut_by_bytes: bool,
+}
+
+#[async_trait]
+impl Tool for ReadTool {
+    fn id(&self) -> &'static str {
+        ID
+    }
+
+    fn description(&self, _caller: &AgentInfo, _registry: &Registry) -> String {
+        include_str!("descriptions/read.txt").to_string()
+    }
+
+    fn parameters(&self) -> Value {
+        json!({
+            "type": "object",
+            "properties": {
+                "filePath": {"type": "string", "description": "The path of the file to read (absolute, or relative to the working directory)"},
+                "offset": {"type": "integer", "minimum": 0, "description": "The line number to start reading from (0-based)"},
+                "limit": {"type": "integer", "minimum": 1, "description": "The number of lines to read (defaults to 2000)"}
+            },
+            "required": ["filePath"]
+        })
+    }
+
+    async fn execute(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
+        let args: Args = parse_args(ID, args)?;
+        let limit = args.limit.unwrap_or(DEFAULT_LIMIT);
+        if limit == 0 {
+            return Err(ToolError::InvalidArguments {
+                tool: ID.into(),
+                message: "limit: must be at least 1".into(),
+            });
+        }
+        let offset = usize::try_from(args.offset.unwrap_or(0)).unwrap_or(usize::MAX);
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        let path = paths::resolve(&ctx.directory, &args.file_path);
+        paths::ask_external_directory(ctx, &path, PathKind::File).await?;
+        ctx.ask(PermissionAsk {
+            permission: "read".into(),
+            patterns: vec![path.display().to_string()],
+            always: vec!["*".into()],
+            metadata: Map::new(),
+        })
+        .await?;
+
+        let file = path.clone();
+        let window = tokio::task::spawn_blocking(move || read_window(&file, offset, limit))
+            .await
+            .map_err(|e| ToolError::Failed(format!("reading {} failed: {e}", path.display())))?
+            .map_err(ToolError::Failed)?;
+
+        let last = offset + window.lines.len();
+        let more = window.total > last;
+        let mut output = String::from("<file>\n");
+        for (i, line) in window.lines.iter().enumerate() {
+            output.push_str(&format!("{:05}| {line}\n", offset + i + 1));
+        }
+        if window.cut_by_bytes {
+            output.push_str(&format!(
+                "\n(Output truncated at {MAX_BYTES} bytes. Use 'offset' parameter to read beyond line {last})"
+            ));
+        } else if more {
+            output.push_str(&format!(
+                "\n(File has more lines. Use 'offset' parameter to read beyond line {last})"
+            ));
+        } else {
+            output.push_str(&format!("\n(End of file - total {} lines)", window.total));
+        }
+        output.push_str("\n</file>");
+
+        let mut metadata = Map::new();
+        let preview: Vec<&str> = window.lines.iter().take(20).map(String::as_str).collect();
+        metadata.insert("preview".into(), Value::String(preview.join("\n")));
+        metadata.insert("truncated".into(), Value::Bool(more || window.cut_by_bytes));
+        Ok(ToolOutput {
+            title: paths::relative_to_project(ctx, &path),
+            output,
+            metadata,
+        })
+    }
+}
+
+/// Reads lines `offset..offset + limit` of `path`, counting every line of the file.
+fn read_window(path: &Path, offset: usize, limit: usize) -> Result<Window, String> {
+    let meta = match std::fs::metadata(path) {
+        Ok(meta) => meta,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(not_found(path)),
+        Err(e) => return Err(format!("Cannot read {}: {e}", path.display())),
+    };
+    if meta.is_dir() {
+        return Err(format!(
+            "Path is a directory, not a file: {}. Use the list tool to see what it holds.",
+            path.display()
+        ));
+    }
+    if is_binary(path).map_err(|e| format!("Cannot read {}: {e}", path.display()))? {
+        return Err(format!("Cannot read binary file: {}", path.display()));
+    }
+    let file =
+        std::fs::File::open(path).map_err(|e| format!("Cannot read {}: {e}", path.display()))?;
+    let mut reader = BufReader::new(file);
+    let mut lines = Vec::new();
+    let mut bytes = 0usize;
+    let mut cut_by_bytes = false;
+    let mut total = 0usize;
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        let n = reader
+            .read_until(b'\n', &mut buf)
+            .map_err(|e| format!("Cannot read {}: {e}", path.display()))?;
+        if n == 0 {
+            break;
+        }
+        let index = total;
+        total += 1;
+        if index < offset || lines.len() >= limit || cut_by_bytes {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&buf);
+        let text = text.strip_suffix('\n').unwrap_or(&text);
+        let text = text.strip_suffix('\r').unwrap_or(text);
+        let line = if text.chars().count() > MAX_LINE_LENGTH {
+            let end = text
+                .char_indices()
+                .nth(MAX_LINE_LENGTH)
+                .map_or(text.len(), |(i, _)| i);
+            format!("{}...", &text[..end])
+        } else {
+            text.to_string()
+        };
+        let size = line.len() + usize::from(!lines.is_empty());
+        if bytes + size > MAX_BYTES {
+            cut_by_bytes = true;
+            continue;
+        }
+        bytes += size;
+        lines.push(line);
+    }
+    if offset > 0 && offset >= total {
+        return Err(format!(
+            "Offset {offset} is beyond the end of {} ({total} lines)",
+            path.display()
+        ));
+    }
+    Ok(Window {
+        lines,
+        total,
+        cut_by_bytes,
+    })
+}
+
+/// The message for a missing file, with up to three similar names from its folder.
+fn not_found(path: &Path) -> String {
+    let mut message = format!("File not found: {}", path.display());
+    let (Some(dir), Some(base)) = (path.parent(), path.file_name()) else {
+        return message;
+    };
+    let base = base.to_string_lossy().to_lowercase();
+    let stem = Path::new(&base)
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .filter(|s| s.len() >= 3);
+    let mut similar: Vec<PathBuf> = std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|entry| {
+            let name = entry.file_name().to_string_lossy().to_lowercase();
+            name.contains(&base)
+                || base.contains(&name)
+                || stem.as_ref().is_some_and(|s| name.contains(s.as_str()))
+        })
+        .map(|entry| entry.path())
+        .collect();
+    similar.sort();
+    similar.truncate(3);
+    if !similar.is_empty() {
+        message.push_str("\n\nDid you mean one of these?");
+        for s in similar {
+            message.push('\n');
+            message.push_str(&s.display().to_string());
+        }
+    }
+    message
+}
+
+/// Whether `path` looks binary: a known binary extension, a NUL byte in its first 4 KB, or
+/// more than 30% control characters there.
+pub(crate) fn is_binary(path: &Path) -> std::io::Result<bool> {
+    let ext = path
+        .extension()
+        .map(|e| e.to_string_lossy().to_lowercase())
+        .unwrap_or_default();
+    if BINARY_EXTENSIONS.contains(&ext.as_str()) {
+        return Ok(true);
+    }
+    let mut head = Vec::with_capacity(4096);
+    std::fs::File::open(path)?
+        .take(4096)
+        .read_to_end(&mut head)?;
+    Ok(looks_binary(&head))
+}
+
+/// Whether a file's first bytes look binary (a NUL byte, or over 30% control characters).
+pub(crate) fn looks_binary(head: &[u8]) -> bool {
+    if head.is_empty() {
+        return false;
+    }
+    if head.contains(&0) {
+        return true;
+    }
+    let control = head
+        .iter()
+        .filter(|&&b| b < 9 || (b > 13 && b < 32))
+        .count();
+    control * 10 > head.len() * 3
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::tool::testing::Project;
+
+    async fn read(p: &Project, args: Value) -> Result<ToolOutput, ToolError> {
+        ReadTool.execute(args, &p.ctx()).await
+    }
+
+    #[tokio::test]
+    async fn numbers_lines_and_reports_the_end() {
+        let p = Project::new();
+        p.file("a.txt", "one\ntwo\r\nthree\n");
+        let out = read(&p, json!({"filePath": "a.txt"})).await.unwrap();
+        assert_eq!(
+            out.output,
+            "<file>\n00001| one\n00002| two\n00003| three\n\n(End of file - total 3 lines)\n</file>"
+        );
+        assert_eq!(out.title, "a.txt");
+        assert_eq!(out.metadata["truncated"], false);
+    }
+
+    #[tokio::test]
+    async fn offset_and_limit_pick_a_window() {
+        let p = Project::new();
+        let text: String = (1..=10).map(|i| format!("l{i}\n")).collect();
+        p.file("a.txt", &text);
+        let out = read(&p, json!({"filePath": "a.txt", "offset": 2, "limit": 3}))
+            .await
+            .unwrap();
+        assert!(
+            out.output.contains("00003| l3\n00004| l4\n00005| l5\n"),
+            "{}",
+            out.output
+        );
+        assert!(!out.output.contains("l2\n"));
+        assert!(
+            out.output
+                .contains("(File has more lines. Use 'offset' parameter to read beyond line 5)")
+        );
+        assert_eq!(out.metadata["truncated"], true);
+        let err = read(&p, json!({"filePath": "a.txt", "offset": 10}))
+            .await
+            .unwrap_err();
+        assert!(
+            err.to_string().contains("Offset 10 is beyond the end"),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn long_lines_are_cut() {
+        let p = Project::new();
+        p.file("a.txt", &"x".repeat(2500));
+        let out = read(&p, json!({"filePath": "a.txt"})).await.unwrap();
+        assert!(
+            out.output
+                .contains(&format!("00001| {}...\n", "x".repeat(2000)))
+        );
+    }
+
+    #[tokio::test]
+    async fn missing_directory_and_binary_are_errors() {
+        let p = Project::new();
+        p.file("notes.txt", "x");
+        let err = read(&p, json!({"filePath": "note.txt"}))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("File not found: "), "{err}");
+        assert!(
+            err.contains("Did you mean one of these?") && err.contains("notes.txt"),
+            "{err}"
+        );
+        std::fs::create_dir(p.root.join("d")).unwrap();
+        let err = read(&p, json!({"filePath": "d"}))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("Path is a directory, not a file"), "{err}");
+        std::fs::write(p.root.join("b.dat2"), [0u8, 1, 2, 3]).unwrap();
+        let err = read(&p, json!({"filePath": "b.dat2"}))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("Cannot read binary file: "), "{err}");
+    }
+
+    #[tokio::test]
+    async fn asks_read_with_the_absolute_path() {
+        let p = Project::new();
+        let path = p.file("src/a.rs", "fn main() {}\n");
+        read(&p, json!({"filePath": "src/a.rs"})).await.unwrap();
+        let asks = p.asks();
+        assert_eq!(asks.len(), 1);
+        assert_eq!(asks[0].permission, "read");
+        assert_eq!(asks[0].patterns, vec![path.display().to_string()]);
+        assert_eq!(asks[0].always, vec!["*"]);
+    }
+
+    #[test]
+    fn binary_heuristic() {
+        assert!(!looks_binary(b"hello\tworld\n"));
+        assert!(looks_binary(b"a\0b"));
+        assert!(looks_binary(&[1, 2, 3, 4, b'a']));
+        assert!(!looks_binary(b""));
+    }
+}

@@ -1,0 +1,229 @@
+//! `taskforce run`: prompt a session, show its tree live, print the answer.
+
+use std::io::{BufRead, IsTerminal, Write};
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+use futures::StreamExt;
+use taskforce_actors::bus::{BusItem, Event, Filter};
+use taskforce_actors::permission::{PermissionReply, PermissionRequest};
+use taskforce_actors::{PromptInput, Runtime, RuntimeError};
+use taskforce_agents::id::SessionId;
+use taskforce_agents::model::{Message, ModelRef};
+
+use super::live::LiveView;
+use super::{Context, ExitStatus, UsageError};
+use crate::cli::output::final_text;
+
+/// How `run` prints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    /// The final answer on stdout, live progress on stderr.
+    Text,
+    /// One event per line on stdout.
+    Json,
+}
+
+/// `taskforce run` arguments.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The agent that answers (default: the default agent).
+    #[arg(long)]
+    pub agent: Option<String>,
+    /// The model, as provider/model.
+    #[arg(long, value_name = "PROVIDER/MODEL")]
+    pub model: Option<String>,
+    /// Continue this session instead of starting a new one.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = Format::Text)]
+    pub format: Format,
+    /// Allow every permission ask without asking.
+    #[arg(long)]
+    pub yes: bool,
+    /// The message.
+    #[arg(required = true, trailing_var_arg = true)]
+    pub message: Vec<String>,
+}
+
+/// Runs `taskforce run`.
+pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<()> {
+    let model = args
+        .model
+        .as_deref()
+        .map(str::parse::<ModelRef>)
+        .transpose()
+        .map_err(UsageError::new)?;
+    if let Some(agent) = &args.agent {
+        context.agent(Some(agent))?;
+    }
+    let session_id = args
+        .session
+        .as_deref()
+        .map(SessionId::parse)
+        .transpose()
+        .map_err(UsageError::new)?;
+    let agent_name = args
+        .agent
+        .clone()
+        .unwrap_or_else(|| context.registry.default_agent().name.clone());
+    let input = PromptInput {
+        agent: args.agent.clone(),
+        model,
+        ..PromptInput::text(args.message.join(" "))
+    };
+    let format = args.format;
+    let yes = args.yes;
+    context.with_runtime(move |runtime| async move {
+        let session = match session_id {
+            Some(id) => runtime.session(&id).await.map_err(UsageError::new)?,
+            None => runtime.create_session(None, None).await?,
+        };
+        let outcome = drive(&runtime, &session.id, &agent_name, input, format, yes).await;
+        if format == Format::Text {
+            eprintln!("session: {}", session.id);
+        }
+        outcome
+    })
+}
+
+/// Prompts, follows the events, answers permission asks, and handles Ctrl-C.
+pub(super) async fn drive(
+    runtime: &Runtime,
+    session: &SessionId,
+    agent: &str,
+    input: PromptInput,
+    format: Format,
+    yes: bool,
+) -> anyhow::Result<()> {
+    let mut events = runtime.subscribe(Filter::Subtree(session.clone()));
+    let mut view = LiveView::new(session.clone(), agent);
+    let prompt = {
+        let runtime = runtime.clone();
+        let session = session.clone();
+        tokio::spawn(async move { runtime.prompt(&session, input).await })
+    };
+    tokio::pin!(prompt);
+    let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    let mut interrupted = false;
+    let result = loop {
+        tokio::select! {
+            joined = &mut prompt => break joined,
+            item = events.next() => match item {
+                Some(BusItem::Event(envelope)) => {
+                    handle_event(runtime, &envelope.event, &mut view, format, yes, interactive).await;
+                }
+                Some(BusItem::Lagged(n)) => tracing::warn!("the live view missed {n} events"),
+                None => {}
+            },
+            _ = tokio::signal::ctrl_c(), if !interrupted => {
+                interrupted = true;
+                eprintln!("interrupted: cancelling the session tree…");
+                let _ = runtime.cancel(session).await;
+            }
+        }
+    };
+    // Let the last events of the tree reach the output.
+    let settle = tokio::time::sleep(Duration::from_millis(300));
+    tokio::pin!(settle);
+    loop {
+        tokio::select! {
+            () = &mut settle => break,
+            item = events.next() => match item {
+                Some(BusItem::Event(envelope)) => {
+                    let idle = matches!(&envelope.event, Event::SessionIdle { session_id } if session_id == session);
+                    handle_event(runtime, &envelope.event, &mut view, format, yes, interactive).await;
+                    if idle { break; }
+                }
+                _ => break,
+            }
+        }
+    }
+    if interrupted {
+        return Err(ExitStatus::new(130, "").into());
+    }
+    let message = match result {
+        Ok(Ok(message)) => message,
+        Ok(Err(RuntimeError::Cancelled)) => return Err(ExitStatus::new(130, "").into()),
+        Ok(Err(e)) => return Err(e.into()),
+        Err(e) => anyhow::bail!("the run crashed: {e}"),
+    };
+    if let Message::Assistant(a) = &message.info
+        && let Some(error) = &a.error
+    {
+        return Err(ExitStatus::new(
+            1,
+            &format!("{}: {}", error.name(), error.message().unwrap_or("")),
+        )
+        .into());
+    }
+    if format == Format::Text {
+        let text = final_text(&message);
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{text}")?;
+    }
+    Ok(())
+}
+
+async fn handle_event(
+    runtime: &Runtime,
+    event: &Event,
+    view: &mut LiveView,
+    format: Format,
+    yes: bool,
+    interactive: bool,
+) {
+    match format {
+        Format::Json => {
+            if let Ok(line) = serde_json::to_string(event) {
+                let mut out = std::io::stdout().lock();
+                let _ = writeln!(out, "{line}");
+            }
+        }
+        Format::Text => view.show(event),
+    }
+    if let Event::PermissionAsked(request) = event {
+        let (reply, message) = if yes {
+            (PermissionReply::Once, None)
+        } else if interactive {
+            ask_terminal(request.clone()).await
+        } else {
+            (
+                PermissionReply::Reject,
+                Some(format!(
+                    "permission `{}` for {:?} needs approval and this run is not interactive; rerun with --yes to allow it, or allow it in the config",
+                    request.permission, request.patterns
+                )),
+            )
+        };
+        if reply == PermissionReply::Reject && !interactive && !yes {
+            eprintln!(
+                "denied: {} {:?} (not interactive; pass --yes to allow)",
+                request.permission, request.patterns
+            );
+        }
+        runtime.reply_permission(&request.id, reply, message);
+    }
+}
+
+/// Asks on the terminal: once, always, or reject.
+async fn ask_terminal(request: PermissionRequest) -> (PermissionReply, Option<String>) {
+    tokio::task::spawn_blocking(move || {
+        eprint!(
+            "allow {} {}? [y]es once / [a]lways / [n]o: ",
+            request.permission,
+            request.patterns.join(", ")
+        );
+        let _ = std::io::stderr().flush();
+        let mut line = String::new();
+        let _ = std::io::stdin().lock().read_line(&mut line);
+        match line.trim().to_lowercase().as_str() {
+            "y" | "yes" => (PermissionReply::Once, None),
+            "a" | "always" => (PermissionReply::Always, None),
+            _ => (PermissionReply::Reject, None),
+        }
+    })
+    .await
+    .unwrap_or((PermissionReply::Reject, None))
+}

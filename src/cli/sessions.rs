@@ -1,0 +1,172 @@
+//! `taskforce sessions list|show|tree|delete`.
+
+use clap::Subcommand;
+use serde_json::json;
+use taskforce_actors::SessionTree;
+use taskforce_actors::bus::SessionStatus;
+use taskforce_actors::store::SessionFilter;
+use taskforce_agents::id::SessionId;
+use taskforce_agents::model::{Message, PartKind, ToolState};
+
+use super::{Context, UsageError};
+
+/// `taskforce sessions …`
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// List sessions, most recently updated first.
+    List {
+        /// Only root sessions.
+        #[arg(long)]
+        roots: bool,
+        /// Print OpenCode Session objects as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a session's messages.
+    Show {
+        /// The session id.
+        id: String,
+        /// Print `{info, messages: [{info, parts}]}` as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show a session's subtree with statuses and usage.
+    Tree {
+        /// The session id.
+        id: String,
+        /// Print the tree as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Delete a session and its subtree.
+    Delete {
+        /// The session id.
+        id: String,
+        /// Print the deleted sessions as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// Runs a `sessions` subcommand.
+pub fn run(context: &Context, command: SessionsCommand) -> anyhow::Result<()> {
+    let parse = |id: &str| SessionId::parse(id).map_err(UsageError::new);
+    match command {
+        SessionsCommand::List { roots, json } => context.with_runtime(move |rt| async move {
+            let sessions = rt
+                .sessions(&SessionFilter {
+                    roots,
+                    ..Default::default()
+                })
+                .await?;
+            if json {
+                println!("{}", serde_json::to_string_pretty(&sessions)?);
+            } else if sessions.is_empty() {
+                println!("no sessions");
+            } else {
+                for s in sessions {
+                    let parent = s
+                        .parent_id
+                        .as_ref()
+                        .map_or(String::new(), |p| format!("  (child of {p})"));
+                    println!("{}  {}{parent}", s.id, s.title);
+                }
+            }
+            Ok(())
+        }),
+        SessionsCommand::Show { id, json } => {
+            let id = parse(&id)?;
+            context.with_runtime(move |rt| async move {
+                let info = rt.session(&id).await.map_err(UsageError::new)?;
+                let messages = rt.messages(&id).await?;
+                if json {
+                    let out = json!({"info": info, "messages": messages});
+                    println!("{}", serde_json::to_string_pretty(&out)?);
+                    return Ok(());
+                }
+                println!("{}  {}", info.id, info.title);
+                for m in &messages {
+                    let who = match &m.info {
+                        Message::User(u) => format!("user → @{}", u.agent),
+                        Message::Assistant(a) => {
+                            format!("@{} ({}/{})", a.agent, a.provider_id, a.model_id)
+                        }
+                    };
+                    println!("\n── {who}");
+                    for p in &m.parts {
+                        match &p.kind {
+                            PartKind::Text(t) => println!("{}", t.text),
+                            PartKind::Reasoning(r) => println!("(thinking) {}", r.text),
+                            PartKind::Tool(t) => {
+                                let detail = match &t.state {
+                                    ToolState::Completed(c) => c.title.clone(),
+                                    ToolState::Error(e) => format!("error: {}", e.error),
+                                    other => other.status().to_string(),
+                                };
+                                println!("[{}] {detail}", t.tool);
+                            }
+                            _ => {}
+                        }
+                    }
+                    if let Message::Assistant(a) = &m.info
+                        && let Some(e) = &a.error
+                    {
+                        println!("error: {}: {}", e.name(), e.message().unwrap_or(""));
+                    }
+                }
+                Ok(())
+            })
+        }
+        SessionsCommand::Tree { id, json } => {
+            let id = parse(&id)?;
+            context.with_runtime(move |rt| async move {
+                let tree = rt.tree(&id).await.map_err(|e| match e {
+                    taskforce_actors::RuntimeError::SessionNotFound(_) => UsageError::new(e).into(),
+                    other => anyhow::Error::from(other),
+                })?;
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&tree)?);
+                } else {
+                    print_tree(&tree, 0);
+                }
+                Ok(())
+            })
+        }
+        SessionsCommand::Delete { id, json } => {
+            let id = parse(&id)?;
+            context.with_runtime(move |rt| async move {
+                rt.session(&id).await.map_err(UsageError::new)?;
+                let deleted = rt.delete_session(&id).await?;
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&deleted)?);
+                } else {
+                    println!("deleted {} session(s)", deleted.len());
+                }
+                Ok(())
+            })
+        }
+    }
+}
+
+fn print_tree(node: &SessionTree, depth: usize) {
+    let status = match &node.status {
+        SessionStatus::Idle => "idle",
+        SessionStatus::Busy => "busy",
+        SessionStatus::Retry { .. } => "retry",
+    };
+    println!(
+        "{}{}  {}  [{status}{}]  ${:.4} own, ${:.4} total, {} turn(s)",
+        "  ".repeat(depth),
+        node.info.id,
+        node.info.title,
+        node.agent
+            .as_ref()
+            .map_or(String::new(), |a| format!(", @{a}")),
+        node.usage.cost,
+        node.total_usage.cost,
+        node.usage.turns,
+    );
+    for child in &node.children {
+        print_tree(child, depth + 1);
+    }
+}

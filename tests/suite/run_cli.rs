@@ -1,0 +1,150 @@
+//! `taskforce run`, `taskforce sessions` and `taskforce demo` as a user runs them.
+
+use taskforce_agents::provider::fake_openai::{FakeOpenAi, Response};
+
+use super::support::Sandbox;
+
+fn configure(s: &Sandbox, base_url: &str) {
+    s.file(
+        "taskforce.toml",
+        &format!(
+            "model = \"fake/gpt-test\"\n[provider.fake]\ntype = \"openai\"\nbase_url = \"{base_url}\"\napi_key = \"sk-test\"\n"
+        ),
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_prints_the_answer_and_sessions_show_it() {
+    let fake = FakeOpenAi::start(|req| {
+        if req.tool_names().contains(&"task") && req.last_role() == Some("user") {
+            Response::tool_calls(&[(
+                "call_1",
+                "task",
+                r#"{"description":"Peek","prompt":"peek","subagent_type":"general"}"#,
+            )])
+        } else if req.tool_names().contains(&"task") {
+            Response::text("All good.")
+        } else {
+            Response::text("child saw things")
+        }
+    })
+    .await
+    .unwrap();
+    let s = Sandbox::new();
+    configure(&s, &fake.base_url());
+    let out = tokio::task::spawn_blocking(move || {
+        let out = s.run(&["run", "check", "the", "project"]);
+        (s, out)
+    })
+    .await
+    .unwrap();
+    let (s, out) = out;
+    assert_eq!(out.status, 0, "stderr: {}", out.stderr);
+    assert_eq!(out.stdout.trim(), "All good.");
+    assert!(
+        out.stderr.contains("@general · Peek"),
+        "live view: {}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("done"), "{}", out.stderr);
+    let session = out
+        .stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("session: "))
+        .unwrap()
+        .to_string();
+
+    let list = s.ok(&["sessions", "list", "--json"]).json();
+    assert_eq!(list.as_array().unwrap().len(), 2);
+    let shown = s.ok(&["sessions", "show", &session, "--json"]).json();
+    assert_eq!(shown["info"]["id"], session.as_str());
+    assert_eq!(shown["messages"].as_array().unwrap().len(), 3);
+    assert_eq!(shown["messages"][0]["info"]["role"], "user");
+    let tree = s.ok(&["sessions", "tree", &session, "--json"]).json();
+    assert_eq!(tree["children"].as_array().unwrap().len(), 1);
+    let text = s.ok(&["sessions", "tree", &session]).stdout;
+    assert!(text.contains("Peek (@general subagent)"), "{text}");
+    let err = s.usage_error(&["sessions", "show", "ses_doesnotexist"]);
+    assert!(err.contains("session not found"), "{err}");
+    let deleted = s.ok(&["sessions", "delete", &session]).stdout;
+    assert!(deleted.contains("deleted 2 session(s)"), "{deleted}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_exits_non_zero_on_a_provider_error() {
+    let fake = FakeOpenAi::start(|_| Response::error(500, "upstream exploded"))
+        .await
+        .unwrap();
+    let s = Sandbox::new();
+    configure(&s, &fake.base_url());
+    let out = tokio::task::spawn_blocking(move || s.run(&["run", "hello"]))
+        .await
+        .unwrap();
+    assert_eq!(
+        out.status, 1,
+        "stdout: {} stderr: {}",
+        out.stdout, out.stderr
+    );
+    assert!(out.stderr.contains("APIError"), "{}", out.stderr);
+    assert!(out.stderr.contains("upstream exploded"), "{}", out.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_json_prints_one_event_per_line() {
+    let fake = FakeOpenAi::start(|_| Response::text("hi there"))
+        .await
+        .unwrap();
+    let s = Sandbox::new();
+    configure(&s, &fake.base_url());
+    let out = tokio::task::spawn_blocking(move || s.run(&["run", "--format", "json", "hello"]))
+        .await
+        .unwrap();
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    let types: Vec<String> = out
+        .stdout
+        .lines()
+        .map(|l| {
+            let v: serde_json::Value = serde_json::from_str(l).unwrap();
+            v["type"].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert!(
+        types.contains(&"message.part.updated".to_string()),
+        "{types:?}"
+    );
+    assert_eq!(
+        types.last().map(String::as_str),
+        Some("session.idle"),
+        "{types:?}"
+    );
+}
+
+#[test]
+fn run_rejects_bad_usage_with_status_2() {
+    let s = Sandbox::new();
+    let err = s.usage_error(&["run", "--model", "nonsense", "hi"]);
+    assert!(err.contains("<provider>/<model>"), "{err}");
+    let err = s.usage_error(&["run", "--agent", "ghost", "hi"]);
+    assert!(err.contains("unknown agent \"ghost\""), "{err}");
+    let err = s.usage_error(&["run", "--session", "not-an-id", "hi"]);
+    assert!(err.contains("ses_"), "{err}");
+}
+
+#[test]
+fn demo_runs_offline_and_fans_out_to_three_explorers() {
+    let s = Sandbox::new();
+    let dir = s.project.join("demo");
+    let out = s.ok(&["demo", "--dir", dir.to_str().unwrap()]);
+    let explorers = out.stderr.matches("├─ @explore").count();
+    assert_eq!(explorers, 3, "{}", out.stderr);
+    for tool in ["glob", "grep", "read"] {
+        assert!(
+            out.stderr.contains(&format!("→ {tool}")),
+            "{tool}: {}",
+            out.stderr
+        );
+    }
+    assert!(out.stdout.contains("src/server.py"), "{}", out.stdout);
+    assert!(out.stderr.contains("sessions stored in"), "{}", out.stderr);
+    assert!(dir.join("data/taskforce.db").is_file());
+}
