@@ -46,7 +46,7 @@ fn model() -> ModelRef {
 }
 
 fn root(title: &str, now: u64) -> Session {
-    Session::new("proj", "/work/p", title, now)
+    Session::new("proj", "/srv/p", title, now)
 }
 
 fn user(session: &Session, created: u64) -> UserMessage {
@@ -55,8 +55,8 @@ fn user(session: &Session, created: u64) -> UserMessage {
 
 fn assistant(session: &Session, parent: &MessageId, created: u64) -> AssistantMessage {
     let path = MessagePath {
-        cwd: PathBuf::from("/work/p"),
-        root: PathBuf::from("/work/p"),
+        cwd: PathBuf::from("/srv/p"),
+        root: PathBuf::from("/srv/p"),
     };
     AssistantMessage::new(
         session.id.clone(),
@@ -171,7 +171,7 @@ async fn every_type_round_trips() {
         Part::new(
             sid.clone(),
             u.id.clone(),
-            FilePart::new("text/plain", "file:///work/p/a.txt"),
+            FilePart::new("text/plain", "file:///srv/p/a.txt"),
         ),
         Part::new(
             sid.clone(),
@@ -186,7 +186,7 @@ async fn every_type_round_trips() {
         ),
     ];
     let completed = ToolPart {
-        state: ToolStateRunning::new(input(json!({"filePath": "/work/p/a.txt"})), 1_210)
+        state: ToolStateRunning::new(input(json!({"filePath": "/srv/p/a.txt"})), 1_210)
             .complete("1: hello", "a.txt", 1_220)
             .into(),
         ..ToolPart::pending("call_1", "read")

@@ -205,7 +205,7 @@ mod tests {
 
     #[test]
     fn new_sessions_omit_absent_optionals() {
-        let root = Session::new("proj", "/work/p", "New session", 1_000);
+        let root = Session::new("proj", "/srv/p", "New session", 1_000);
         assert_eq!(
             keys(&root),
             [

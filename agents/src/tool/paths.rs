@@ -138,9 +138,9 @@ mod tests {
 
     #[test]
     fn resolve_joins_relative_paths_and_folds_dots() {
-        let dir = Path::new("/work/proj/sub");
-        assert_eq!(resolve(dir, "a.txt"), PathBuf::from("/work/proj/sub/a.txt"));
-        assert_eq!(resolve(dir, "../b/./c"), PathBuf::from("/work/proj/b/c"));
+        let dir = Path::new("/srv/proj/sub");
+        assert_eq!(resolve(dir, "a.txt"), PathBuf::from("/srv/proj/sub/a.txt"));
+        assert_eq!(resolve(dir, "../b/./c"), PathBuf::from("/srv/proj/b/c"));
         assert_eq!(resolve(dir, "/etc/../tmp/x"), PathBuf::from("/tmp/x"));
         assert_eq!(resolve(dir, "/../.."), PathBuf::from("/"));
         assert_eq!(
@@ -151,10 +151,10 @@ mod tests {
 
     #[test]
     fn relative_paths_step_out_with_dots() {
-        let root = Path::new("/work/proj");
-        assert_eq!(relative(root, Path::new("/work/proj/src/a.rs")), "src/a.rs");
+        let root = Path::new("/srv/proj");
+        assert_eq!(relative(root, Path::new("/srv/proj/src/a.rs")), "src/a.rs");
         assert_eq!(relative(root, Path::new("/work/other/x")), "../other/x");
-        assert_eq!(relative(root, Path::new("/work/proj")), "");
+        assert_eq!(relative(root, Path::new("/srv/proj")), "");
     }
 
     #[test]
