@@ -29,9 +29,16 @@ pub struct Envelope {
 /// Parent links of every session the bus has seen, for subtree filters.
 pub(crate) type ParentMap = Arc<DashMap<SessionId, SessionId>>;
 
+/// Per-session channels for subscriptions filtered to one session.
+pub(crate) type SessionChannels = Arc<DashMap<SessionId, broadcast::Sender<Arc<Envelope>>>>;
+
+/// Buffer of a one-session subscription.
+const SESSION_CAPACITY: usize = 4096;
+
 /// The bus actor.
 struct Bus {
     sender: broadcast::Sender<Arc<Envelope>>,
+    sessions: SessionChannels,
     parents: ParentMap,
     seq: u64,
 }
@@ -57,11 +64,23 @@ impl Handler<Publish> for Bus {
             self.parents.insert(info.id.clone(), parent.clone());
         }
         self.seq += 1;
-        // No receiver is not an error: nobody listens right now.
-        let _ = self.sender.send(Arc::new(Envelope {
+        let envelope = Arc::new(Envelope {
             seq: self.seq,
             event: msg.0,
-        }));
+        });
+        // One-session subscribers have their own channel, so they cost nothing to the others.
+        if let Some(id) = envelope.event.session_id() {
+            let gone = match self.sessions.get(id) {
+                Some(tx) => tx.send(envelope.clone()).is_err(),
+                None => false,
+            };
+            if gone {
+                self.sessions
+                    .remove_if(id, |_, tx| tx.receiver_count() == 0);
+            }
+        }
+        // No receiver is not an error: nobody listens right now.
+        let _ = self.sender.send(envelope);
     }
 }
 
@@ -70,6 +89,7 @@ impl Handler<Publish> for Bus {
 pub struct BusHandle {
     addr: Addr<Bus>,
     sender: broadcast::Sender<Arc<Envelope>>,
+    sessions: SessionChannels,
     parents: ParentMap,
 }
 
@@ -78,8 +98,10 @@ impl BusHandle {
     pub fn start(capacity: usize) -> BusHandle {
         let (sender, _) = broadcast::channel(capacity.max(16));
         let parents: ParentMap = Arc::default();
+        let sessions: SessionChannels = Arc::default();
         let addr = Bus {
             sender: sender.clone(),
+            sessions: sessions.clone(),
             parents: parents.clone(),
             seq: 0,
         }
@@ -87,6 +109,7 @@ impl BusHandle {
         BusHandle {
             addr,
             sender,
+            sessions,
             parents,
         }
     }
@@ -105,7 +128,15 @@ impl BusHandle {
 
     /// Subscribes to the events that pass `filter`, from now on.
     pub fn subscribe(&self, filter: Filter) -> Subscription {
-        Subscription::new(self.sender.subscribe(), filter, self.parents.clone())
+        let receiver = match &filter {
+            Filter::Session(id) => self
+                .sessions
+                .entry(id.clone())
+                .or_insert_with(|| broadcast::channel(SESSION_CAPACITY).0)
+                .subscribe(),
+            Filter::All | Filter::Subtree(_) => self.sender.subscribe(),
+        };
+        Subscription::new(receiver, filter, self.parents.clone())
     }
 
     /// Records that `child` is a child of `parent` (for sessions loaded from the store).
@@ -116,5 +147,10 @@ impl BusHandle {
     /// How many subscriptions are open.
     pub fn subscriber_count(&self) -> usize {
         self.sender.receiver_count()
+            + self
+                .sessions
+                .iter()
+                .map(|e| e.value().receiver_count())
+                .sum::<usize>()
     }
 }

@@ -86,15 +86,16 @@ async fn drive(
     token: &CancellationToken,
 ) -> Result<MessageWithParts, RuntimeError> {
     let mut step = 0u32;
+    // The history is read once; the loop appends what it writes, so steps never re-read it.
+    let mut messages = core.store.messages(&session.id).await?;
     loop {
         let queued: Vec<PromptInput> = lock(state).queue.drain(..).collect();
         for input in queued {
-            create_user_message(core, writer, session, input).await?;
+            messages.push(create_user_message(core, writer, session, input).await?);
         }
         if token.is_cancelled() {
             return Err(RuntimeError::Cancelled);
         }
-        let messages = core.store.messages(&session.id).await?;
         let last_user = messages
             .iter()
             .rposition(|m| matches!(m.info, Message::User(_)));
@@ -117,13 +118,10 @@ async fn drive(
             continue;
         }
         step += 1;
-        match run_step(core, writer, session, &messages, step, token).await? {
-            StepOutcome::Continue => {}
-            StepOutcome::Stop(final_message) => {
-                if lock(state).queue.is_empty() {
-                    return Ok(*final_message);
-                }
-            }
+        let (answer, outcome) = run_step(core, writer, session, &messages, step, token).await?;
+        messages.push(answer);
+        if outcome == StepOutcome::Stop && lock(state).queue.is_empty() {
+            return Ok(messages[messages.len() - 1].clone());
         }
     }
 }

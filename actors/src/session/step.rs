@@ -38,14 +38,15 @@ pub const MAX_STEPS: &str = "CRITICAL - MAXIMUM STEPS REACHED\n\nThe maximum num
 const DOOM_LOOP_THRESHOLD: usize = 3;
 
 /// What the loop does after a step.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum StepOutcome {
-    /// Call the model again.
+    /// Go on: call the model again unless the answer is finished.
     Continue,
-    /// Stop: the step ended in an error or a rejection; the message is the final one.
-    Stop(Box<MessageWithParts>),
+    /// Stop: the step ended in an error or a rejection.
+    Stop,
 }
 
-/// Runs one step for the newest user message of `messages`.
+/// Runs one step for the newest user message of `messages`; returns the step's answer.
 pub(crate) async fn run_step(
     core: &Arc<Core>,
     writer: &Writer,
@@ -53,7 +54,7 @@ pub(crate) async fn run_step(
     messages: &[MessageWithParts],
     step: u32,
     token: &CancellationToken,
-) -> Result<StepOutcome, RuntimeError> {
+) -> Result<(MessageWithParts, StepOutcome), RuntimeError> {
     let Some(user) = messages.iter().rev().find_map(|m| match &m.info {
         Message::User(u) => Some(u.clone()),
         Message::Assistant(_) => None,
@@ -159,11 +160,12 @@ pub(crate) async fn run_step(
         info: Message::Assistant(assistant),
         parts,
     };
-    Ok(if result.blocked {
-        StepOutcome::Stop(Box::new(final_message))
+    let outcome = if result.blocked {
+        StepOutcome::Stop
     } else {
         StepOutcome::Continue
-    })
+    };
+    Ok((final_message, outcome))
 }
 
 /// Records `error` on the assistant message, publishes `session.error`, and stops the loop.
@@ -173,7 +175,7 @@ async fn fail(
     mut assistant: AssistantMessage,
     parts: Vec<Part>,
     error: AssistantError,
-) -> Result<StepOutcome, RuntimeError> {
+) -> Result<(MessageWithParts, StepOutcome), RuntimeError> {
     assistant.error = Some(error.clone());
     assistant.time.completed.get_or_insert_with(now_ms);
     writer
@@ -183,10 +185,13 @@ async fn fail(
         session_id: Some(assistant.session_id.clone()),
         error: Some(error),
     });
-    Ok(StepOutcome::Stop(Box::new(MessageWithParts {
-        info: Message::Assistant(assistant),
-        parts,
-    })))
+    Ok((
+        MessageWithParts {
+            info: Message::Assistant(assistant),
+            parts,
+        },
+        StepOutcome::Stop,
+    ))
 }
 
 /// The tools the model is offered: every tool not hidden by the agent's and session's rules
@@ -580,22 +585,22 @@ impl Processor {
 
     /// Whether the last `DOOM_LOOP_THRESHOLD` tool calls of this message are this same call.
     fn is_doom_loop(&self, name: &str, input: &Map<String, Value>) -> bool {
-        let previous: Vec<Part> = self
-            .parts
-            .iter()
-            .map(SharedPart::lock)
-            .filter(|p| {
-                p.as_tool()
-                    .is_some_and(|t| !matches!(t.state, ToolState::Pending(_)))
-            })
-            .collect();
-        previous.len() >= DOOM_LOOP_THRESHOLD
-            && previous[previous.len() - DOOM_LOOP_THRESHOLD..]
-                .iter()
-                .all(|p| {
-                    p.as_tool()
-                        .is_some_and(|t| t.tool == name && t.state.input() == input)
-                })
+        let mut same = 0;
+        for part in self.parts.iter().rev() {
+            let part = part.0.lock().unwrap_or_else(PoisonError::into_inner);
+            let Some(tool) = part.as_tool() else { continue };
+            if matches!(tool.state, ToolState::Pending(_)) {
+                continue;
+            }
+            if tool.tool != name || tool.state.input() != input {
+                return false;
+            }
+            same += 1;
+            if same == DOOM_LOOP_THRESHOLD {
+                return true;
+            }
+        }
+        false
     }
 
     /// Records a call's result on its part.

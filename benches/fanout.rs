@@ -1,0 +1,50 @@
+//! Fan-out: one prompt whose model calls the task tool 1,000 times in one step; every child
+//! makes one tool call (a real `read`) and answers.
+//!
+//! `cargo bench --bench fanout [-- N]`. Prints the wall time and the process's peak RSS.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod support;
+
+use std::time::Instant;
+
+use serde_json::json;
+use support::{Bench, in_system, peak_rss_mib};
+use taskforce::actors::PromptInput;
+
+fn main() {
+    let n: usize = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(1000);
+    let calls: Vec<serde_json::Value> = (0..n)
+        .map(|i| json!({"name": "task", "input": {"description": format!("child {i}"), "prompt": "read the notes", "subagent_type": "general"}}))
+        .collect();
+    let script = json!({"rules": [
+        {"when": {"agent": "build", "last_role": "user"}, "reply": {"tool_calls": calls}},
+        {"when": {"agent": "build", "last_role": "tool"}, "reply": {"text": "all children reported"}},
+        {"when": {"agent": "general", "last_role": "user"}, "reply": {"tool_calls": [{"name": "read", "input": {"filePath": "notes.txt"}}]}},
+        {"when": {"agent": "general", "last_role": "tool"}, "reply": {"text": "the notes say hello"}}
+    ]});
+    let bench = Bench::new(&script);
+    in_system(async move {
+        let rt = bench.runtime().await;
+        let s = rt.create_session(None, None).await.unwrap();
+        let start = Instant::now();
+        let answer = rt
+            .prompt(&s.id, PromptInput::text("fan out"))
+            .await
+            .unwrap();
+        let wall = start.elapsed();
+        let children = rt.children(&s.id).await.unwrap().len();
+        let tree = rt.tree(&s.id).await.unwrap();
+        assert_eq!(children, n, "every child ran");
+        assert!(answer.parts.iter().any(|p| p.as_text().is_some()));
+        println!(
+            "fan-out of {n} children: wall {wall:?}, peak RSS {:.1} MiB, {} model turns in the tree",
+            peak_rss_mib().unwrap_or(f64::NAN),
+            tree.total_usage.turns
+        );
+    });
+}

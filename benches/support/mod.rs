@@ -1,0 +1,84 @@
+//! Shared set-up of the benchmarks: a throwaway project whose model is a scripted script.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use taskforce::actors::{Runtime, RuntimeOptions};
+use taskforce::agents::config::{LoadOptions, load};
+
+/// A project on disk configured with the scripted provider playing `script`.
+pub struct Bench {
+    _dir: tempfile::TempDir,
+    pub project: PathBuf,
+    pub data: PathBuf,
+    env: BTreeMap<String, String>,
+}
+
+impl Bench {
+    pub fn new(script: &serde_json::Value) -> Bench {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let project = dir.path().join("project");
+        std::fs::create_dir_all(project.join(".git")).expect("project");
+        std::fs::write(project.join("notes.txt"), "hello\nfrom\nthe\nbench\n").expect("notes");
+        let script_path = dir.path().join("script.json");
+        std::fs::write(&script_path, script.to_string()).expect("script");
+        std::fs::write(
+            project.join("taskforce.toml"),
+            format!(
+                "model = \"scripted/bench\"\n[provider.scripted]\ntype = \"scripted\"\nscript = \"{}\"\n[subagent]\nmax_concurrent = 1000\n",
+                script_path.display()
+            ),
+        )
+        .expect("config");
+        let mut env = BTreeMap::new();
+        env.insert("HOME".into(), dir.path().join("home").display().to_string());
+        Bench {
+            data: dir.path().join("data"),
+            project,
+            env,
+            _dir: dir,
+        }
+    }
+
+    pub async fn runtime(&self) -> Runtime {
+        let loaded = load(&LoadOptions {
+            cwd: self.project.clone(),
+            config_file: None,
+            data_dir: Some(self.data.clone()),
+            env: self.env.clone(),
+        })
+        .expect("config loads");
+        let mut options = RuntimeOptions::new(loaded);
+        options.env = self.env.clone();
+        Runtime::start(options).await.expect("runtime starts")
+    }
+}
+
+/// Runs `body` in an actix system on a multi-thread tokio runtime.
+pub fn in_system<F: std::future::Future<Output = ()> + 'static>(body: F) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
+    actix::System::with_tokio_rt(move || rt).block_on(body);
+}
+
+/// Median, 95th percentile and mean of `samples`.
+pub fn summary(samples: &mut [Duration]) -> (Duration, Duration, Duration) {
+    samples.sort();
+    let median = samples[samples.len() / 2];
+    let p95 = samples[(samples.len() * 95 / 100).min(samples.len() - 1)];
+    let mean = samples.iter().sum::<Duration>() / u32::try_from(samples.len()).unwrap_or(1);
+    (median, p95, mean)
+}
+
+/// The peak resident set size of this process, from /proc (Linux), in MiB.
+pub fn peak_rss_mib() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib / 1024.0)
+}
