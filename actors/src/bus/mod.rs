@@ -33,7 +33,7 @@ pub(crate) type ParentMap = Arc<DashMap<SessionId, SessionId>>;
 pub(crate) type SessionChannels = Arc<DashMap<SessionId, broadcast::Sender<Arc<Envelope>>>>;
 
 /// Buffer of a one-session subscription.
-const SESSION_CAPACITY: usize = 4096;
+const SESSION_CAPACITY: usize = 256;
 
 /// The bus actor.
 struct Bus {
@@ -142,6 +142,20 @@ impl BusHandle {
     /// Records that `child` is a child of `parent` (for sessions loaded from the store).
     pub fn register_parent(&self, child: &SessionId, parent: &SessionId) {
         self.parents.insert(child.clone(), parent.clone());
+    }
+
+    /// How deep a session is below its root, as far as the bus knows its ancestors.
+    pub fn depth_of(&self, session: &SessionId) -> u32 {
+        let mut depth = 0;
+        let mut current = session.clone();
+        while let Some(parent) = self.parents.get(&current).map(|p| p.value().clone()) {
+            depth += 1;
+            if depth >= 256 {
+                break;
+            }
+            current = parent;
+        }
+        depth
     }
 
     /// How many subscriptions are open.

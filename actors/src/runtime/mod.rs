@@ -36,7 +36,7 @@ pub struct RuntimeOptions {
     pub idle_stop: Duration,
     /// Arbiter threads for session actors (0: one per core).
     pub arbiters: usize,
-    /// Events buffered per subscriber before it is told it lagged.
+    /// Events kept for subscribers; one that falls further behind is told it lagged.
     pub bus_capacity: usize,
 }
 
@@ -48,7 +48,7 @@ impl RuntimeOptions {
             env: std::env::vars().collect(),
             idle_stop: Duration::from_secs(300),
             arbiters: 0,
-            bus_capacity: 65_536,
+            bus_capacity: 4096,
         }
     }
 }

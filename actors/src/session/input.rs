@@ -7,7 +7,7 @@ use taskforce_agents::model::{
     FilePart, Message, ModelRef, Part, PartKind, Session, TextPart, UserMessage,
 };
 
-use super::writer::Writer;
+use super::writer::{Item, Writer};
 use crate::RuntimeError;
 use crate::core::Core;
 use crate::store::MessageWithParts;
@@ -88,10 +88,12 @@ impl PromptInput {
 }
 
 /// Writes the user message of `input` to `session` and publishes it; resolves agent and model.
+/// `history` is the session's messages when the caller has them (else they are read when needed).
 pub(crate) async fn create_user_message(
     core: &Core,
     writer: &Writer,
     session: &Session,
+    history: Option<&[MessageWithParts]>,
     input: PromptInput,
 ) -> Result<MessageWithParts, RuntimeError> {
     let agent = match &input.agent {
@@ -100,7 +102,7 @@ pub(crate) async fn create_user_message(
     };
     let model = match input.model.clone().or_else(|| agent.model.clone()) {
         Some(m) => m,
-        None => match last_model(core, session).await? {
+        None => match last_model(core, session, history).await? {
             Some(m) => m,
             None => core.config.model.clone().ok_or_else(|| {
                 RuntimeError::InvalidInput(
@@ -114,7 +116,6 @@ pub(crate) async fn create_user_message(
     user.tools = input.tools;
     user.system = input.system;
     let info = Message::User(user);
-    writer.message(&info).await?;
     let mut parts = Vec::with_capacity(input.parts.len());
     for p in input.parts {
         let kind: PartKind = match p {
@@ -135,16 +136,29 @@ pub(crate) async fn create_user_message(
                 f.into()
             }
         };
-        let part = Part::new(session.id.clone(), info.id().clone(), kind);
-        writer.part(&part).await?;
-        parts.push(part);
+        parts.push(Part::new(session.id.clone(), info.id().clone(), kind));
     }
+    let items: Vec<Item<'_>> = std::iter::once(Item::Message(&info))
+        .chain(parts.iter().map(Item::Part))
+        .collect();
+    writer.save(&items).await?;
     Ok(MessageWithParts { info, parts })
 }
 
 /// The model of the session's most recent user message.
-async fn last_model(core: &Core, session: &Session) -> Result<Option<ModelRef>, RuntimeError> {
-    let messages = core.store.messages(&session.id).await?;
+async fn last_model(
+    core: &Core,
+    session: &Session,
+    history: Option<&[MessageWithParts]>,
+) -> Result<Option<ModelRef>, RuntimeError> {
+    let read;
+    let messages = match history {
+        Some(h) => h,
+        None => {
+            read = core.store.messages(&session.id).await?;
+            &read
+        }
+    };
     Ok(messages.iter().rev().find_map(|m| match &m.info {
         Message::User(u) => Some(u.model.clone()),
         Message::Assistant(_) => None,

@@ -28,7 +28,10 @@ pub(crate) async fn run_loop(
         Ok(None) => return finish(&state, Err(RuntimeError::SessionNotFound(id.to_string()))),
         Err(e) => return finish(&state, Err(e.into())),
     };
-    let depth = depth(&core, &session).await;
+    if let Some(parent) = &session.parent_id {
+        core.bus.register_parent(&session.id, parent);
+    }
+    let depth = core.bus.depth_of(&session.id);
     let span = tracing::info_span!("session", id = %id, depth);
     writer.status(&session, SessionStatus::Busy);
     let result = async {
@@ -38,7 +41,7 @@ pub(crate) async fn run_loop(
                 // Keep what the user sent while the loop was being cancelled.
                 let leftover: Vec<PromptInput> = lock(&state).queue.drain(..).collect();
                 for input in leftover {
-                    let _ = create_user_message(&core, &writer, &session, input).await;
+                    let _ = create_user_message(&core, &writer, &session, None, input).await;
                 }
                 break Err(RuntimeError::Cancelled);
             }
@@ -91,7 +94,8 @@ async fn drive(
     loop {
         let queued: Vec<PromptInput> = lock(state).queue.drain(..).collect();
         for input in queued {
-            messages.push(create_user_message(core, writer, session, input).await?);
+            let user = create_user_message(core, writer, session, Some(&messages), input).await?;
+            messages.push(user);
         }
         if token.is_cancelled() {
             return Err(RuntimeError::Cancelled);
@@ -124,21 +128,4 @@ async fn drive(
             return Ok(messages[messages.len() - 1].clone());
         }
     }
-}
-
-/// How deep the session is in its tree (0 for a root).
-async fn depth(core: &Core, session: &Session) -> u32 {
-    let mut depth = 0;
-    let mut parent = session.parent_id.clone();
-    while let Some(p) = parent {
-        depth += 1;
-        if depth > 64 {
-            break;
-        }
-        parent = match core.store.session(&p).await {
-            Ok(Some(s)) => s.parent_id,
-            _ => None,
-        };
-    }
-    depth
 }

@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use super::environment::environment;
 use super::history::to_model_messages;
 use super::host::SessionToolHost;
-use super::writer::Writer;
+use super::writer::{Item, Writer};
 use crate::RuntimeError;
 use crate::bus::Event;
 use crate::core::Core;
@@ -75,13 +75,21 @@ pub(crate) async fn run_step(
         path,
         now_ms(),
     );
-    writer
-        .message(&Message::Assistant(assistant.clone()))
-        .await?;
+    writer.message_later(&Message::Assistant(assistant.clone()));
 
     let model = match core.providers.model(&model_ref) {
         Ok(m) => m,
-        Err(e) => return fail(core, writer, assistant, Vec::new(), to_assistant_error(&e)).await,
+        Err(e) => {
+            return fail(
+                core,
+                writer,
+                assistant,
+                Vec::new(),
+                None,
+                to_assistant_error(&e),
+            )
+            .await;
+        }
     };
     let tools = offered_tools(core, &agent, session, &user);
     let specs: Vec<ToolSpec> = tools
@@ -151,11 +159,12 @@ pub(crate) async fn run_step(
     assistant.finish = result.finish.as_ref().map(|f| f.as_str().to_string());
     assistant.time.completed = Some(now_ms());
     if let Some(error) = result.error {
-        return fail(core, writer, assistant, parts, error).await;
+        return fail(core, writer, assistant, parts, result.step_finish, error).await;
     }
-    writer
-        .message(&Message::Assistant(assistant.clone()))
-        .await?;
+    let info = Message::Assistant(assistant.clone());
+    let mut items: Vec<Item<'_>> = result.step_finish.iter().map(Item::Part).collect();
+    items.push(Item::Message(&info));
+    writer.save(&items).await?;
     let final_message = MessageWithParts {
         info: Message::Assistant(assistant),
         parts,
@@ -174,13 +183,15 @@ async fn fail(
     writer: &Writer,
     mut assistant: AssistantMessage,
     parts: Vec<Part>,
+    step_finish: Option<Part>,
     error: AssistantError,
 ) -> Result<(MessageWithParts, StepOutcome), RuntimeError> {
     assistant.error = Some(error.clone());
     assistant.time.completed.get_or_insert_with(now_ms);
-    writer
-        .message(&Message::Assistant(assistant.clone()))
-        .await?;
+    let info = Message::Assistant(assistant.clone());
+    let mut items: Vec<Item<'_>> = step_finish.iter().map(Item::Part).collect();
+    items.push(Item::Message(&info));
+    writer.save(&items).await?;
     core.bus.publish(Event::SessionError {
         session_id: Some(assistant.session_id.clone()),
         error: Some(error),
@@ -260,6 +271,8 @@ struct StepResult {
     error: Option<AssistantError>,
     /// A permission was rejected: the loop stops.
     blocked: bool,
+    /// The step's closing part, not yet written.
+    step_finish: Option<Part>,
 }
 
 /// A part shared between the processor and a running tool's host.
@@ -359,7 +372,7 @@ impl Processor {
                 }
                 Some(Ok(ModelEvent::ToolCallStart { id, name })) => {
                     let part = self.new_part(ToolPart::pending(id.clone(), name).into());
-                    let _ = self.writer.part(&part.lock()).await;
+                    self.writer.part_later(&part.lock());
                     calls.insert(id, part);
                 }
                 Some(Ok(ModelEvent::ToolCall {
@@ -426,7 +439,8 @@ impl Processor {
         let finish = self.new_part(
             StepFinishPart::new(reason, cost(&result.usage, price), tokens(&result.usage)).into(),
         );
-        let _ = self.writer.part(&finish.lock()).await;
+        // Written with the assistant message's final state, in one commit.
+        result.step_finish = Some(finish.lock());
         result
     }
 
@@ -461,7 +475,7 @@ impl Processor {
                     t.into()
                 };
                 let part = self.new_part(kind);
-                let _ = self.core.store.put_part(&part.lock()).await;
+                self.core.store.queue_part(&part.lock());
                 slot.insert(Streaming {
                     part,
                     flushed: Instant::now(),
@@ -475,7 +489,7 @@ impl Processor {
         });
         self.writer.delta(&part, delta);
         if streaming.flushed.elapsed() >= self.core.flush_every {
-            let _ = self.core.store.put_part(&part).await;
+            self.core.store.queue_part(&part);
             streaming.flushed = Instant::now();
         }
     }
@@ -527,7 +541,7 @@ impl Processor {
                 t.state = ToolState::Running(ToolStateRunning::new(input.clone(), now_ms()));
             }
         });
-        let _ = self.writer.part(&running).await;
+        self.writer.part_later(&running);
 
         let host = Arc::new(SessionToolHost::new(
             self.core.clone(),

@@ -8,6 +8,12 @@ use crate::bus::{Event, SessionStatus};
 use crate::core::Core;
 use crate::store::StoreError;
 
+/// A message or a part to save.
+pub(crate) enum Item<'a> {
+    Message(&'a Message),
+    Part(&'a Part),
+}
+
 /// Persists and publishes messages, parts and status of sessions.
 #[derive(Clone)]
 pub(crate) struct Writer {
@@ -19,23 +25,55 @@ impl Writer {
         Writer { core }
     }
 
-    /// Stores a message, then publishes `message.updated`.
-    pub async fn message(&self, message: &Message) -> Result<(), StoreError> {
-        self.core.store.put_message(message).await?;
-        self.core.bus.publish(Event::MessageUpdated {
-            info: message.clone(),
-        });
+    /// Stores several messages and parts in one go, then publishes them in order: all are on
+    /// disk before any event goes out (the store commits queued writes in order, so waiting for
+    /// the last one waits for all).
+    pub async fn save(&self, items: &[Item<'_>]) -> Result<(), StoreError> {
+        let store = &self.core.store;
+        if let Some((last, rest)) = items.split_last() {
+            for item in rest {
+                match item {
+                    Item::Message(m) => store.queue_message(m),
+                    Item::Part(p) => store.queue_part(p),
+                }
+            }
+            match last {
+                Item::Message(m) => store.put_message(m).await?,
+                Item::Part(p) => store.put_part(p).await?,
+            }
+        }
+        for item in items {
+            self.core.bus.publish(match item {
+                Item::Message(m) => Event::MessageUpdated { info: (*m).clone() },
+                Item::Part(p) => Event::PartUpdated {
+                    part: (*p).clone(),
+                    delta: None,
+                },
+            });
+        }
         Ok(())
     }
 
     /// Stores a part, then publishes `message.part.updated` (the part is on disk first).
     pub async fn part(&self, part: &Part) -> Result<(), StoreError> {
-        self.core.store.put_part(part).await?;
+        self.save(&[Item::Part(part)]).await
+    }
+
+    /// Queues a message that will change again, then publishes it (no wait for the disk).
+    pub fn message_later(&self, message: &Message) {
+        self.core.store.queue_message(message);
+        self.core.bus.publish(Event::MessageUpdated {
+            info: message.clone(),
+        });
+    }
+
+    /// Queues a part that will change again (pending or running), then publishes it.
+    pub fn part_later(&self, part: &Part) {
+        self.core.store.queue_part(part);
         self.core.bus.publish(Event::PartUpdated {
             part: part.clone(),
             delta: None,
         });
-        Ok(())
     }
 
     /// Publishes a streaming delta of `part` without writing it (the caller flushes later).

@@ -75,6 +75,9 @@ pub trait Store: Send + Sync + 'static {
     async fn delete_session(&self, id: &SessionId) -> Result<Vec<Session>, StoreError>;
     /// Inserts or replaces a message (without its parts).
     async fn put_message(&self, message: &Message) -> Result<(), StoreError>;
+    /// Queues an insert-or-replace of a message that is still changing, without waiting for it;
+    /// later writes of the same message land after it. A failure is logged.
+    fn queue_message(&self, message: &Message);
     /// One message with its parts.
     async fn message(
         &self,
@@ -87,6 +90,9 @@ pub trait Store: Send + Sync + 'static {
     async fn remove_message(&self, session: &SessionId, id: &MessageId) -> Result<(), StoreError>;
     /// Inserts or replaces a part.
     async fn put_part(&self, part: &Part) -> Result<(), StoreError>;
+    /// Queues an insert-or-replace of a part that is still changing, without waiting for it;
+    /// later writes of the same part land after it. A failure is logged.
+    fn queue_part(&self, part: &Part);
     /// Deletes a part.
     async fn remove_part(&self, id: &PartId) -> Result<(), StoreError>;
     /// The session's todo list, in order.

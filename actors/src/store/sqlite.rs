@@ -3,8 +3,10 @@
 //! Every row keeps its domain value as serde JSON in `data` (OpenCode's shapes survive as they
 //! are); the other columns copy the fields that queries filter and order on. Writes go through a
 //! pool of exactly one connection, so they are serialized in-process and never fight over the
-//! SQLite write lock; reads use a small pool of `query_only` connections and, in WAL mode, never
-//! wait for the writer. Reads that touch two tables run in one read transaction so they see one
+//! SQLite write lock. Upserts of sessions, messages and parts go through a queue to a writer task
+//! that commits whatever has queued up in one transaction (group commit), in order; a caller that
+//! waits is answered after the commit. Other writes first wait for the queue to drain. Reads use
+//! a small pool of `query_only` connections and, in WAL mode, never wait for the writer. Reads that touch two tables run in one read transaction so they see one
 //! snapshot.
 
 use std::collections::HashMap;
@@ -16,13 +18,16 @@ use async_trait::async_trait;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use sqlx::migrate::Migrator;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
-    SqliteSynchronous,
-};
-use sqlx::{Row, Sqlite, Transaction};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteRow, SqliteSynchronous};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use futures::future::BoxFuture;
+use sqlx::{ConnectOptions, Connection, Row, SqliteConnection};
 use taskforce_agents::id::{MessageId, PartId, SessionId};
 use taskforce_agents::model::{Message, Part, Session, Todo};
+use tokio::sync::{Mutex as AsyncMutex, MutexGuard as AsyncMutexGuard};
+use tokio::sync::{mpsc, oneshot};
 
 use super::{MessageWithParts, SessionFilter, Store, StoreError};
 
@@ -33,20 +38,98 @@ static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// How many read connections the store keeps at most.
-const READERS: u32 = 4;
+const READERS: usize = 4;
 
 /// How deep `delete_session` follows parent links; only a corrupt cycle gets near it.
 const MAX_TREE_DEPTH: i64 = 4096;
+
+/// The most upserts committed in one transaction.
+const MAX_BATCH: usize = 1024;
 
 /// The [`Store`] backed by the SQLite file `taskforce.db` in the data directory.
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     /// The database file.
     path: PathBuf,
-    /// The single write connection.
-    writer: SqlitePool,
     /// The read-only connections.
-    reader: SqlitePool,
+    readers: Arc<Readers>,
+    /// Writes waiting for the writer task, which owns the one write connection.
+    queue: mpsc::UnboundedSender<Job>,
+}
+
+/// Read-only connections handed out round robin (cheaper than a pool's acquire and release).
+#[derive(Debug)]
+struct Readers {
+    conns: Vec<AsyncMutex<SqliteConnection>>,
+    next: AtomicUsize,
+}
+
+impl Readers {
+    /// A free connection, else the next one in turn once it is free.
+    async fn get(&self) -> AsyncMutexGuard<'_, SqliteConnection> {
+        for conn in &self.conns {
+            if let Ok(guard) = conn.try_lock() {
+                return guard;
+            }
+        }
+        let i = self.next.fetch_add(1, Ordering::Relaxed) % self.conns.len();
+        self.conns[i].lock().await
+    }
+}
+
+/// A write that needs the connection to itself (its own transaction); it answers by itself.
+type Exclusive =
+    Box<dyn for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, ()> + Send + 'static>;
+
+/// One row to insert or replace, with its bound values ready.
+#[derive(Debug)]
+enum Upsert {
+    Session {
+        id: String,
+        parent: Option<String>,
+        project: String,
+        title: String,
+        created: i64,
+        updated: i64,
+        data: String,
+    },
+    Message {
+        id: String,
+        session: String,
+        created: i64,
+        data: String,
+    },
+    Part {
+        id: String,
+        message: String,
+        session: String,
+        data: String,
+    },
+}
+
+/// An upsert (or, without one, a barrier) committed with its batch; `done` hears of it.
+#[derive(Debug)]
+struct Batched {
+    upsert: Option<Upsert>,
+    context: String,
+    done: Option<oneshot::Sender<Result<(), StoreError>>>,
+}
+
+/// A queued write for the writer task.
+enum Job {
+    /// Committed with the other upserts queued beside it.
+    Batched(Batched),
+    /// Run alone, after the batch before it is committed.
+    Exclusive(Exclusive),
+}
+
+impl std::fmt::Debug for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Job::Batched(b) => write!(f, "Batched({})", b.context),
+            Job::Exclusive(_) => f.write_str("Exclusive"),
+        }
+    }
 }
 
 impl SqliteStore {
@@ -78,32 +161,35 @@ impl SqliteStore {
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .optimize_on_close(true, None);
-        // Kept open for the store's whole life: the WAL and its index stay in place for readers.
-        let writer = SqlitePoolOptions::new()
-            .max_connections(1)
-            .min_connections(1)
-            .idle_timeout(None)
-            .max_lifetime(None)
-            .connect_with(writer_options)
+        let mut writer = writer_options
+            .connect()
             .await
             .map_err(|e| open_error(format!("cannot open the database: {e}")))?;
-
         MIGRATOR
-            .run(&writer)
+            .run(&mut writer)
             .await
             .map_err(|e| open_error(format!("cannot apply the migrations: {e}")))?;
 
-        let reader = SqlitePoolOptions::new()
-            .max_connections(READERS)
-            .connect_with(base.pragma("query_only", "ON"))
-            .await
-            .map_err(|e| open_error(format!("cannot open read connections: {e}")))?;
+        let read_options = base.pragma("query_only", "ON");
+        let mut conns = Vec::with_capacity(READERS);
+        for _ in 0..READERS {
+            let conn = read_options
+                .connect()
+                .await
+                .map_err(|e| open_error(format!("cannot open read connections: {e}")))?;
+            conns.push(AsyncMutex::new(conn));
+        }
 
         tracing::debug!(path = %path.display(), "opened the store");
+        let (queue, jobs) = mpsc::unbounded_channel();
+        tokio::spawn(write_batches(writer, jobs));
         Ok(SqliteStore {
             path,
-            writer,
-            reader,
+            readers: Arc::new(Readers {
+                conns,
+                next: AtomicUsize::new(0),
+            }),
+            queue,
         })
     }
 
@@ -112,63 +198,140 @@ impl SqliteStore {
         &self.path
     }
 
-    /// Closes every connection, waiting for them to finish; later calls fail.
+    /// Waits for the queued writes; the connections close when the last handle is dropped.
     pub async fn close(&self) {
-        self.reader.close().await;
-        self.writer.close().await;
+        let _ = self.flush().await;
     }
 
-    /// Starts a write transaction on the writer connection.
-    async fn write(
-        &self,
-        context: impl Display,
-    ) -> Result<Transaction<'static, Sqlite>, StoreError> {
-        self.writer.begin().await.map_err(database(context))
+    /// Queues an upsert; waits for its commit when `wait`.
+    async fn submit(&self, upsert: Upsert, context: String, wait: bool) -> Result<(), StoreError> {
+        let (done, committed) = if wait {
+            let (tx, rx) = oneshot::channel();
+            (Some(tx), Some(rx))
+        } else {
+            (None, None)
+        };
+        let job = Job::Batched(Batched {
+            upsert: Some(upsert),
+            context: context.clone(),
+            done,
+        });
+        self.queue
+            .send(job)
+            .map_err(|_| StoreError::Database(format!("{context}: the store is closed")))?;
+        match committed {
+            Some(rx) => rx.await.unwrap_or_else(|_| {
+                Err(StoreError::Database(format!(
+                    "{context}: the writer stopped"
+                )))
+            }),
+            None => Ok(()),
+        }
     }
 
-    /// Starts a read transaction: every query in it sees the same snapshot.
-    async fn read(
+    /// Waits until every upsert queued so far is committed.
+    async fn flush(&self) -> Result<(), StoreError> {
+        let (tx, rx) = oneshot::channel();
+        let job = Job::Batched(Batched {
+            upsert: None,
+            context: "flush".into(),
+            done: Some(tx),
+        });
+        self.queue
+            .send(job)
+            .map_err(|_| StoreError::Database("the store is closed".into()))?;
+        rx.await
+            .unwrap_or_else(|_| Err(StoreError::Database("the writer stopped".into())))
+    }
+
+    /// Runs `work` on the write connection alone, after every write queued before it.
+    async fn exclusive<T: Send + 'static>(
         &self,
-        context: impl Display,
-    ) -> Result<Transaction<'static, Sqlite>, StoreError> {
-        self.reader.begin().await.map_err(database(context))
+        context: String,
+        work: impl for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, Result<T, StoreError>>
+        + Send
+        + 'static,
+    ) -> Result<T, StoreError> {
+        let (tx, rx) = oneshot::channel();
+        let job = Job::Exclusive(Box::new(move |conn| {
+            Box::pin(async move {
+                let _ = tx.send(work(conn).await);
+            })
+        }));
+        self.queue
+            .send(job)
+            .map_err(|_| StoreError::Database(format!("{context}: the store is closed")))?;
+        rx.await.unwrap_or_else(|_| {
+            Err(StoreError::Database(format!(
+                "{context}: the writer stopped"
+            )))
+        })
+    }
+
+    /// A session row, ready to queue.
+    fn session_upsert(session: &Session) -> Result<Upsert, StoreError> {
+        Ok(Upsert::Session {
+            id: session.id.to_string(),
+            parent: session.parent_id.as_ref().map(ToString::to_string),
+            project: session.project_id.clone(),
+            title: session.title.clone(),
+            created: to_sql(session.time.created),
+            updated: to_sql(session.time.updated),
+            data: encode("session", session.id.as_str(), session)?,
+        })
+    }
+
+    /// A message row, ready to queue.
+    fn message_upsert(message: &Message) -> Result<Upsert, StoreError> {
+        let id = message.id().as_str();
+        Ok(Upsert::Message {
+            id: id.to_string(),
+            session: message.session_id().to_string(),
+            created: to_sql(message.created()),
+            data: encode("message", id, message)?,
+        })
+    }
+
+    /// Queues an upsert without waiting; a failure to build or queue it is logged.
+    fn enqueue(&self, upsert: Result<Upsert, StoreError>, context: String) {
+        match upsert {
+            Ok(upsert) => {
+                let job = Job::Batched(Batched {
+                    upsert: Some(upsert),
+                    context,
+                    done: None,
+                });
+                if self.queue.send(job).is_err() {
+                    tracing::warn!("the store is closed; an update was dropped");
+                }
+            }
+            Err(e) => tracing::warn!("{context}: {e}"),
+        }
+    }
+
+    /// A part row, ready to queue.
+    fn part_upsert(part: &Part) -> Result<Upsert, StoreError> {
+        Ok(Upsert::Part {
+            id: part.id.to_string(),
+            message: part.message_id.to_string(),
+            session: part.session_id.to_string(),
+            data: encode("part", part.id.as_str(), part)?,
+        })
     }
 }
 
 #[async_trait]
 impl Store for SqliteStore {
     async fn put_session(&self, session: &Session) -> Result<(), StoreError> {
-        let id = session.id.as_str();
-        let context = format!("cannot store session {id}");
-        let data = encode("session", id, session)?;
-        sqlx::query(
-            "INSERT INTO session \
-               (id, parent_id, project_id, title, title_folded, time_created, time_updated, data) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
-             ON CONFLICT (id) DO UPDATE SET \
-               parent_id = excluded.parent_id, project_id = excluded.project_id, \
-               title = excluded.title, title_folded = excluded.title_folded, \
-               time_created = excluded.time_created, time_updated = excluded.time_updated, \
-               data = excluded.data",
-        )
-        .bind(id)
-        .bind(session.parent_id.as_ref().map(SessionId::as_str))
-        .bind(&session.project_id)
-        .bind(&session.title)
-        .bind(session.title.to_lowercase())
-        .bind(to_sql(session.time.created))
-        .bind(to_sql(session.time.updated))
-        .bind(data)
-        .execute(&self.writer)
-        .await
-        .map_err(database(context))?;
-        Ok(())
+        let context = format!("cannot store session {}", session.id);
+        self.submit(Self::session_upsert(session)?, context, true)
+            .await
     }
 
     async fn session(&self, id: &SessionId) -> Result<Option<Session>, StoreError> {
         let row = sqlx::query("SELECT id, data FROM session WHERE id = ?1")
             .bind(id.as_str())
-            .fetch_optional(&self.reader)
+            .fetch_optional(&mut *self.readers.get().await)
             .await
             .map_err(database(format_args!("cannot read session {id}")))?;
         row.map(|row| decode_session(&row)).transpose()
@@ -190,7 +353,7 @@ impl Store for SqliteStore {
         .bind(filter.start.map(to_sql))
         .bind(filter.search.as_deref().map(str::to_lowercase))
         .bind(limit)
-        .fetch_all(&self.reader)
+        .fetch_all(&mut *self.readers.get().await)
         .await
         .map_err(database("cannot list sessions"))?;
         rows.iter().map(decode_session).collect()
@@ -202,7 +365,7 @@ impl Store for SqliteStore {
              ORDER BY time_created ASC, id ASC",
         )
         .bind(id.as_str())
-        .fetch_all(&self.reader)
+        .fetch_all(&mut *self.readers.get().await)
         .await
         .map_err(database(format_args!(
             "cannot list the children of session {id}"
@@ -212,77 +375,21 @@ impl Store for SqliteStore {
 
     async fn delete_session(&self, id: &SessionId) -> Result<Vec<Session>, StoreError> {
         let context = format!("cannot delete session {id}");
-        let mut tx = self.write(&context).await?;
-        // Deepest first, so every descendant precedes its ancestors. `MAX` keeps one row per
-        // session should a corrupt parent cycle make the walk revisit sessions.
-        let rows = sqlx::query(
-            "WITH RECURSIVE tree (id, depth) AS ( \
-               SELECT id, 0 FROM session WHERE id = ?1 \
-               UNION ALL \
-               SELECT s.id, t.depth + 1 FROM session s JOIN tree t ON s.parent_id = t.id \
-               WHERE t.depth < ?2 \
-             ) \
-             SELECT s.id AS id, s.data AS data, MAX(t.depth) AS depth \
-             FROM tree t JOIN session s ON s.id = t.id \
-             GROUP BY s.id \
-             ORDER BY depth DESC, s.id DESC",
-        )
-        .bind(id.as_str())
-        .bind(MAX_TREE_DEPTH)
-        .fetch_all(&mut *tx)
+        let id = id.clone();
+        self.exclusive(context.clone(), move |conn| {
+            Box::pin(delete_tree(conn, id, context))
+        })
         .await
-        .map_err(database(&context))?;
-
-        let mut ids = Vec::with_capacity(rows.len());
-        let mut deleted = Vec::with_capacity(rows.len());
-        for row in &rows {
-            let row_id: String = row.try_get("id").map_err(database(&context))?;
-            // An unreadable session is deleted all the same: deleting is how it gets cleaned up.
-            match decode_session(row) {
-                Ok(session) => deleted.push(session),
-                Err(error) => tracing::warn!(%error, "deleting an unreadable session"),
-            }
-            ids.push(row_id);
-        }
-        if ids.is_empty() {
-            return Ok(deleted);
-        }
-        let ids = serde_json::to_string(&ids)
-            .map_err(|e| StoreError::Database(format!("{context}: {e}")))?;
-        sqlx::query("DELETE FROM todo WHERE session_id IN (SELECT value FROM json_each(?1))")
-            .bind(&ids)
-            .execute(&mut *tx)
-            .await
-            .map_err(database(&context))?;
-        // Messages and their parts go with their session through `ON DELETE CASCADE`.
-        sqlx::query("DELETE FROM session WHERE id IN (SELECT value FROM json_each(?1))")
-            .bind(&ids)
-            .execute(&mut *tx)
-            .await
-            .map_err(database(&context))?;
-        tx.commit().await.map_err(database(&context))?;
-        Ok(deleted)
     }
 
     async fn put_message(&self, message: &Message) -> Result<(), StoreError> {
-        let id = message.id().as_str();
-        let session = message.session_id();
-        let context = format!("cannot store message {id} of session {session}");
-        let data = encode("message", id, message)?;
-        // An upsert, not `INSERT OR REPLACE`: replacing would delete the message's parts.
-        sqlx::query(
-            "INSERT INTO message (id, session_id, time_created, data) VALUES (?1, ?2, ?3, ?4) \
-             ON CONFLICT (id) DO UPDATE SET session_id = excluded.session_id, \
-               time_created = excluded.time_created, data = excluded.data",
-        )
-        .bind(id)
-        .bind(session.as_str())
-        .bind(to_sql(message.created()))
-        .bind(data)
-        .execute(&self.writer)
-        .await
-        .map_err(database(context))?;
-        Ok(())
+        let context = format!(
+            "cannot store message {} of session {}",
+            message.id(),
+            message.session_id()
+        );
+        self.submit(Self::message_upsert(message)?, context, true)
+            .await
     }
 
     async fn message(
@@ -291,7 +398,8 @@ impl Store for SqliteStore {
         id: &MessageId,
     ) -> Result<Option<MessageWithParts>, StoreError> {
         let context = format!("cannot read message {id} of session {session}");
-        let mut tx = self.read(&context).await?;
+        let mut conn = self.readers.get().await;
+        let mut tx = conn.begin().await.map_err(database(&context))?;
         let row = sqlx::query("SELECT id, data FROM message WHERE id = ?1 AND session_id = ?2")
             .bind(id.as_str())
             .bind(session.as_str())
@@ -314,7 +422,8 @@ impl Store for SqliteStore {
 
     async fn messages(&self, session: &SessionId) -> Result<Vec<MessageWithParts>, StoreError> {
         let context = format!("cannot read the messages of session {session}");
-        let mut tx = self.read(&context).await?;
+        let mut conn = self.readers.get().await;
+        let mut tx = conn.begin().await.map_err(database(&context))?;
         let messages =
             sqlx::query("SELECT id, data FROM message WHERE session_id = ?1 ORDER BY id")
                 .bind(session.as_str())
@@ -352,51 +461,65 @@ impl Store for SqliteStore {
     }
 
     async fn remove_message(&self, session: &SessionId, id: &MessageId) -> Result<(), StoreError> {
-        // Its parts go with it through `ON DELETE CASCADE`.
-        sqlx::query("DELETE FROM message WHERE id = ?1 AND session_id = ?2")
-            .bind(id.as_str())
-            .bind(session.as_str())
-            .execute(&self.writer)
-            .await
-            .map_err(database(format_args!(
-                "cannot delete message {id} of session {session}"
-            )))?;
-        Ok(())
+        let context = format!("cannot delete message {id} of session {session}");
+        let (session, id) = (session.to_string(), id.to_string());
+        self.exclusive(context.clone(), move |conn| {
+            Box::pin(async move {
+                // Its parts go with it through `ON DELETE CASCADE`.
+                sqlx::query("DELETE FROM message WHERE id = ?1 AND session_id = ?2")
+                    .bind(id)
+                    .bind(session)
+                    .execute(conn)
+                    .await
+                    .map(|_| ())
+                    .map_err(database(context))
+            })
+        })
+        .await
     }
 
     async fn put_part(&self, part: &Part) -> Result<(), StoreError> {
-        let id = part.id.as_str();
-        let context = format!("cannot store part {id} of message {}", part.message_id);
-        let data = encode("part", id, part)?;
-        sqlx::query(
-            "INSERT INTO part (id, message_id, session_id, data) VALUES (?1, ?2, ?3, ?4) \
-             ON CONFLICT (id) DO UPDATE SET message_id = excluded.message_id, \
-               session_id = excluded.session_id, data = excluded.data",
-        )
-        .bind(id)
-        .bind(part.message_id.as_str())
-        .bind(part.session_id.as_str())
-        .bind(data)
-        .execute(&self.writer)
-        .await
-        .map_err(database(context))?;
-        Ok(())
+        let context = format!(
+            "cannot store part {} of message {}",
+            part.id, part.message_id
+        );
+        self.submit(Self::part_upsert(part)?, context, true).await
+    }
+
+    fn queue_part(&self, part: &Part) {
+        let context = format!(
+            "cannot store part {} of message {}",
+            part.id, part.message_id
+        );
+        self.enqueue(Self::part_upsert(part), context);
+    }
+
+    fn queue_message(&self, message: &Message) {
+        let context = format!("cannot store message {}", message.id());
+        self.enqueue(Self::message_upsert(message), context);
     }
 
     async fn remove_part(&self, id: &PartId) -> Result<(), StoreError> {
-        sqlx::query("DELETE FROM part WHERE id = ?1")
-            .bind(id.as_str())
-            .execute(&self.writer)
-            .await
-            .map_err(database(format_args!("cannot delete part {id}")))?;
-        Ok(())
+        let context = format!("cannot delete part {id}");
+        let id = id.to_string();
+        self.exclusive(context.clone(), move |conn| {
+            Box::pin(async move {
+                sqlx::query("DELETE FROM part WHERE id = ?1")
+                    .bind(id)
+                    .execute(conn)
+                    .await
+                    .map(|_| ())
+                    .map_err(database(context))
+            })
+        })
+        .await
     }
 
     async fn todos(&self, session: &SessionId) -> Result<Vec<Todo>, StoreError> {
         let rows =
             sqlx::query("SELECT position, data FROM todo WHERE session_id = ?1 ORDER BY position")
                 .bind(session.as_str())
-                .fetch_all(&self.reader)
+                .fetch_all(&mut *self.readers.get().await)
                 .await
                 .map_err(database(format_args!(
                     "cannot read the todos of session {session}"
@@ -413,25 +536,258 @@ impl Store for SqliteStore {
 
     async fn put_todos(&self, session: &SessionId, todos: &[Todo]) -> Result<(), StoreError> {
         let context = format!("cannot store the todos of session {session}");
-        let mut tx = self.write(&context).await?;
-        sqlx::query("DELETE FROM todo WHERE session_id = ?1")
+        let session = session.clone();
+        let todos = todos.to_vec();
+        self.exclusive(context.clone(), move |conn| {
+            Box::pin(replace_todos(conn, session, todos, context))
+        })
+        .await
+    }
+}
+
+/// Deletes a session's whole subtree in one transaction; descendants come first in the result.
+async fn delete_tree(
+    conn: &mut SqliteConnection,
+    id: SessionId,
+    context: String,
+) -> Result<Vec<Session>, StoreError> {
+    let mut tx = conn.begin().await.map_err(database(&context))?;
+    // Deepest first, so every descendant precedes its ancestors. `MAX` keeps one row per
+    // session should a corrupt parent cycle make the walk revisit sessions.
+    let rows = sqlx::query(
+        "WITH RECURSIVE tree (id, depth) AS ( \
+               SELECT id, 0 FROM session WHERE id = ?1 \
+               UNION ALL \
+               SELECT s.id, t.depth + 1 FROM session s JOIN tree t ON s.parent_id = t.id \
+               WHERE t.depth < ?2 \
+             ) \
+             SELECT s.id AS id, s.data AS data, MAX(t.depth) AS depth \
+             FROM tree t JOIN session s ON s.id = t.id \
+             GROUP BY s.id \
+             ORDER BY depth DESC, s.id DESC",
+    )
+    .bind(id.as_str())
+    .bind(MAX_TREE_DEPTH)
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(database(&context))?;
+
+    let mut ids = Vec::with_capacity(rows.len());
+    let mut deleted = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let row_id: String = row.try_get("id").map_err(database(&context))?;
+        // An unreadable session is deleted all the same: deleting is how it gets cleaned up.
+        match decode_session(row) {
+            Ok(session) => deleted.push(session),
+            Err(error) => tracing::warn!(%error, "deleting an unreadable session"),
+        }
+        ids.push(row_id);
+    }
+    if ids.is_empty() {
+        return Ok(deleted);
+    }
+    let ids =
+        serde_json::to_string(&ids).map_err(|e| StoreError::Database(format!("{context}: {e}")))?;
+    sqlx::query("DELETE FROM todo WHERE session_id IN (SELECT value FROM json_each(?1))")
+        .bind(&ids)
+        .execute(&mut *tx)
+        .await
+        .map_err(database(&context))?;
+    // Messages and their parts go with their session through `ON DELETE CASCADE`.
+    sqlx::query("DELETE FROM session WHERE id IN (SELECT value FROM json_each(?1))")
+        .bind(&ids)
+        .execute(&mut *tx)
+        .await
+        .map_err(database(&context))?;
+    tx.commit().await.map_err(database(&context))?;
+    Ok(deleted)
+}
+
+/// Replaces a session's todo list in one transaction.
+async fn replace_todos(
+    conn: &mut SqliteConnection,
+    session: SessionId,
+    todos: Vec<Todo>,
+    context: String,
+) -> Result<(), StoreError> {
+    let mut tx = conn.begin().await.map_err(database(&context))?;
+    sqlx::query("DELETE FROM todo WHERE session_id = ?1")
+        .bind(session.as_str())
+        .execute(&mut *tx)
+        .await
+        .map_err(database(&context))?;
+    for (position, todo) in todos.iter().enumerate() {
+        let data = encode("todo", &todo.id, todo)?;
+        sqlx::query("INSERT INTO todo (session_id, position, data) VALUES (?1, ?2, ?3)")
             .bind(session.as_str())
+            .bind(i64::try_from(position).unwrap_or(i64::MAX))
+            .bind(data)
             .execute(&mut *tx)
             .await
             .map_err(database(&context))?;
-        for (position, todo) in todos.iter().enumerate() {
-            let data = encode("todo", &todo.id, todo)?;
-            sqlx::query("INSERT INTO todo (session_id, position, data) VALUES (?1, ?2, ?3)")
-                .bind(session.as_str())
-                .bind(i64::try_from(position).unwrap_or(i64::MAX))
-                .bind(data)
-                .execute(&mut *tx)
-                .await
-                .map_err(database(&context))?;
-        }
-        tx.commit().await.map_err(database(&context))?;
-        Ok(())
     }
+    tx.commit().await.map_err(database(&context))?;
+    Ok(())
+}
+
+/// The writer task: owns the write connection and commits queued upserts in batches, one
+/// transaction each, answering after the commit; exclusive writes run alone, in queue order.
+async fn write_batches(mut conn: SqliteConnection, mut jobs: mpsc::UnboundedReceiver<Job>) {
+    let mut pending: Option<Job> = None;
+    loop {
+        let first = match pending.take() {
+            Some(job) => job,
+            None => match jobs.recv().await {
+                Some(job) => job,
+                None => break,
+            },
+        };
+        let mut batch = match first {
+            Job::Exclusive(work) => {
+                work(&mut conn).await;
+                continue;
+            }
+            Job::Batched(b) => vec![b],
+        };
+        while batch.len() < MAX_BATCH {
+            match jobs.try_recv() {
+                Ok(Job::Exclusive(work)) => {
+                    pending = Some(Job::Exclusive(work));
+                    break;
+                }
+                Ok(Job::Batched(b)) => batch.push(b),
+                Err(_) => break,
+            }
+        }
+        commit_batch(&mut conn, batch).await;
+    }
+    let _ = conn.close().await;
+}
+
+/// Runs a batch of upserts in one transaction (a lone one without), then answers each.
+async fn commit_batch(conn: &mut SqliteConnection, batch: Vec<Batched>) {
+    let mut results: Vec<Result<(), StoreError>> = Vec::with_capacity(batch.len());
+    let committed: Result<(), sqlx::Error> = if batch.len() == 1 {
+        // A lone upsert commits by itself: a transaction would only add two round trips.
+        if let Batched {
+            upsert: Some(upsert),
+            context,
+            ..
+        } = &batch[0]
+        {
+            results.push(run_upsert(conn, upsert).await.map_err(database(context)));
+        }
+        Ok(())
+    } else {
+        async {
+            let mut tx = conn.begin().await?;
+            for job in &batch {
+                if let Batched {
+                    upsert: Some(upsert),
+                    context,
+                    ..
+                } = job
+                {
+                    results.push(run_upsert(&mut tx, upsert).await.map_err(database(context)));
+                } else {
+                    results.push(Ok(()));
+                }
+            }
+            tx.commit().await
+        }
+        .await
+    };
+    for (i, Batched { context, done, .. }) in batch.into_iter().enumerate() {
+        let outcome = match (&committed, results.get(i)) {
+            (Err(e), _) => Err(StoreError::Database(format!("{context}: {e}"))),
+            (Ok(()), Some(Err(e))) => Err(e.clone()),
+            (Ok(()), _) => Ok(()),
+        };
+        match done {
+            Some(done) => {
+                let _ = done.send(outcome);
+            }
+            None => {
+                if let Err(e) = outcome {
+                    tracing::warn!("a queued write failed: {e}");
+                }
+            }
+        }
+    }
+}
+
+/// Runs one upsert on the writer's transaction.
+async fn run_upsert(conn: &mut SqliteConnection, upsert: &Upsert) -> Result<(), sqlx::Error> {
+    match upsert {
+        Upsert::Session {
+            id,
+            parent,
+            project,
+            title,
+            created,
+            updated,
+            data,
+        } => {
+            sqlx::query(
+                "INSERT INTO session \
+                   (id, parent_id, project_id, title, title_folded, time_created, time_updated, data) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
+                 ON CONFLICT (id) DO UPDATE SET \
+                   parent_id = excluded.parent_id, project_id = excluded.project_id, \
+                   title = excluded.title, title_folded = excluded.title_folded, \
+                   time_created = excluded.time_created, time_updated = excluded.time_updated, \
+                   data = excluded.data",
+            )
+            .bind(id)
+            .bind(parent)
+            .bind(project)
+            .bind(title)
+            .bind(title.to_lowercase())
+            .bind(created)
+            .bind(updated)
+            .bind(data)
+            .execute(conn)
+            .await?;
+        }
+        Upsert::Message {
+            id,
+            session,
+            created,
+            data,
+        } => {
+            // An upsert, not `INSERT OR REPLACE`: replacing would delete the message's parts.
+            sqlx::query(
+                "INSERT INTO message (id, session_id, time_created, data) VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT (id) DO UPDATE SET session_id = excluded.session_id, \
+                   time_created = excluded.time_created, data = excluded.data",
+            )
+            .bind(id)
+            .bind(session)
+            .bind(created)
+            .bind(data)
+            .execute(conn)
+            .await?;
+        }
+        Upsert::Part {
+            id,
+            message,
+            session,
+            data,
+        } => {
+            sqlx::query(
+                "INSERT INTO part (id, message_id, session_id, data) VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT (id) DO UPDATE SET message_id = excluded.message_id, \
+                   session_id = excluded.session_id, data = excluded.data",
+            )
+            .bind(id)
+            .bind(message)
+            .bind(session)
+            .bind(data)
+            .execute(conn)
+            .await?;
+        }
+    }
+    Ok(())
 }
 
 /// Maps a database error to [`StoreError::Database`], prefixed by what was being done.
