@@ -148,3 +148,38 @@ fn demo_runs_offline_and_fans_out_to_three_explorers() {
     assert!(out.stderr.contains("sessions stored in"), "{}", out.stderr);
     assert!(dir.join("data/taskforce.db").is_file());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_cancels_the_tree_and_exits_130() {
+    use std::time::Duration;
+
+    let fake = FakeOpenAi::start(|_| Response::text("this never ends").stall_after(2))
+        .await
+        .unwrap();
+    let s = Sandbox::new();
+    configure(&s, &fake.base_url());
+    let child = s
+        .command(&["run", "wait", "forever"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    assert!(fake.wait_for_requests(1, Duration::from_secs(20)).await);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let status = std::process::Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(130),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(fake.wait_for_disconnects(1, Duration::from_secs(5)).await);
+}

@@ -49,16 +49,20 @@ impl Sandbox {
         self
     }
 
-    pub fn run(&self, args: &[&str]) -> Output {
-        let out = Command::new(env!("CARGO_BIN_EXE_taskforce"))
-            .args(args)
+    /// The binary with `args`, in the project, with the sandbox's environment.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_taskforce"));
+        cmd.args(args)
             .current_dir(&self.project)
             .env_clear()
             .env("HOME", &self.home)
             .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .output()
-            .unwrap();
+            .envs(self.env.iter().map(|(k, v)| (k, v)));
+        cmd
+    }
+
+    pub fn run(&self, args: &[&str]) -> Output {
+        let out = self.command(args).output().unwrap();
         Output {
             status: out.status.code().unwrap_or(-1),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -23,7 +23,7 @@ use crate::core::Core;
 use crate::permission::{PermissionBroker, PermissionReply, PermissionRequest};
 use crate::session::{Prompt, PromptInput, Writer};
 use crate::store::{MessageWithParts, SessionFilter, SqliteStore, Store};
-use crate::supervisor::{Activate, CancelTree, Supervisor};
+use crate::supervisor::{Activate, CancelTree, LiveCount, Supervisor};
 
 /// How to start a runtime.
 #[derive(Debug, Clone)]
@@ -283,6 +283,14 @@ impl Runtime {
             .iter()
             .map(|e| (e.key().clone(), e.value().clone()))
             .collect()
+    }
+
+    /// How many session actors are in memory (idle ones stop after `idle_stop`).
+    pub async fn live_sessions(&self) -> Result<usize, RuntimeError> {
+        self.supervisor
+            .send(LiveCount)
+            .await
+            .map_err(|_| RuntimeError::Stopped)
     }
 
     /// Subscribes to events passing `filter`.

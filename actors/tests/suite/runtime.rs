@@ -546,3 +546,98 @@ async fn prompts_queued_while_busy_are_answered_and_cancel_answers_them_too() {
         .count();
     assert_eq!(users, 2, "nothing the user sent is lost");
 }
+
+#[actix_rt::test]
+async fn idle_session_actors_stop_and_come_back_from_the_store() {
+    let fake = FakeOpenAi::start(|_| Response::text("hello"))
+        .await
+        .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let mut env_map = BTreeMap::new();
+    env_map.insert("HOME".to_string(), env.home.display().to_string());
+    let loaded = load(&LoadOptions {
+        cwd: env.project.clone(),
+        config_file: None,
+        data_dir: Some(env.data.clone()),
+        env: env_map.clone(),
+    })
+    .unwrap();
+    let mut options = RuntimeOptions::new(loaded);
+    options.env = env_map;
+    options.idle_stop = Duration::from_millis(50);
+    let rt = Runtime::start(options).await.unwrap();
+    let s = rt.create_session(None, None).await.unwrap();
+    rt.prompt(&s.id, PromptInput::text("one")).await.unwrap();
+    assert_eq!(rt.live_sessions().await.unwrap(), 1);
+    let mut stopped = false;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        if rt.live_sessions().await.unwrap() == 0 {
+            stopped = true;
+            break;
+        }
+    }
+    assert!(stopped, "the idle actor stopped");
+    let again = rt.prompt(&s.id, PromptInput::text("two")).await.unwrap();
+    assert_eq!(text_of(&again), "hello");
+    assert_eq!(rt.messages(&s.id).await.unwrap().len(), 4);
+}
+
+#[actix_rt::test]
+async fn the_parent_task_part_follows_the_child_live() {
+    use futures::StreamExt;
+    use taskforce_actors::bus::{BusItem, Event, Filter};
+
+    let fake = FakeOpenAi::start(|req| {
+        if is_child(req) {
+            if req.last_role() == Some("user") {
+                Response::tool_calls(&[("call_read", "read", r#"{"filePath":"notes.txt"}"#)])
+            } else {
+                Response::text("notes read")
+            }
+        } else if req.last_role() == Some("user") {
+            task_call(r#"{"description":"Read notes","prompt":"read notes.txt","subagent_type":"general"}"#)
+        } else {
+            Response::text("ok")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let parent = rt.create_session(None, None).await.unwrap();
+    let mut events = rt.subscribe(Filter::Session(parent.id.clone()));
+    rt.prompt(&parent.id, PromptInput::text("go"))
+        .await
+        .unwrap();
+    let mut running_summaries = Vec::new();
+    while let Ok(Some(BusItem::Event(e))) =
+        tokio::time::timeout(Duration::from_millis(300), events.next()).await
+    {
+        if let Event::PartUpdated { part, .. } = &e.event
+            && let PartKind::Tool(t) = &part.kind
+            && let ToolState::Running(r) = &t.state
+            && let Some(meta) = &r.metadata
+        {
+            assert_eq!(r.title.as_deref(), Some("Read notes"));
+            if let Some(summary) = meta.get("summary") {
+                running_summaries.push(summary.clone());
+            }
+        }
+    }
+    let last = running_summaries
+        .last()
+        .expect("the running part carried a summary");
+    assert_eq!(last[0]["tool"], "read");
+    let statuses: Vec<&str> = running_summaries
+        .iter()
+        .map(|s| s[0]["state"]["status"].as_str().unwrap())
+        .collect();
+    assert!(statuses.contains(&"running"), "{statuses:?}");
+    assert!(statuses.contains(&"completed"), "{statuses:?}");
+    let ToolState::Completed(done) = &tool_parts(&rt, &parent.id).await[0].1 else {
+        panic!("the task completed")
+    };
+    assert_eq!(done.metadata["summary"][0]["tool"], "read");
+    assert_eq!(done.metadata["summary"][0]["state"]["status"], "completed");
+}
