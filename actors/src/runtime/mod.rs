@@ -201,6 +201,7 @@ impl Runtime {
                 .supervisor
                 .send(Activate {
                     id: session.clone(),
+                    parent: None,
                 })
                 .await
                 .map_err(|_| RuntimeError::Stopped)?;

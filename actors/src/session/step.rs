@@ -566,6 +566,7 @@ impl Processor {
                 Arc::new(crate::supervisor::SupervisorDelegate::new(
                     self.core.clone(),
                     s.clone(),
+                    self.session.clone(),
                 )) as Arc<dyn taskforce_agents::tool::Delegate>
             }),
         };

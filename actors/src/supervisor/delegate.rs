@@ -13,7 +13,7 @@ use taskforce_agents::model::{Message, PartKind, Session, ToolState};
 use taskforce_agents::permission::{Action, Rule};
 use taskforce_agents::tool::{Delegate, SubagentOutcome, SubagentRequest, ToolContext, ToolError};
 
-use super::{Activate, Adopt, CancelTree, Supervisor};
+use super::{Activate, CancelTree, Supervisor};
 use crate::RuntimeError;
 use crate::bus::{BusItem, Event, Filter};
 use crate::core::Core;
@@ -24,11 +24,17 @@ use crate::store::MessageWithParts;
 pub struct SupervisorDelegate {
     core: Arc<Core>,
     supervisor: Addr<Supervisor>,
+    /// The calling session.
+    parent: Session,
 }
 
 impl SupervisorDelegate {
-    pub(crate) fn new(core: Arc<Core>, supervisor: Addr<Supervisor>) -> Self {
-        SupervisorDelegate { core, supervisor }
+    pub(crate) fn new(core: Arc<Core>, supervisor: Addr<Supervisor>, parent: Session) -> Self {
+        SupervisorDelegate {
+            core,
+            supervisor,
+            parent,
+        }
     }
 
     /// The tools a child may not use: todos, task, and the primary-only tools.
@@ -108,22 +114,9 @@ impl Delegate for SupervisorDelegate {
         ctx: &ToolContext,
         request: SubagentRequest,
     ) -> Result<SubagentOutcome, ToolError> {
-        let parent = self
-            .core
-            .store
-            .session(&ctx.session_id)
-            .await
-            .map_err(failed)?
-            .ok_or_else(|| ToolError::Failed(format!("session {} not found", ctx.session_id)))?;
-        let child = self.child_session(&parent, &request).await?;
+        let parent = &self.parent;
+        let child = self.child_session(parent, &request).await?;
         self.core.bus.register_parent(&child.id, &parent.id);
-        self.supervisor
-            .send(Adopt {
-                parent: parent.id.clone(),
-                child: child.id.clone(),
-            })
-            .await
-            .map_err(|_| ToolError::Failed("the runtime has stopped".into()))?;
         let model_json = serde_json::to_value(&request.model).unwrap_or(Value::Null);
         ctx.metadata(
             Some(request.description.clone()),
@@ -172,7 +165,7 @@ impl Delegate for SupervisorDelegate {
         };
         let started = now_ms();
         let result = tokio::select! {
-            r = self.run_child(&child.id, input) => r,
+            r = self.run_child(&child.id, &parent.id, input) => r,
             () = ctx.abort.cancelled() => {
                 self.supervisor.do_send(CancelTree { id: child.id.clone() });
                 Err(ToolError::Aborted)
@@ -211,11 +204,15 @@ impl SupervisorDelegate {
     async fn run_child(
         &self,
         child: &SessionId,
+        parent: &SessionId,
         input: PromptInput,
     ) -> Result<MessageWithParts, ToolError> {
         let addr = self
             .supervisor
-            .send(Activate { id: child.clone() })
+            .send(Activate {
+                id: child.clone(),
+                parent: Some(parent.clone()),
+            })
             .await
             .map_err(|_| ToolError::Failed("the runtime has stopped".into()))?;
         let reply = addr

@@ -68,12 +68,20 @@ impl Actor for Supervisor {
 pub struct Activate {
     /// The session.
     pub id: SessionId,
+    /// Its parent, to record in the live tree (task calls).
+    pub parent: Option<SessionId>,
 }
 
 impl Handler<Activate> for Supervisor {
     type Result = MessageResult<Activate>;
 
     fn handle(&mut self, msg: Activate, _: &mut Self::Context) -> Self::Result {
+        if let Some(parent) = &msg.parent {
+            let kids = self.children.entry(parent.clone()).or_default();
+            if !kids.contains(&msg.id) {
+                kids.push(msg.id.clone());
+            }
+        }
         if let Some(addr) = self.live.get(&msg.id)
             && addr.connected()
         {
@@ -87,27 +95,6 @@ impl Handler<Activate> for Supervisor {
             SessionActor::start_in_arbiter(&arbiter.handle(), move |_| SessionActor::new(id, core));
         self.live.insert(msg.id, addr.clone());
         MessageResult(addr)
-    }
-}
-
-/// Records `child` under `parent` in the live tree.
-#[derive(Message)]
-#[rtype(result = "()")]
-pub struct Adopt {
-    /// The parent session.
-    pub parent: SessionId,
-    /// The child session.
-    pub child: SessionId,
-}
-
-impl Handler<Adopt> for Supervisor {
-    type Result = ();
-
-    fn handle(&mut self, msg: Adopt, _: &mut Self::Context) {
-        let kids = self.children.entry(msg.parent).or_default();
-        if !kids.contains(&msg.child) {
-            kids.push(msg.child);
-        }
     }
 }
 
