@@ -85,7 +85,7 @@ pub(crate) async fn run_step(
                 writer,
                 assistant,
                 Vec::new(),
-                None,
+                Vec::new(),
                 to_assistant_error(&e),
             )
             .await;
@@ -159,10 +159,10 @@ pub(crate) async fn run_step(
     assistant.finish = result.finish.as_ref().map(|f| f.as_str().to_string());
     assistant.time.completed = Some(now_ms());
     if let Some(error) = result.error {
-        return fail(core, writer, assistant, parts, result.step_finish, error).await;
+        return fail(core, writer, assistant, parts, result.closing, error).await;
     }
     let info = Message::Assistant(assistant.clone());
-    let mut items: Vec<Item<'_>> = result.step_finish.iter().map(Item::Part).collect();
+    let mut items: Vec<Item<'_>> = result.closing.iter().map(Item::Part).collect();
     items.push(Item::Message(&info));
     writer.save(&items).await?;
     let final_message = MessageWithParts {
@@ -183,13 +183,13 @@ async fn fail(
     writer: &Writer,
     mut assistant: AssistantMessage,
     parts: Vec<Part>,
-    step_finish: Option<Part>,
+    closing: Vec<Part>,
     error: AssistantError,
 ) -> Result<(MessageWithParts, StepOutcome), RuntimeError> {
     assistant.error = Some(error.clone());
     assistant.time.completed.get_or_insert_with(now_ms);
     let info = Message::Assistant(assistant.clone());
-    let mut items: Vec<Item<'_>> = step_finish.iter().map(Item::Part).collect();
+    let mut items: Vec<Item<'_>> = closing.iter().map(Item::Part).collect();
     items.push(Item::Message(&info));
     writer.save(&items).await?;
     core.bus.publish(Event::SessionError {
@@ -271,8 +271,8 @@ struct StepResult {
     error: Option<AssistantError>,
     /// A permission was rejected: the loop stops.
     blocked: bool,
-    /// The step's closing part, not yet written.
-    step_finish: Option<Part>,
+    /// Finished parts not yet written: ended text and reasoning, then the step's closing part.
+    closing: Vec<Part>,
 }
 
 /// A part shared between the processor and a running tool's host.
@@ -396,8 +396,9 @@ impl Processor {
             }
         }
         drop(stream);
-        self.end_text(text).await;
-        self.end_text(reasoning).await;
+        // Finished text is written with the step's closing commit.
+        result.closing.extend(Self::end_text(reasoning));
+        result.closing.extend(Self::end_text(text));
 
         // Wait for the step's tool calls; a cancel reaches them through their child tokens.
         while let Some(joined) = runs.next().await {
@@ -440,7 +441,7 @@ impl Processor {
             StepFinishPart::new(reason, cost(&result.usage, price), tokens(&result.usage)).into(),
         );
         // Written with the assistant message's final state, in one commit.
-        result.step_finish = Some(finish.lock());
+        result.closing.push(finish.lock());
         result
     }
 
@@ -495,8 +496,8 @@ impl Processor {
     }
 
     /// Ends a streaming part: trailing whitespace trimmed, end time set, written, published.
-    async fn end_text(&self, slot: Option<Streaming>) {
-        let Some(streaming) = slot else { return };
+    fn end_text(slot: Option<Streaming>) -> Option<Part> {
+        let streaming = slot?;
         let part = streaming.part.update(|p| match &mut p.kind {
             PartKind::Text(t) => {
                 t.text.truncate(t.text.trim_end().len());
@@ -507,7 +508,7 @@ impl Processor {
             PartKind::Reasoning(r) => r.time.end = Some(now_ms()),
             _ => {}
         });
-        let _ = self.writer.part(&part).await;
+        Some(part)
     }
 
     /// Marks a call running and spawns it; unknown tools and bad JSON fail without running.
