@@ -68,6 +68,17 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<()> {
         .agent
         .clone()
         .unwrap_or_else(|| context.registry.default_agent().name.clone());
+    let agent_model = context.agent(Some(&agent_name))?.model.is_some();
+    if model.is_none()
+        && !agent_model
+        && session_id.is_none()
+        && context.loaded.config.model.is_none()
+    {
+        return Err(UsageError::new(anyhow::anyhow!(
+            "no model configured: pass --model provider/model, or set `model = \"provider/model\"` in taskforce.toml or TASKFORCE_MODEL (try `taskforce demo` for an offline run)"
+        ))
+        .into());
+    }
     let input = PromptInput {
         agent: args.agent.clone(),
         model,

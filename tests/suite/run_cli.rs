@@ -183,3 +183,18 @@ async fn ctrl_c_cancels_the_tree_and_exits_130() {
     );
     assert!(fake.wait_for_disconnects(1, Duration::from_secs(5)).await);
 }
+
+#[test]
+fn run_without_any_model_is_a_configuration_error() {
+    let s = Sandbox::new();
+    let err = s.usage_error(&["run", "hello"]);
+    assert!(err.contains("no model configured"), "{err}");
+    assert!(err.contains("--model"), "{err}");
+}
+
+#[test]
+fn run_offline_with_the_scripted_echo_model() {
+    let s = Sandbox::new();
+    let out = s.ok(&["run", "--model", "scripted/echo", "hello", "there"]);
+    assert_eq!(out.stdout.trim(), "hello there");
+}

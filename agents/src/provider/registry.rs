@@ -8,7 +8,9 @@
 //! returns that error. A script that cannot be loaded or a malformed header does fail it.
 //!
 //! When the configuration has no `[provider.scripted]`, a provider `scripted` playing the
-//! built-in `demo` script is added, so `scripted/<anything>` works offline. Every provider
+//! built-in `demo` script is added, so `scripted/<anything>` works offline. A scripted provider
+//! without a `script` setting lets the model id pick a built-in script: `scripted/echo` plays
+//! `echo`, `scripted/demo` plays `demo`, any other id the default. Every provider
 //! accepts any model id (endpoints serve many models); `[provider.<id>.models.<model>]` only adds
 //! limits and prices. One model instance is made per model reference and reused.
 
@@ -20,7 +22,7 @@ use indexmap::IndexMap;
 
 use super::cost::cost;
 use super::openai::{OpenAiModel, OpenAiProvider};
-use super::scripted::{Script, ScriptedModel};
+use super::scripted::{BUILTIN_SCRIPTS, Script, ScriptedModel};
 use super::{LanguageModel, ProviderError, Usage};
 use crate::config::{Config, ModelConfig, ProviderConfig, ProviderKind};
 use crate::model::ModelRef;
@@ -35,8 +37,13 @@ pub const DEFAULT_SCRIPT: &str = "demo";
 enum Entry {
     /// An OpenAI-compatible endpoint.
     OpenAi(Arc<OpenAiProvider>),
-    /// A scripted model.
-    Scripted(Arc<Script>),
+    /// A scripted model; when `by_model`, a model id naming a built-in script plays that script.
+    Scripted {
+        /// The configured (or default) script.
+        script: Arc<Script>,
+        /// No script is configured: `scripted/echo` plays `echo`, `scripted/demo` plays `demo`.
+        by_model: bool,
+    },
     /// A provider that fails when used, with the reason.
     Unavailable(ProviderError),
 }
@@ -93,7 +100,10 @@ impl Providers {
                         provider: id.clone(),
                         message: e.to_string(),
                     })?;
-                    Entry::Scripted(Arc::new(script))
+                    Entry::Scripted {
+                        script: Arc::new(script),
+                        by_model: provider.script.is_none(),
+                    }
                 }
             };
             entries.insert(id.clone(), entry);
@@ -103,7 +113,13 @@ impl Providers {
                 provider: SCRIPTED_PROVIDER.into(),
                 message: e.to_string(),
             })?;
-            entries.insert(SCRIPTED_PROVIDER.into(), Entry::Scripted(Arc::new(script)));
+            entries.insert(
+                SCRIPTED_PROVIDER.into(),
+                Entry::Scripted {
+                    script: Arc::new(script),
+                    by_model: true,
+                },
+            );
         }
         Ok(Providers {
             entries,
@@ -122,8 +138,12 @@ impl Providers {
             Some(Entry::OpenAi(provider)) => {
                 Arc::new(OpenAiModel::new(provider.clone(), m.model_id.clone()))
             }
-            Some(Entry::Scripted(script)) => {
-                Arc::new(ScriptedModel::new(m.clone(), script.clone()))
+            Some(Entry::Scripted { script, by_model }) => {
+                let named = (*by_model && BUILTIN_SCRIPTS.contains(&m.model_id.as_str()))
+                    .then(|| Script::load(&m.model_id).ok())
+                    .flatten();
+                let script = named.map_or_else(|| script.clone(), Arc::new);
+                Arc::new(ScriptedModel::new(m.clone(), script))
             }
             Some(Entry::Unavailable(error)) => return Err(error.clone()),
             None => {
@@ -163,7 +183,7 @@ impl Providers {
     pub fn is_available(&self, id: &str) -> bool {
         matches!(
             self.entries.get(id),
-            Some(Entry::OpenAi(_) | Entry::Scripted(_))
+            Some(Entry::OpenAi(_) | Entry::Scripted { .. })
         )
     }
 }
