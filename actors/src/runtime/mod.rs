@@ -194,7 +194,7 @@ impl Runtime {
         if let Some(agent) = &input.agent {
             self.core.registry.require(agent)?;
         }
-        self.session(session).await?;
+        let info = self.session(session).await?;
         // An actor that stopped between activation and delivery is started again once.
         for _ in 0..2 {
             let addr = self
@@ -208,6 +208,7 @@ impl Runtime {
             if let Ok(reply) = addr
                 .send(Prompt {
                     input: input.clone(),
+                    session: Some(info.clone()),
                 })
                 .await
             {

@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use actix::prelude::*;
 use taskforce_agents::id::SessionId;
+use taskforce_agents::model::Session;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -27,6 +28,8 @@ pub(crate) type Reply = oneshot::Receiver<Result<MessageWithParts, RuntimeError>
 /// Queued prompts, their waiters, and the running loop's token.
 #[derive(Default)]
 pub(crate) struct LoopState {
+    /// The session as the last sender knew it, saving the loop a read.
+    pub session: Option<Session>,
     pub queue: VecDeque<PromptInput>,
     pub waiters: Vec<oneshot::Sender<Result<MessageWithParts, RuntimeError>>>,
     pub running: Option<CancellationToken>,
@@ -56,11 +59,19 @@ impl SessionActor {
     }
 
     /// Queues a prompt and starts the loop if none runs.
-    fn enqueue(&mut self, input: PromptInput, ctx: &mut Context<Self>) -> Reply {
+    fn enqueue(
+        &mut self,
+        input: PromptInput,
+        session: Option<Session>,
+        ctx: &mut Context<Self>,
+    ) -> Reply {
         self.disarm_idle(ctx);
         let (tx, rx) = oneshot::channel();
         let start = {
             let mut state = lock(&self.state);
+            if session.is_some() {
+                state.session = session;
+            }
             state.queue.push_back(input);
             state.waiters.push(tx);
             if state.running.is_none() {
@@ -137,13 +148,15 @@ impl Actor for SessionActor {
 pub struct Prompt {
     /// The prompt.
     pub input: PromptInput,
+    /// The session as the sender just read it (saves a read), if at hand.
+    pub session: Option<Session>,
 }
 
 impl Handler<Prompt> for SessionActor {
     type Result = Result<Reply, RuntimeError>;
 
     fn handle(&mut self, msg: Prompt, ctx: &mut Self::Context) -> Self::Result {
-        Ok(self.enqueue(msg.input, ctx))
+        Ok(self.enqueue(msg.input, msg.session, ctx))
     }
 }
 
@@ -153,13 +166,15 @@ impl Handler<Prompt> for SessionActor {
 pub struct Subtask {
     /// The delegated task as a prompt (agent, model and the child's tool switches set).
     pub input: PromptInput,
+    /// The child session as the sender just wrote or read it, if at hand.
+    pub session: Option<Session>,
 }
 
 impl Handler<Subtask> for SessionActor {
     type Result = Result<Reply, RuntimeError>;
 
     fn handle(&mut self, msg: Subtask, ctx: &mut Self::Context) -> Self::Result {
-        Ok(self.enqueue(msg.input, ctx))
+        Ok(self.enqueue(msg.input, msg.session, ctx))
     }
 }
 

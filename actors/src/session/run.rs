@@ -23,7 +23,12 @@ pub(crate) async fn run_loop(
     token: CancellationToken,
 ) {
     let writer = Writer::new(core.clone());
-    let session = match core.store.session(&id).await {
+    let known = lock(&state).session.take();
+    let read = match known {
+        Some(s) => Ok(Some(s)),
+        None => core.store.session(&id).await,
+    };
+    let session = match read {
         Ok(Some(s)) => s,
         Ok(None) => return finish(&state, Err(RuntimeError::SessionNotFound(id.to_string()))),
         Err(e) => return finish(&state, Err(e.into())),

@@ -371,8 +371,9 @@ impl Processor {
                     self.stream_text(&mut reasoning, delta, true).await;
                 }
                 Some(Ok(ModelEvent::ToolCallStart { id, name })) => {
+                    // Pending lasts until the arguments are in: published, not written.
                     let part = self.new_part(ToolPart::pending(id.clone(), name).into());
-                    self.writer.part_later(&part.lock());
+                    self.writer.part_live(&part.lock());
                     calls.insert(id, part);
                 }
                 Some(Ok(ModelEvent::ToolCall {
@@ -475,8 +476,8 @@ impl Processor {
                     });
                     t.into()
                 };
+                // Written at the first flush or at its end, whichever comes first.
                 let part = self.new_part(kind);
-                self.core.store.queue_part(&part.lock());
                 slot.insert(Streaming {
                     part,
                     flushed: Instant::now(),

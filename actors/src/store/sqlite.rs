@@ -43,6 +43,9 @@ const READERS: usize = 4;
 /// How deep `delete_session` follows parent links; only a corrupt cycle gets near it.
 const MAX_TREE_DEPTH: i64 = 4096;
 
+/// Batches this small commit each upsert on its own.
+const AUTOCOMMIT_UP_TO: usize = 3;
+
 /// The most upserts committed in one transaction.
 const MAX_BATCH: usize = 1024;
 
@@ -398,66 +401,35 @@ impl Store for SqliteStore {
         id: &MessageId,
     ) -> Result<Option<MessageWithParts>, StoreError> {
         let context = format!("cannot read message {id} of session {session}");
-        let mut conn = self.readers.get().await;
-        let mut tx = conn.begin().await.map_err(database(&context))?;
-        let row = sqlx::query("SELECT id, data FROM message WHERE id = ?1 AND session_id = ?2")
-            .bind(id.as_str())
-            .bind(session.as_str())
-            .fetch_optional(&mut *tx)
-            .await
-            .map_err(database(&context))?;
-        let Some(row) = row else {
-            return Ok(None);
-        };
-        let info = decode_message(&row)?;
-        let parts = sqlx::query("SELECT id, data FROM part WHERE message_id = ?1 ORDER BY id")
-            .bind(id.as_str())
-            .fetch_all(&mut *tx)
-            .await
-            .map_err(database(&context))?;
-        tx.commit().await.map_err(database(&context))?;
-        let parts = parts.iter().map(decode_part).collect::<Result<_, _>>()?;
-        Ok(Some(MessageWithParts { info, parts }))
+        // One statement, so one snapshot and one round trip to the database thread.
+        let rows = sqlx::query(
+            "SELECT 0 AS kind, id, data FROM message WHERE id = ?1 AND session_id = ?2 \
+             UNION ALL \
+             SELECT 1 AS kind, id, data FROM part WHERE message_id = ?1 AND session_id = ?2 \
+             ORDER BY kind, id",
+        )
+        .bind(id.as_str())
+        .bind(session.as_str())
+        .fetch_all(&mut *self.readers.get().await)
+        .await
+        .map_err(database(&context))?;
+        Ok(assemble(&rows, &context)?.pop())
     }
 
     async fn messages(&self, session: &SessionId) -> Result<Vec<MessageWithParts>, StoreError> {
         let context = format!("cannot read the messages of session {session}");
-        let mut conn = self.readers.get().await;
-        let mut tx = conn.begin().await.map_err(database(&context))?;
-        let messages =
-            sqlx::query("SELECT id, data FROM message WHERE session_id = ?1 ORDER BY id")
-                .bind(session.as_str())
-                .fetch_all(&mut *tx)
-                .await
-                .map_err(database(&context))?;
-        let parts = sqlx::query(
-            "SELECT p.id AS id, p.data AS data FROM part p \
-             JOIN message m ON m.id = p.message_id \
-             WHERE m.session_id = ?1 \
-             ORDER BY p.message_id, p.id",
+        // One statement, so one snapshot and one round trip to the database thread.
+        let rows = sqlx::query(
+            "SELECT 0 AS kind, id, data FROM message WHERE session_id = ?1 \
+             UNION ALL \
+             SELECT 1 AS kind, id, data FROM part WHERE session_id = ?1 \
+             ORDER BY kind, id",
         )
         .bind(session.as_str())
-        .fetch_all(&mut *tx)
+        .fetch_all(&mut *self.readers.get().await)
         .await
         .map_err(database(&context))?;
-        tx.commit().await.map_err(database(&context))?;
-
-        let mut by_message: HashMap<MessageId, Vec<Part>> = HashMap::new();
-        for row in &parts {
-            let part = decode_part(row)?;
-            by_message
-                .entry(part.message_id.clone())
-                .or_default()
-                .push(part);
-        }
-        messages
-            .iter()
-            .map(|row| {
-                let info = decode_message(row)?;
-                let parts = by_message.remove(info.id()).unwrap_or_default();
-                Ok(MessageWithParts { info, parts })
-            })
-            .collect()
+        assemble(&rows, &context)
     }
 
     async fn remove_message(&self, session: &SessionId, id: &MessageId) -> Result<(), StoreError> {
@@ -667,15 +639,18 @@ async fn write_batches(mut conn: SqliteConnection, mut jobs: mpsc::UnboundedRece
 /// Runs a batch of upserts in one transaction (a lone one without), then answers each.
 async fn commit_batch(conn: &mut SqliteConnection, batch: Vec<Batched>) {
     let mut results: Vec<Result<(), StoreError>> = Vec::with_capacity(batch.len());
-    let committed: Result<(), sqlx::Error> = if batch.len() == 1 {
-        // A lone upsert commits by itself: a transaction would only add two round trips.
-        if let Batched {
-            upsert: Some(upsert),
-            context,
-            ..
-        } = &batch[0]
-        {
-            results.push(run_upsert(conn, upsert).await.map_err(database(context)));
+    let committed: Result<(), sqlx::Error> = if batch.len() <= AUTOCOMMIT_UP_TO {
+        // A few upserts commit one by one: a transaction would add two round trips to the
+        // database thread, which cost more than the commits it saves.
+        for job in &batch {
+            results.push(match job {
+                Batched {
+                    upsert: Some(upsert),
+                    context,
+                    ..
+                } => run_upsert(conn, upsert).await.map_err(database(context)),
+                _ => Ok(()),
+            });
         }
         Ok(())
     } else {
@@ -788,6 +763,30 @@ async fn run_upsert(conn: &mut SqliteConnection, upsert: &Upsert) -> Result<(), 
         }
     }
     Ok(())
+}
+
+/// Messages (kind 0) and parts (kind 1), each ordered by id, put together; parts of messages
+/// that are not in the rows are dropped.
+fn assemble(rows: &[SqliteRow], context: &str) -> Result<Vec<MessageWithParts>, StoreError> {
+    let mut messages: Vec<MessageWithParts> = Vec::new();
+    let mut index: HashMap<MessageId, usize> = HashMap::new();
+    for row in rows {
+        let kind: i64 = row.try_get("kind").map_err(database(context))?;
+        if kind == 0 {
+            let info = decode_message(row)?;
+            index.insert(info.id().clone(), messages.len());
+            messages.push(MessageWithParts {
+                info,
+                parts: Vec::new(),
+            });
+        } else {
+            let part = decode_part(row)?;
+            if let Some(&i) = index.get(&part.message_id) {
+                messages[i].parts.push(part);
+            }
+        }
+    }
+    Ok(messages)
 }
 
 /// Maps a database error to [`StoreError::Database`], prefixed by what was being done.

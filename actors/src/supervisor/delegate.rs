@@ -165,7 +165,7 @@ impl Delegate for SupervisorDelegate {
         };
         let started = now_ms();
         let result = tokio::select! {
-            r = self.run_child(&child.id, &parent.id, input) => r,
+            r = self.run_child(&child, &parent.id, input) => r,
             () = ctx.abort.cancelled() => {
                 self.supervisor.do_send(CancelTree { id: child.id.clone() });
                 Err(ToolError::Aborted)
@@ -203,10 +203,11 @@ impl SupervisorDelegate {
     /// Sends the task to the child's actor and waits for its final message.
     async fn run_child(
         &self,
-        child: &SessionId,
+        session: &Session,
         parent: &SessionId,
         input: PromptInput,
     ) -> Result<MessageWithParts, ToolError> {
+        let child = &session.id;
         let addr = self
             .supervisor
             .send(Activate {
@@ -216,7 +217,10 @@ impl SupervisorDelegate {
             .await
             .map_err(|_| ToolError::Failed("the runtime has stopped".into()))?;
         let reply = addr
-            .send(Subtask { input })
+            .send(Subtask {
+                input,
+                session: Some(session.clone()),
+            })
             .await
             .map_err(|_| {
                 ToolError::Failed(format!("subagent session {child} stopped unexpectedly"))
