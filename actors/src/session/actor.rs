@@ -30,6 +30,8 @@ pub(crate) type Reply = oneshot::Receiver<Result<MessageWithParts, RuntimeError>
 pub(crate) struct LoopState {
     /// The session as the last sender knew it, saving the loop a read.
     pub session: Option<Session>,
+    /// The session was just created and has no messages yet, saving the loop a read.
+    pub new: bool,
     pub queue: VecDeque<PromptInput>,
     pub waiters: Vec<oneshot::Sender<Result<MessageWithParts, RuntimeError>>>,
     pub running: Option<CancellationToken>,
@@ -168,12 +170,17 @@ pub struct Subtask {
     pub input: PromptInput,
     /// The child session as the sender just wrote or read it, if at hand.
     pub session: Option<Session>,
+    /// The child session was just created.
+    pub new: bool,
 }
 
 impl Handler<Subtask> for SessionActor {
     type Result = Result<Reply, RuntimeError>;
 
     fn handle(&mut self, msg: Subtask, ctx: &mut Self::Context) -> Self::Result {
+        if msg.new {
+            lock(&self.state).new = true;
+        }
         Ok(self.enqueue(msg.input, msg.session, ctx))
     }
 }

@@ -23,7 +23,10 @@ pub(crate) async fn run_loop(
     token: CancellationToken,
 ) {
     let writer = Writer::new(core.clone());
-    let known = lock(&state).session.take();
+    let (known, new) = {
+        let mut state = lock(&state);
+        (state.session.take(), std::mem::take(&mut state.new))
+    };
     let read = match known {
         Some(s) => Ok(Some(s)),
         None => core.store.session(&id).await,
@@ -40,8 +43,14 @@ pub(crate) async fn run_loop(
     let span = tracing::info_span!("session", id = %id, depth);
     writer.status(&session, SessionStatus::Busy);
     let result = async {
+        let mut known_empty = new;
         loop {
-            let result = drive(&core, &writer, &session, &state, &token).await;
+            let history = if std::mem::take(&mut known_empty) {
+                Some(Vec::new())
+            } else {
+                None
+            };
+            let result = drive(&core, &writer, &session, &state, &token, history).await;
             if token.is_cancelled() {
                 // Keep what the user sent while the loop was being cancelled.
                 let leftover: Vec<PromptInput> = lock(&state).queue.drain(..).collect();
@@ -92,10 +101,14 @@ async fn drive(
     session: &Session,
     state: &Mutex<LoopState>,
     token: &CancellationToken,
+    history: Option<Vec<MessageWithParts>>,
 ) -> Result<MessageWithParts, RuntimeError> {
     let mut step = 0u32;
     // The history is read once; the loop appends what it writes, so steps never re-read it.
-    let mut messages = core.store.messages(&session.id).await?;
+    let mut messages = match history {
+        Some(h) => h,
+        None => core.store.messages(&session.id).await?,
+    };
     loop {
         let queued: Vec<PromptInput> = lock(state).queue.drain(..).collect();
         for input in queued {

@@ -4,8 +4,9 @@
 //! are); the other columns copy the fields that queries filter and order on. Writes go through a
 //! pool of exactly one connection, so they are serialized in-process and never fight over the
 //! SQLite write lock. Upserts of sessions, messages and parts go through a queue to a writer task
-//! that commits whatever has queued up in one transaction (group commit), in order; a caller that
-//! waits is answered after the commit. Other writes first wait for the queue to drain. Reads use
+//! that owns the write connection and commits whatever has queued up together (group commit):
+//! one statement per table, the rows passed as a JSON array, in one transaction when there are
+//! several tables; a caller that waits is answered after the commit. Other writes first wait for the queue to drain. Reads use
 //! a small pool of `query_only` connections and, in WAL mode, never wait for the writer. Reads that touch two tables run in one read transaction so they see one
 //! snapshot.
 
@@ -42,9 +43,6 @@ const READERS: usize = 4;
 
 /// How deep `delete_session` follows parent links; only a corrupt cycle gets near it.
 const MAX_TREE_DEPTH: i64 = 4096;
-
-/// Batches this small commit each upsert on its own.
-const AUTOCOMMIT_UP_TO: usize = 3;
 
 /// The most upserts committed in one transaction.
 const MAX_BATCH: usize = 1024;
@@ -638,45 +636,37 @@ async fn write_batches(mut conn: SqliteConnection, mut jobs: mpsc::UnboundedRece
 
 /// Runs a batch of upserts in one transaction (a lone one without), then answers each.
 async fn commit_batch(conn: &mut SqliteConnection, batch: Vec<Batched>) {
-    let mut results: Vec<Result<(), StoreError>> = Vec::with_capacity(batch.len());
-    let committed: Result<(), sqlx::Error> = if batch.len() <= AUTOCOMMIT_UP_TO {
-        // A few upserts commit one by one: a transaction would add two round trips to the
-        // database thread, which cost more than the commits it saves.
-        for job in &batch {
-            results.push(match job {
-                Batched {
-                    upsert: Some(upsert),
-                    context,
-                    ..
-                } => run_upsert(conn, upsert).await.map_err(database(context)),
-                _ => Ok(()),
-            });
+    // Sessions, then messages, then parts: parents land before the rows that refer to them, and
+    // rows of one table keep their queue order.
+    let mut groups: [Vec<usize>; 3] = Default::default();
+    for (i, job) in batch.iter().enumerate() {
+        match &job.upsert {
+            Some(Upsert::Session { .. }) => groups[0].push(i),
+            Some(Upsert::Message { .. }) => groups[1].push(i),
+            Some(Upsert::Part { .. }) => groups[2].push(i),
+            None => {}
         }
+    }
+    let mut results: Vec<Result<(), StoreError>> = (0..batch.len()).map(|_| Ok(())).collect();
+    let statements = groups.iter().filter(|g| !g.is_empty()).count();
+    let committed: Result<(), sqlx::Error> = if statements <= 1 || batch.len() <= 3 {
+        // Statements commit by themselves: for one statement, or a few rows, a transaction
+        // would add two round trips to the database thread, which cost more than it saves.
+        run_groups(conn, &batch, &groups, &mut results).await;
         Ok(())
     } else {
         async {
             let mut tx = conn.begin().await?;
-            for job in &batch {
-                if let Batched {
-                    upsert: Some(upsert),
-                    context,
-                    ..
-                } = job
-                {
-                    results.push(run_upsert(&mut tx, upsert).await.map_err(database(context)));
-                } else {
-                    results.push(Ok(()));
-                }
-            }
+            run_groups(&mut tx, &batch, &groups, &mut results).await;
             tx.commit().await
         }
         .await
     };
     for (i, Batched { context, done, .. }) in batch.into_iter().enumerate() {
-        let outcome = match (&committed, results.get(i)) {
+        let outcome = match (&committed, &results[i]) {
             (Err(e), _) => Err(StoreError::Database(format!("{context}: {e}"))),
-            (Ok(()), Some(Err(e))) => Err(e.clone()),
-            (Ok(()), _) => Ok(()),
+            (Ok(()), Err(e)) => Err(e.clone()),
+            (Ok(()), Ok(())) => Ok(()),
         };
         match done {
             Some(done) => {
@@ -689,6 +679,105 @@ async fn commit_batch(conn: &mut SqliteConnection, batch: Vec<Batched>) {
             }
         }
     }
+}
+
+/// Runs each table's upserts as one statement; a failing statement is retried row by row so
+/// that only the rows at fault report an error.
+async fn run_groups(
+    conn: &mut SqliteConnection,
+    batch: &[Batched],
+    groups: &[Vec<usize>; 3],
+    results: &mut [Result<(), StoreError>],
+) {
+    for group in groups.iter().filter(|g| !g.is_empty()) {
+        let upserts: Vec<&Upsert> = group
+            .iter()
+            .filter_map(|&i| batch[i].upsert.as_ref())
+            .collect();
+        if upserts.len() > 1 && run_many(conn, &upserts).await.is_ok() {
+            continue;
+        }
+        for &i in group {
+            if let Some(upsert) = &batch[i].upsert {
+                results[i] = run_upsert(conn, upsert)
+                    .await
+                    .map_err(database(&batch[i].context));
+            }
+        }
+    }
+}
+
+/// Upserts rows of one table in one statement, their values passed as a JSON array.
+async fn run_many(conn: &mut SqliteConnection, upserts: &[&Upsert]) -> Result<(), sqlx::Error> {
+    let rows: Vec<serde_json::Value> = upserts
+        .iter()
+        .map(|u| match u {
+            Upsert::Session {
+                id,
+                parent,
+                project,
+                title,
+                created,
+                updated,
+                data,
+            } => serde_json::json!([
+                id,
+                parent,
+                project,
+                title,
+                title.to_lowercase(),
+                created,
+                updated,
+                data
+            ]),
+            Upsert::Message {
+                id,
+                session,
+                created,
+                data,
+            } => serde_json::json!([id, session, created, data]),
+            Upsert::Part {
+                id,
+                message,
+                session,
+                data,
+            } => serde_json::json!([id, message, session, data]),
+        })
+        .collect();
+    let sql = match upserts.first() {
+        Some(Upsert::Session { .. }) => {
+            "INSERT INTO session \
+               (id, parent_id, project_id, title, title_folded, time_created, time_updated, data) \
+             SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, \
+                    value ->> 6, value ->> 7 \
+             FROM json_each(?1) WHERE true \
+             ON CONFLICT (id) DO UPDATE SET \
+               parent_id = excluded.parent_id, project_id = excluded.project_id, \
+               title = excluded.title, title_folded = excluded.title_folded, \
+               time_created = excluded.time_created, time_updated = excluded.time_updated, \
+               data = excluded.data"
+        }
+        Some(Upsert::Message { .. }) => {
+            "INSERT INTO message (id, session_id, time_created, data) \
+             SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3 \
+             FROM json_each(?1) WHERE true \
+             ON CONFLICT (id) DO UPDATE SET session_id = excluded.session_id, \
+               time_created = excluded.time_created, data = excluded.data"
+        }
+        Some(Upsert::Part { .. }) => {
+            "INSERT INTO part (id, message_id, session_id, data) \
+             SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3 \
+             FROM json_each(?1) WHERE true \
+             ON CONFLICT (id) DO UPDATE SET message_id = excluded.message_id, \
+               session_id = excluded.session_id, data = excluded.data"
+        }
+        None => return Ok(()),
+    };
+    sqlx::query(sql)
+        .bind(serde_json::Value::Array(rows).to_string())
+        .execute(conn)
+        .await
+        .map(|_| ())
 }
 
 /// Runs one upsert on the writer's transaction.

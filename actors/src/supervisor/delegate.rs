@@ -53,7 +53,7 @@ impl SupervisorDelegate {
         &self,
         parent: &Session,
         request: &SubagentRequest,
-    ) -> Result<Session, ToolError> {
+    ) -> Result<(Session, bool), ToolError> {
         let store = &self.core.store;
         if let Some(raw) = &request.session_id
             && let Ok(id) = SessionId::parse(raw)
@@ -69,7 +69,7 @@ impl SupervisorDelegate {
                     "session_id {raw} belongs to another session tree; omit session_id to start a new task"
                 )));
             }
-            return Ok(existing);
+            return Ok((existing, false));
         }
         let rules = self
             .denied_tools()
@@ -85,7 +85,7 @@ impl SupervisorDelegate {
         self.core.bus.publish(Event::SessionUpdated {
             info: child.clone(),
         });
-        Ok(child)
+        Ok((child, true))
     }
 
     async fn root_of(&self, session: &Session) -> Result<SessionId, ToolError> {
@@ -115,7 +115,7 @@ impl Delegate for SupervisorDelegate {
         request: SubagentRequest,
     ) -> Result<SubagentOutcome, ToolError> {
         let parent = &self.parent;
-        let child = self.child_session(parent, &request).await?;
+        let (child, new) = self.child_session(parent, &request).await?;
         self.core.bus.register_parent(&child.id, &parent.id);
         let model_json = serde_json::to_value(&request.model).unwrap_or(Value::Null);
         ctx.metadata(
@@ -165,7 +165,7 @@ impl Delegate for SupervisorDelegate {
         };
         let started = now_ms();
         let result = tokio::select! {
-            r = self.run_child(&child, &parent.id, input) => r,
+            r = self.run_child(&child, new, &parent.id, input) => r,
             () = ctx.abort.cancelled() => {
                 self.supervisor.do_send(CancelTree { id: child.id.clone() });
                 Err(ToolError::Aborted)
@@ -204,6 +204,7 @@ impl SupervisorDelegate {
     async fn run_child(
         &self,
         session: &Session,
+        new: bool,
         parent: &SessionId,
         input: PromptInput,
     ) -> Result<MessageWithParts, ToolError> {
@@ -220,6 +221,7 @@ impl SupervisorDelegate {
             .send(Subtask {
                 input,
                 session: Some(session.clone()),
+                new,
             })
             .await
             .map_err(|_| {

@@ -785,3 +785,40 @@ async fn concurrent_writes_all_land() {
     assert_eq!(got.parts, sorted);
     assert_eq!(count(&concrete, "part").await, 200);
 }
+
+#[tokio::test]
+async fn queued_writes_land_in_order_and_a_bad_row_fails_alone() {
+    let (_dir, store) = open().await;
+    let (session, _u, a) = conversation(&store, "batch").await;
+    // A part updated many times while queued ends with its last state.
+    let mut streaming = text(&session, &a.id, "");
+    for i in 0..50 {
+        if let PartKind::Text(t) = &mut streaming.kind {
+            t.text = format!("draft {i}");
+        }
+        store.queue_part(&streaming);
+    }
+    let mut others = Vec::new();
+    for i in 0..30 {
+        let p = text(&session, &a.id, &format!("part {i}"));
+        store.queue_part(&p);
+        others.push(p);
+    }
+    // A message queued with a part of it: the message lands first.
+    let later = user(&session, 1_100);
+    store.queue_message(&later.clone().into());
+    store.queue_part(&text(&session, &later.id, "in the queued message"));
+    // A part of a message that does not exist fails by itself, and says so.
+    let orphan = text(&session, &MessageId::new(), "orphan");
+    let err = store.put_part(&orphan).await.unwrap_err();
+    assert!(err.to_string().contains(orphan.id.as_str()), "{err}");
+
+    let messages = store.messages(&session.id).await.unwrap();
+    assert_eq!(messages.len(), 3);
+    let parts = &messages[1].parts;
+    assert_eq!(parts.len(), 31);
+    assert_eq!(parts[0].as_text().unwrap().text, "draft 49");
+    assert_eq!(&parts[1..], &others[..]);
+    assert_eq!(messages[2].parts.len(), 1);
+    assert_eq!(count(&store, "part").await, 32);
+}
