@@ -75,8 +75,6 @@ pub(crate) async fn run_step(
         path,
         now_ms(),
     );
-    writer.message_later(&Message::Assistant(assistant.clone()));
-
     let model = match core.providers.model(&model_ref) {
         Ok(m) => m,
         Err(e) => {
@@ -147,7 +145,8 @@ pub(crate) async fn run_step(
         token: token.clone(),
         parts: Vec::new(),
     };
-    let result = processor.process(model.as_ref(), request).await;
+    let opening = Message::Assistant(assistant.clone());
+    let result = processor.process(model.as_ref(), request, &opening).await;
     let parts = processor.parts.iter().map(|p| p.lock()).collect::<Vec<_>>();
 
     let price = core
@@ -327,10 +326,16 @@ impl Processor {
         &mut self,
         model: &dyn taskforce_agents::provider::LanguageModel,
         request: ModelRequest,
+        opening: &Message,
     ) -> StepResult {
         let mut result = StepResult::default();
+        // The answer's first state and its step-start part, in one commit.
         let start = self.new_part(StepStartPart::default().into());
-        if let Err(e) = self.writer.part(&start.lock()).await {
+        let opened = self
+            .writer
+            .save(&[Item::Message(opening), Item::Part(&start.lock())])
+            .await;
+        if let Err(e) = opened {
             result.error = Some(AssistantError::unknown(e.to_string()));
             return result;
         }

@@ -26,22 +26,23 @@ impl Writer {
     }
 
     /// Stores several messages and parts in one go, then publishes them in order: all are on
-    /// disk before any event goes out (the store commits queued writes in order, so waiting for
-    /// the last one waits for all).
+    /// disk before any event goes out.
     pub async fn save(&self, items: &[Item<'_>]) -> Result<(), StoreError> {
-        let store = &self.core.store;
-        if let Some((last, rest)) = items.split_last() {
-            for item in rest {
-                match item {
-                    Item::Message(m) => store.queue_message(m),
-                    Item::Part(p) => store.queue_part(p),
-                }
-            }
-            match last {
-                Item::Message(m) => store.put_message(m).await?,
-                Item::Part(p) => store.put_part(p).await?,
-            }
-        }
+        let messages: Vec<&Message> = items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Message(m) => Some(*m),
+                Item::Part(_) => None,
+            })
+            .collect();
+        let parts: Vec<&Part> = items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Part(p) => Some(*p),
+                Item::Message(_) => None,
+            })
+            .collect();
+        self.core.store.put_many(&messages, &parts).await?;
         for item in items {
             self.core.bus.publish(match item {
                 Item::Message(m) => Event::MessageUpdated { info: (*m).clone() },
@@ -57,14 +58,6 @@ impl Writer {
     /// Stores a part, then publishes `message.part.updated` (the part is on disk first).
     pub async fn part(&self, part: &Part) -> Result<(), StoreError> {
         self.save(&[Item::Part(part)]).await
-    }
-
-    /// Queues a message that will change again, then publishes it (no wait for the disk).
-    pub fn message_later(&self, message: &Message) {
-        self.core.store.queue_message(message);
-        self.core.bus.publish(Event::MessageUpdated {
-            info: message.clone(),
-        });
     }
 
     /// Queues a part that will change again (pending or running), then publishes it.

@@ -90,6 +90,17 @@ pub trait Store: Send + Sync + 'static {
     async fn remove_message(&self, session: &SessionId, id: &MessageId) -> Result<(), StoreError>;
     /// Inserts or replaces a part.
     async fn put_part(&self, part: &Part) -> Result<(), StoreError>;
+    /// Inserts or replaces messages and parts together (messages first); returns once all are
+    /// stored. The default writes them one by one.
+    async fn put_many(&self, messages: &[&Message], parts: &[&Part]) -> Result<(), StoreError> {
+        for m in messages {
+            self.put_message(m).await?;
+        }
+        for p in parts {
+            self.put_part(p).await?;
+        }
+        Ok(())
+    }
     /// Queues an insert-or-replace of a part that is still changing, without waiting for it;
     /// later writes of the same part land after it. A failure is logged.
     fn queue_part(&self, part: &Part);

@@ -1,14 +1,18 @@
 //! [`SqliteStore`]: the embedded [`Store`] — one SQLite file, WAL, one writer, a few readers.
 //!
 //! Every row keeps its domain value as serde JSON in `data` (OpenCode's shapes survive as they
-//! are); the other columns copy the fields that queries filter and order on. Writes go through a
-//! pool of exactly one connection, so they are serialized in-process and never fight over the
-//! SQLite write lock. Upserts of sessions, messages and parts go through a queue to a writer task
-//! that owns the write connection and commits whatever has queued up together (group commit):
-//! one statement per table, the rows passed as a JSON array, in one transaction when there are
-//! several tables; a caller that waits is answered after the commit. Other writes first wait for the queue to drain. Reads use
-//! a small pool of `query_only` connections and, in WAL mode, never wait for the writer. Reads that touch two tables run in one read transaction so they see one
-//! snapshot.
+//! are); the other columns copy the fields that queries filter and order on.
+//!
+//! Writes: a writer task owns the one write connection, so writes are serialized in-process and
+//! never fight over the SQLite write lock. Upserts of sessions, messages and parts queue up for
+//! it and it commits whatever has queued up together (group commit) in one statement: the rows
+//! go as JSON into `write_batch`, whose trigger applies them all or none (see
+//! `migrations/0002_write_batch.sql`). A caller that waits is answered after the commit, and
+//! since the queue is committed in order, that also covers everything queued before. Other
+//! writes (deletes, todo lists) run alone on the writer, in queue order.
+//!
+//! Reads use a few dedicated `query_only` connections and, in WAL mode, never wait for the
+//! writer; a message with its parts is read in one statement, so it is one snapshot.
 
 use std::collections::HashMap;
 use std::fmt::Display;
@@ -120,6 +124,8 @@ struct Batched {
 enum Job {
     /// Committed with the other upserts queued beside it.
     Batched(Batched),
+    /// Several upserts that are sure to share a batch.
+    Many(Vec<Batched>),
     /// Run alone, after the batch before it is committed.
     Exclusive(Exclusive),
 }
@@ -128,6 +134,7 @@ impl std::fmt::Debug for Job {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Job::Batched(b) => write!(f, "Batched({})", b.context),
+            Job::Many(v) => write!(f, "Many({})", v.len()),
             Job::Exclusive(_) => f.write_str("Exclusive"),
         }
     }
@@ -456,6 +463,45 @@ impl Store for SqliteStore {
         self.submit(Self::part_upsert(part)?, context, true).await
     }
 
+    async fn put_many(&self, messages: &[&Message], parts: &[&Part]) -> Result<(), StoreError> {
+        let mut jobs = Vec::with_capacity(messages.len() + parts.len());
+        let mut answers = Vec::with_capacity(jobs.capacity());
+        let rows = messages
+            .iter()
+            .map(|m| {
+                let context = format!(
+                    "cannot store message {} of session {}",
+                    m.id(),
+                    m.session_id()
+                );
+                Self::message_upsert(m).map(|u| (u, context))
+            })
+            .chain(parts.iter().map(|p| {
+                let context = format!("cannot store part {} of message {}", p.id, p.message_id);
+                Self::part_upsert(p).map(|u| (u, context))
+            }));
+        for row in rows {
+            let (upsert, context) = row?;
+            let (tx, rx) = oneshot::channel();
+            jobs.push(Batched {
+                upsert: Some(upsert),
+                context,
+                done: Some(tx),
+            });
+            answers.push(rx);
+        }
+        // One job, so the rows share a batch: one statement, one commit.
+        self.queue
+            .send(Job::Many(jobs))
+            .map_err(|_| StoreError::Database("the store is closed".into()))?;
+        for answer in answers {
+            answer
+                .await
+                .unwrap_or_else(|_| Err(StoreError::Database("the writer stopped".into())))?;
+        }
+        Ok(())
+    }
+
     fn queue_part(&self, part: &Part) {
         let context = format!(
             "cannot store part {} of message {}",
@@ -618,6 +664,7 @@ async fn write_batches(mut conn: SqliteConnection, mut jobs: mpsc::UnboundedRece
                 continue;
             }
             Job::Batched(b) => vec![b],
+            Job::Many(v) => v,
         };
         while batch.len() < MAX_BATCH {
             match jobs.try_recv() {
@@ -626,6 +673,7 @@ async fn write_batches(mut conn: SqliteConnection, mut jobs: mpsc::UnboundedRece
                     break;
                 }
                 Ok(Job::Batched(b)) => batch.push(b),
+                Ok(Job::Many(v)) => batch.extend(v),
                 Err(_) => break,
             }
         }
@@ -636,38 +684,36 @@ async fn write_batches(mut conn: SqliteConnection, mut jobs: mpsc::UnboundedRece
 
 /// Runs a batch of upserts in one transaction (a lone one without), then answers each.
 async fn commit_batch(conn: &mut SqliteConnection, batch: Vec<Batched>) {
-    // Sessions, then messages, then parts: parents land before the rows that refer to them, and
-    // rows of one table keep their queue order.
-    let mut groups: [Vec<usize>; 3] = Default::default();
-    for (i, job) in batch.iter().enumerate() {
-        match &job.upsert {
-            Some(Upsert::Session { .. }) => groups[0].push(i),
-            Some(Upsert::Message { .. }) => groups[1].push(i),
-            Some(Upsert::Part { .. }) => groups[2].push(i),
-            None => {}
+    let upserts: Vec<&Upsert> = batch.iter().filter_map(|b| b.upsert.as_ref()).collect();
+    let mut results: Vec<Result<(), StoreError>> = (0..batch.len()).map(|_| Ok(())).collect();
+    let applied = match upserts.as_slice() {
+        [] => Ok(()),
+        // One row is written directly.
+        [one] => run_upsert(conn, one).await,
+        // Many rows in one statement: the `write_batch` trigger applies them all or none.
+        many => sqlx::query("INSERT INTO write_batch (payload) VALUES (?1)")
+            .bind(batch_payload(many))
+            .execute(&mut *conn)
+            .await
+            .map(|_| ()),
+    };
+    if let Err(error) = applied {
+        if upserts.len() == 1 {
+            if let Some(i) = batch.iter().position(|b| b.upsert.is_some()) {
+                results[i] = Err(database(&batch[i].context)(error));
+            }
+        } else {
+            // Row by row, so that only the rows at fault report an error.
+            for (i, job) in batch.iter().enumerate() {
+                if let Some(upsert) = &job.upsert {
+                    results[i] = run_upsert(conn, upsert)
+                        .await
+                        .map_err(database(&job.context));
+                }
+            }
         }
     }
-    let mut results: Vec<Result<(), StoreError>> = (0..batch.len()).map(|_| Ok(())).collect();
-    let statements = groups.iter().filter(|g| !g.is_empty()).count();
-    let committed: Result<(), sqlx::Error> = if statements <= 1 || batch.len() <= 3 {
-        // Statements commit by themselves: for one statement, or a few rows, a transaction
-        // would add two round trips to the database thread, which cost more than it saves.
-        run_groups(conn, &batch, &groups, &mut results).await;
-        Ok(())
-    } else {
-        async {
-            let mut tx = conn.begin().await?;
-            run_groups(&mut tx, &batch, &groups, &mut results).await;
-            tx.commit().await
-        }
-        .await
-    };
-    for (i, Batched { context, done, .. }) in batch.into_iter().enumerate() {
-        let outcome = match (&committed, &results[i]) {
-            (Err(e), _) => Err(StoreError::Database(format!("{context}: {e}"))),
-            (Ok(()), Err(e)) => Err(e.clone()),
-            (Ok(()), Ok(())) => Ok(()),
-        };
+    for (Batched { done, .. }, outcome) in batch.into_iter().zip(results) {
         match done {
             Some(done) => {
                 let _ = done.send(outcome);
@@ -681,37 +727,11 @@ async fn commit_batch(conn: &mut SqliteConnection, batch: Vec<Batched>) {
     }
 }
 
-/// Runs each table's upserts as one statement; a failing statement is retried row by row so
-/// that only the rows at fault report an error.
-async fn run_groups(
-    conn: &mut SqliteConnection,
-    batch: &[Batched],
-    groups: &[Vec<usize>; 3],
-    results: &mut [Result<(), StoreError>],
-) {
-    for group in groups.iter().filter(|g| !g.is_empty()) {
-        let upserts: Vec<&Upsert> = group
-            .iter()
-            .filter_map(|&i| batch[i].upsert.as_ref())
-            .collect();
-        if upserts.len() > 1 && run_many(conn, &upserts).await.is_ok() {
-            continue;
-        }
-        for &i in group {
-            if let Some(upsert) = &batch[i].upsert {
-                results[i] = run_upsert(conn, upsert)
-                    .await
-                    .map_err(database(&batch[i].context));
-            }
-        }
-    }
-}
-
-/// Upserts rows of one table in one statement, their values passed as a JSON array.
-async fn run_many(conn: &mut SqliteConnection, upserts: &[&Upsert]) -> Result<(), sqlx::Error> {
-    let rows: Vec<serde_json::Value> = upserts
-        .iter()
-        .map(|u| match u {
+/// The JSON of a batch for the `write_batch` trigger: column arrays per table, in queue order.
+fn batch_payload(upserts: &[&Upsert]) -> String {
+    let (mut sessions, mut messages, mut parts) = (Vec::new(), Vec::new(), Vec::new());
+    for upsert in upserts {
+        match upsert {
             Upsert::Session {
                 id,
                 parent,
@@ -720,7 +740,7 @@ async fn run_many(conn: &mut SqliteConnection, upserts: &[&Upsert]) -> Result<()
                 created,
                 updated,
                 data,
-            } => serde_json::json!([
+            } => sessions.push(serde_json::json!([
                 id,
                 parent,
                 project,
@@ -729,55 +749,22 @@ async fn run_many(conn: &mut SqliteConnection, upserts: &[&Upsert]) -> Result<()
                 created,
                 updated,
                 data
-            ]),
+            ])),
             Upsert::Message {
                 id,
                 session,
                 created,
                 data,
-            } => serde_json::json!([id, session, created, data]),
+            } => messages.push(serde_json::json!([id, session, created, data])),
             Upsert::Part {
                 id,
                 message,
                 session,
                 data,
-            } => serde_json::json!([id, message, session, data]),
-        })
-        .collect();
-    let sql = match upserts.first() {
-        Some(Upsert::Session { .. }) => {
-            "INSERT INTO session \
-               (id, parent_id, project_id, title, title_folded, time_created, time_updated, data) \
-             SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3, value ->> 4, value ->> 5, \
-                    value ->> 6, value ->> 7 \
-             FROM json_each(?1) WHERE true \
-             ON CONFLICT (id) DO UPDATE SET \
-               parent_id = excluded.parent_id, project_id = excluded.project_id, \
-               title = excluded.title, title_folded = excluded.title_folded, \
-               time_created = excluded.time_created, time_updated = excluded.time_updated, \
-               data = excluded.data"
+            } => parts.push(serde_json::json!([id, message, session, data])),
         }
-        Some(Upsert::Message { .. }) => {
-            "INSERT INTO message (id, session_id, time_created, data) \
-             SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3 \
-             FROM json_each(?1) WHERE true \
-             ON CONFLICT (id) DO UPDATE SET session_id = excluded.session_id, \
-               time_created = excluded.time_created, data = excluded.data"
-        }
-        Some(Upsert::Part { .. }) => {
-            "INSERT INTO part (id, message_id, session_id, data) \
-             SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3 \
-             FROM json_each(?1) WHERE true \
-             ON CONFLICT (id) DO UPDATE SET message_id = excluded.message_id, \
-               session_id = excluded.session_id, data = excluded.data"
-        }
-        None => return Ok(()),
-    };
-    sqlx::query(sql)
-        .bind(serde_json::Value::Array(rows).to_string())
-        .execute(conn)
-        .await
-        .map(|_| ())
+    }
+    serde_json::json!({"s": sessions, "m": messages, "p": parts}).to_string()
 }
 
 /// Runs one upsert on the writer's transaction.
