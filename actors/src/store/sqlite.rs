@@ -168,6 +168,8 @@ impl SqliteStore {
             .clone()
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
+            // Checkpoints (which fsync) run in the background, not inside a write.
+            .pragma("wal_autocheckpoint", "0")
             .optimize_on_close(true, None);
         let mut writer = writer_options
             .connect()
@@ -178,7 +180,7 @@ impl SqliteStore {
             .await
             .map_err(|e| open_error(format!("cannot apply the migrations: {e}")))?;
 
-        let read_options = base.pragma("query_only", "ON");
+        let read_options = base.clone().pragma("query_only", "ON");
         let mut conns = Vec::with_capacity(READERS);
         for _ in 0..READERS {
             let conn = read_options
@@ -191,6 +193,11 @@ impl SqliteStore {
         tracing::debug!(path = %path.display(), "opened the store");
         let (queue, jobs) = mpsc::unbounded_channel();
         tokio::spawn(write_batches(writer, jobs));
+        let checkpointer = base
+            .connect()
+            .await
+            .map_err(|e| open_error(format!("cannot open the checkpoint connection: {e}")))?;
+        tokio::spawn(checkpoint(checkpointer, queue.downgrade()));
         Ok(SqliteStore {
             path,
             readers: Arc::new(Readers {
@@ -682,7 +689,30 @@ async fn write_batches(mut conn: SqliteConnection, mut jobs: mpsc::UnboundedRece
     let _ = conn.close().await;
 }
 
-/// Runs a batch of upserts in one transaction (a lone one without), then answers each.
+/// How often the write-ahead log is folded back into the database file.
+const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+
+/// Folds the write-ahead log into the database every second, off the write path, for as long
+/// as the store is open. Passive checkpoints never block the writer or readers.
+async fn checkpoint(mut conn: SqliteConnection, store: mpsc::WeakUnboundedSender<Job>) {
+    let mut ticks = tokio::time::interval(CHECKPOINT_EVERY);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        if store.upgrade().is_none() {
+            break;
+        }
+        if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+            .execute(&mut conn)
+            .await
+        {
+            tracing::warn!("checkpoint failed: {e}");
+        }
+    }
+    let _ = conn.close().await;
+}
+
+/// Commits a batch of upserts in one statement (see the module doc), then answers each.
 async fn commit_batch(conn: &mut SqliteConnection, batch: Vec<Batched>) {
     let upserts: Vec<&Upsert> = batch.iter().filter_map(|b| b.upsert.as_ref()).collect();
     let mut results: Vec<Result<(), StoreError>> = (0..batch.len()).map(|_| Ok(())).collect();
