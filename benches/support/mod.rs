@@ -53,7 +53,9 @@ impl Bench {
         .expect("config loads");
         let mut options = RuntimeOptions::new(loaded);
         options.env = self.env.clone();
-        if let Ok(n) = std::env::var("TF_ARBITERS") { options.arbiters = n.parse().unwrap_or(0); }
+        if let Ok(n) = std::env::var("TF_ARBITERS") {
+            options.arbiters = n.parse().unwrap_or(0);
+        }
         Runtime::start(options).await.expect("runtime starts")
     }
 }

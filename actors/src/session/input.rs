@@ -88,12 +88,14 @@ impl PromptInput {
 }
 
 /// Writes the user message of `input` to `session` and publishes it; resolves agent and model.
-/// `history` is the session's messages when the caller has them (else they are read when needed).
+/// `history` is the session's messages when the caller has them (else they are read when
+/// needed); `unsaved` is set when the session itself is not stored yet and goes in the same save.
 pub(crate) async fn create_user_message(
     core: &Core,
     writer: &Writer,
     session: &Session,
     history: Option<&[MessageWithParts]>,
+    unsaved: bool,
     input: PromptInput,
 ) -> Result<MessageWithParts, RuntimeError> {
     let agent = match &input.agent {
@@ -138,7 +140,10 @@ pub(crate) async fn create_user_message(
         };
         parts.push(Part::new(session.id.clone(), info.id().clone(), kind));
     }
-    let items: Vec<Item<'_>> = std::iter::once(Item::Message(&info))
+    let items: Vec<Item<'_>> = unsaved
+        .then_some(Item::NewSession(session))
+        .into_iter()
+        .chain(std::iter::once(Item::Message(&info)))
         .chain(parts.iter().map(Item::Part))
         .collect();
     writer.save(&items).await?;

@@ -42,6 +42,8 @@ pub(crate) async fn run_loop(
     let depth = core.bus.depth_of(&session.id);
     let span = tracing::info_span!("session", id = %id, depth);
     writer.status(&session, SessionStatus::Busy);
+    // A new child's session row goes to disk with its first message.
+    let mut unsaved = new;
     let result = async {
         let mut known_empty = new;
         loop {
@@ -50,12 +52,23 @@ pub(crate) async fn run_loop(
             } else {
                 None
             };
-            let result = drive(&core, &writer, &session, &state, &token, history).await;
+            let result = drive(
+                &core,
+                &writer,
+                &session,
+                &state,
+                &token,
+                history,
+                &mut unsaved,
+            )
+            .await;
             if token.is_cancelled() {
                 // Keep what the user sent while the loop was being cancelled.
                 let leftover: Vec<PromptInput> = lock(&state).queue.drain(..).collect();
                 for input in leftover {
-                    let _ = create_user_message(&core, &writer, &session, None, input).await;
+                    let unsaved = std::mem::take(&mut unsaved);
+                    let _ =
+                        create_user_message(&core, &writer, &session, None, unsaved, input).await;
                 }
                 break Err(RuntimeError::Cancelled);
             }
@@ -78,8 +91,10 @@ pub(crate) async fn run_loop(
             error: Some(AssistantError::unknown(e.to_string())),
         });
     }
-    finish(&state, result);
+    // Idle goes out before the waiters hear: a follower of this session's events has seen all
+    // of them once it sees the idle.
     writer.status(&session, SessionStatus::Idle);
+    finish(&state, result);
 }
 
 /// Clears the running flag and answers every waiter with `result`.
@@ -102,6 +117,7 @@ async fn drive(
     state: &Mutex<LoopState>,
     token: &CancellationToken,
     history: Option<Vec<MessageWithParts>>,
+    unsaved: &mut bool,
 ) -> Result<MessageWithParts, RuntimeError> {
     let mut step = 0u32;
     // The history is read once; the loop appends what it writes, so steps never re-read it.
@@ -112,7 +128,9 @@ async fn drive(
     loop {
         let queued: Vec<PromptInput> = lock(state).queue.drain(..).collect();
         for input in queued {
-            let user = create_user_message(core, writer, session, Some(&messages), input).await?;
+            let new = std::mem::take(unsaved);
+            let user =
+                create_user_message(core, writer, session, Some(&messages), new, input).await?;
             messages.push(user);
         }
         if token.is_cancelled() {

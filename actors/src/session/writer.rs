@@ -8,8 +8,10 @@ use crate::bus::{Event, SessionStatus};
 use crate::core::Core;
 use crate::store::StoreError;
 
-/// A message or a part to save.
+/// Something to save.
 pub(crate) enum Item<'a> {
+    /// A session stored for the first time (published as created, then updated).
+    NewSession(&'a Session),
     Message(&'a Message),
     Part(&'a Part),
 }
@@ -28,29 +30,37 @@ impl Writer {
     /// Stores several messages and parts in one go, then publishes them in order: all are on
     /// disk before any event goes out.
     pub async fn save(&self, items: &[Item<'_>]) -> Result<(), StoreError> {
-        let messages: Vec<&Message> = items
-            .iter()
-            .filter_map(|i| match i {
-                Item::Message(m) => Some(*m),
-                Item::Part(_) => None,
-            })
-            .collect();
-        let parts: Vec<&Part> = items
-            .iter()
-            .filter_map(|i| match i {
-                Item::Part(p) => Some(*p),
-                Item::Message(_) => None,
-            })
-            .collect();
-        self.core.store.put_many(&messages, &parts).await?;
+        let (mut sessions, mut messages, mut parts) = (Vec::new(), Vec::new(), Vec::new());
         for item in items {
-            self.core.bus.publish(match item {
-                Item::Message(m) => Event::MessageUpdated { info: (*m).clone() },
-                Item::Part(p) => Event::PartUpdated {
+            match item {
+                Item::NewSession(s) => sessions.push(*s),
+                Item::Message(m) => messages.push(*m),
+                Item::Part(p) => parts.push(*p),
+            }
+        }
+        self.core
+            .store
+            .put_many(&sessions, &messages, &parts)
+            .await?;
+        for item in items {
+            match item {
+                Item::NewSession(s) => {
+                    self.core
+                        .bus
+                        .publish(Event::SessionCreated { info: (*s).clone() });
+                    self.core
+                        .bus
+                        .publish(Event::SessionUpdated { info: (*s).clone() });
+                }
+                Item::Message(m) => self
+                    .core
+                    .bus
+                    .publish(Event::MessageUpdated { info: (*m).clone() }),
+                Item::Part(p) => self.core.bus.publish(Event::PartUpdated {
                     part: (*p).clone(),
                     delta: None,
-                },
-            });
+                }),
+            }
         }
         Ok(())
     }

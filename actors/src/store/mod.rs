@@ -90,9 +90,17 @@ pub trait Store: Send + Sync + 'static {
     async fn remove_message(&self, session: &SessionId, id: &MessageId) -> Result<(), StoreError>;
     /// Inserts or replaces a part.
     async fn put_part(&self, part: &Part) -> Result<(), StoreError>;
-    /// Inserts or replaces messages and parts together (messages first); returns once all are
-    /// stored. The default writes them one by one.
-    async fn put_many(&self, messages: &[&Message], parts: &[&Part]) -> Result<(), StoreError> {
+    /// Inserts or replaces sessions, messages and parts together (in that order); returns once
+    /// all are stored. The default writes them one by one.
+    async fn put_many(
+        &self,
+        sessions: &[&Session],
+        messages: &[&Message],
+        parts: &[&Part],
+    ) -> Result<(), StoreError> {
+        for s in sessions {
+            self.put_session(s).await?;
+        }
         for m in messages {
             self.put_message(m).await?;
         }

@@ -470,19 +470,28 @@ impl Store for SqliteStore {
         self.submit(Self::part_upsert(part)?, context, true).await
     }
 
-    async fn put_many(&self, messages: &[&Message], parts: &[&Part]) -> Result<(), StoreError> {
-        let mut jobs = Vec::with_capacity(messages.len() + parts.len());
+    async fn put_many(
+        &self,
+        sessions: &[&Session],
+        messages: &[&Message],
+        parts: &[&Part],
+    ) -> Result<(), StoreError> {
+        let mut jobs = Vec::with_capacity(sessions.len() + messages.len() + parts.len());
         let mut answers = Vec::with_capacity(jobs.capacity());
-        let rows = messages
+        let rows = sessions
             .iter()
-            .map(|m| {
+            .map(|s| {
+                let context = format!("cannot store session {}", s.id);
+                Self::session_upsert(s).map(|u| (u, context))
+            })
+            .chain(messages.iter().map(|m| {
                 let context = format!(
                     "cannot store message {} of session {}",
                     m.id(),
                     m.session_id()
                 );
                 Self::message_upsert(m).map(|u| (u, context))
-            })
+            }))
             .chain(parts.iter().map(|p| {
                 let context = format!("cannot store part {} of message {}", p.id, p.message_id);
                 Self::part_upsert(p).map(|u| (u, context))

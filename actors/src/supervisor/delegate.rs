@@ -2,6 +2,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use actix::Addr;
 use async_trait::async_trait;
@@ -77,14 +78,8 @@ impl SupervisorDelegate {
             .map(|t| Rule::new(t, "*", Action::Deny))
             .collect();
         let title = format!("{} (@{} subagent)", request.description, request.agent);
+        // Stored (and announced) by the child's loop together with its first message.
         let child = Session::child_of(parent, title, now_ms()).with_permission(rules);
-        store.put_session(&child).await.map_err(failed)?;
-        self.core.bus.publish(Event::SessionCreated {
-            info: child.clone(),
-        });
-        self.core.bus.publish(Event::SessionUpdated {
-            info: child.clone(),
-        });
         Ok((child, true))
     }
 
@@ -129,27 +124,40 @@ impl Delegate for SupervisorDelegate {
         // Follow the child's tool parts and mirror them on the parent's running part.
         let mut events = self.core.bus.subscribe(Filter::Session(child.id.clone()));
         let follower_ctx = ctx.clone();
-        let follower = tokio::spawn(async move {
+        let child_id = child.id.clone();
+        let mut follower = tokio::spawn(async move {
             let mut summary: BTreeMap<PartId, Value> = BTreeMap::new();
+            let mut complete = true;
             while let Some(item) = events.next().await {
-                let BusItem::Event(envelope) = item else {
-                    continue;
+                let envelope = match item {
+                    BusItem::Event(envelope) => envelope,
+                    BusItem::Lagged(_) => {
+                        complete = false;
+                        continue;
+                    }
                 };
-                let Event::PartUpdated { part, .. } = &envelope.event else {
-                    continue;
-                };
-                let PartKind::Tool(tool) = &part.kind else {
-                    continue;
-                };
-                summary.insert(
-                    part.id.clone(),
-                    summary_entry(&part.id, &tool.tool, &tool.state),
-                );
-                follower_ctx.metadata(
-                    None,
-                    meta(&[("summary", Value::Array(summary.values().cloned().collect()))]),
-                );
+                match &envelope.event {
+                    // The loop goes idle after its last part: the summary is whole.
+                    Event::SessionIdle { session_id } if *session_id == child_id => {
+                        return (summary, complete);
+                    }
+                    Event::PartUpdated { part, .. } => {
+                        let PartKind::Tool(tool) = &part.kind else {
+                            continue;
+                        };
+                        summary.insert(
+                            part.id.clone(),
+                            summary_entry(&part.id, &tool.tool, &tool.state),
+                        );
+                        follower_ctx.metadata(
+                            None,
+                            meta(&[("summary", Value::Array(summary.values().cloned().collect()))]),
+                        );
+                    }
+                    _ => {}
+                }
             }
+            (summary, false)
         });
 
         let mut tools = IndexMap::new();
@@ -171,10 +179,23 @@ impl Delegate for SupervisorDelegate {
                 Err(ToolError::Aborted)
             }
         };
+        let message = match result {
+            Ok(message) => message,
+            Err(e) => {
+                follower.abort();
+                return Err(e);
+            }
+        };
+        let followed = tokio::time::timeout(Duration::from_secs(1), &mut follower).await;
         follower.abort();
-        let message = result?;
-        let history = self.core.store.messages(&child.id).await.map_err(failed)?;
-        let summary = child_summary(&history, started);
+        let summary = match followed {
+            Ok(Ok((summary, true))) => summary.into_values().collect(),
+            // The follower missed events (or never saw the end): read what the child stored.
+            _ => {
+                let history = self.core.store.messages(&child.id).await.map_err(failed)?;
+                child_summary(&history, started)
+            }
+        };
         if let Message::Assistant(a) = &message.info
             && let Some(error) = &a.error
         {
