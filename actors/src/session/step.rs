@@ -548,7 +548,8 @@ impl Processor {
                 t.state = ToolState::Running(ToolStateRunning::new(input.clone(), now_ms()));
             }
         });
-        self.writer.part_later(&running);
+        // Published now; written only if the call lasts (see below), as streaming text is.
+        self.writer.part_live(&running);
 
         let host = Arc::new(SessionToolHost::new(
             self.core.clone(),
@@ -578,6 +579,8 @@ impl Processor {
             }),
         };
         let available: Vec<String> = self.tools.iter().map(|t| t.id().to_string()).collect();
+        let store = self.core.store.clone();
+        let flush_every = self.core.flush_every;
         let agent = self.agent.clone();
         tokio::spawn(async move {
             let outcome = match (tool, parsed) {
@@ -596,7 +599,19 @@ impl Processor {
                         Ok(())
                     };
                     match allowed {
-                        Ok(()) => run_tool(tool.as_ref(), Value::Object(args), &ctx).await,
+                        Ok(()) => {
+                            let call = run_tool(tool.as_ref(), Value::Object(args), &ctx);
+                            tokio::pin!(call);
+                            tokio::select! {
+                                out = &mut call => out,
+                                () = tokio::time::sleep(flush_every) => {
+                                    // A call that lasts is on disk as running, so a crash
+                                    // leaves it visible as interrupted.
+                                    store.queue_part(&part.lock());
+                                    call.await
+                                }
+                            }
+                        }
                         Err(e) => Err(e),
                     }
                 }

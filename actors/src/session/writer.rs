@@ -70,15 +70,6 @@ impl Writer {
         self.save(&[Item::Part(part)]).await
     }
 
-    /// Queues a part that will change again (pending or running), then publishes it.
-    pub fn part_later(&self, part: &Part) {
-        self.core.store.queue_part(part);
-        self.core.bus.publish(Event::PartUpdated {
-            part: part.clone(),
-            delta: None,
-        });
-    }
-
     /// Publishes a streaming delta of `part` without writing it (the caller flushes later).
     pub fn delta(&self, part: &Part, delta: String) {
         self.core.bus.publish(Event::PartUpdated {

@@ -31,7 +31,7 @@ use futures::future::BoxFuture;
 use sqlx::{ConnectOptions, Connection, Row, SqliteConnection};
 use taskforce_agents::id::{MessageId, PartId, SessionId};
 use taskforce_agents::model::{Message, Part, Session, Todo};
-use tokio::sync::{Mutex as AsyncMutex, MutexGuard as AsyncMutexGuard};
+use tokio::sync::{Mutex as AsyncMutex, MutexGuard as AsyncMutexGuard, OwnedMutexGuard};
 use tokio::sync::{mpsc, oneshot};
 
 use super::{MessageWithParts, SessionFilter, Store, StoreError};
@@ -58,8 +58,14 @@ pub struct SqliteStore {
     path: PathBuf,
     /// The read-only connections.
     readers: Arc<Readers>,
-    /// Writes waiting for the writer task, which owns the one write connection.
+    /// Writes waiting for the writer task.
     queue: mpsc::UnboundedSender<Job>,
+    /// The one write connection, shared by the writer task and the direct path.
+    conn: Arc<AsyncMutex<SqliteConnection>>,
+    /// Jobs queued and not yet done; while it is zero and the connection is free, a write runs
+    /// at once on the caller's task instead of through the queue (two thread hops instead of
+    /// four).
+    pending: Arc<AtomicUsize>,
 }
 
 /// Read-only connections handed out round robin (cheaper than a pool's acquire and release).
@@ -192,7 +198,9 @@ impl SqliteStore {
 
         tracing::debug!(path = %path.display(), "opened the store");
         let (queue, jobs) = mpsc::unbounded_channel();
-        tokio::spawn(write_batches(writer, jobs));
+        let conn = Arc::new(AsyncMutex::new(writer));
+        let pending = Arc::new(AtomicUsize::new(0));
+        tokio::spawn(write_batches(conn.clone(), pending.clone(), jobs));
         let checkpointer = base
             .connect()
             .await
@@ -205,6 +213,8 @@ impl SqliteStore {
                 next: AtomicUsize::new(0),
             }),
             queue,
+            conn,
+            pending,
         })
     }
 
@@ -218,8 +228,36 @@ impl SqliteStore {
         let _ = self.flush().await;
     }
 
+    /// Hands a job to the writer task, counting its writes as pending.
+    fn send(&self, job: Job) -> Result<(), StoreError> {
+        let writes = match &job {
+            Job::Batched(_) | Job::Exclusive(_) => 1,
+            Job::Many(v) => v.len(),
+        };
+        self.pending.fetch_add(writes, Ordering::SeqCst);
+        self.queue.send(job).map_err(|_| {
+            self.pending.fetch_sub(writes, Ordering::SeqCst);
+            StoreError::Database("the store is closed".into())
+        })
+    }
+
+    /// The write connection, when nothing is queued or being written: the caller may write at
+    /// once, and its write is ordered after everything before it.
+    fn direct(&self) -> Option<OwnedMutexGuard<SqliteConnection>> {
+        if self.pending.load(Ordering::SeqCst) != 0 {
+            return None;
+        }
+        let guard = self.conn.clone().try_lock_owned().ok()?;
+        (self.pending.load(Ordering::SeqCst) == 0).then_some(guard)
+    }
+
     /// Queues an upsert; waits for its commit when `wait`.
     async fn submit(&self, upsert: Upsert, context: String, wait: bool) -> Result<(), StoreError> {
+        if wait && let Some(mut conn) = self.direct() {
+            return run_upsert(&mut conn, &upsert)
+                .await
+                .map_err(database(context));
+        }
         let (done, committed) = if wait {
             let (tx, rx) = oneshot::channel();
             (Some(tx), Some(rx))
@@ -231,9 +269,8 @@ impl SqliteStore {
             context: context.clone(),
             done,
         });
-        self.queue
-            .send(job)
-            .map_err(|_| StoreError::Database(format!("{context}: the store is closed")))?;
+        self.send(job)
+            .map_err(|e| StoreError::Database(format!("{context}: {e}")))?;
         match committed {
             Some(rx) => rx.await.unwrap_or_else(|_| {
                 Err(StoreError::Database(format!(
@@ -252,9 +289,7 @@ impl SqliteStore {
             context: "flush".into(),
             done: Some(tx),
         });
-        self.queue
-            .send(job)
-            .map_err(|_| StoreError::Database("the store is closed".into()))?;
+        self.send(job)?;
         rx.await
             .unwrap_or_else(|_| Err(StoreError::Database("the writer stopped".into())))
     }
@@ -273,9 +308,8 @@ impl SqliteStore {
                 let _ = tx.send(work(conn).await);
             })
         }));
-        self.queue
-            .send(job)
-            .map_err(|_| StoreError::Database(format!("{context}: the store is closed")))?;
+        self.send(job)
+            .map_err(|e| StoreError::Database(format!("{context}: {e}")))?;
         rx.await.unwrap_or_else(|_| {
             Err(StoreError::Database(format!(
                 "{context}: the writer stopped"
@@ -316,7 +350,7 @@ impl SqliteStore {
                     context,
                     done: None,
                 });
-                if self.queue.send(job).is_err() {
+                if self.send(job).is_err() {
                     tracing::warn!("the store is closed; an update was dropped");
                 }
             }
@@ -496,8 +530,12 @@ impl Store for SqliteStore {
                 let context = format!("cannot store part {} of message {}", p.id, p.message_id);
                 Self::part_upsert(p).map(|u| (u, context))
             }));
-        for row in rows {
-            let (upsert, context) = row?;
+        let rows: Vec<(Upsert, String)> = rows.collect::<Result<_, _>>()?;
+        if let Some(mut conn) = self.direct() {
+            let results = apply(&mut conn, rows.iter().map(|(u, c)| (Some(u), c.as_str()))).await;
+            return results.into_iter().collect();
+        }
+        for (upsert, context) in rows {
             let (tx, rx) = oneshot::channel();
             jobs.push(Batched {
                 upsert: Some(upsert),
@@ -507,9 +545,7 @@ impl Store for SqliteStore {
             answers.push(rx);
         }
         // One job, so the rows share a batch: one statement, one commit.
-        self.queue
-            .send(Job::Many(jobs))
-            .map_err(|_| StoreError::Database("the store is closed".into()))?;
+        self.send(Job::Many(jobs))?;
         for answer in answers {
             answer
                 .await
@@ -664,7 +700,11 @@ async fn replace_todos(
 
 /// The writer task: owns the write connection and commits queued upserts in batches, one
 /// transaction each, answering after the commit; exclusive writes run alone, in queue order.
-async fn write_batches(mut conn: SqliteConnection, mut jobs: mpsc::UnboundedReceiver<Job>) {
+async fn write_batches(
+    conn: Arc<AsyncMutex<SqliteConnection>>,
+    in_flight: Arc<AtomicUsize>,
+    mut jobs: mpsc::UnboundedReceiver<Job>,
+) {
     let mut pending: Option<Job> = None;
     loop {
         let first = match pending.take() {
@@ -676,7 +716,8 @@ async fn write_batches(mut conn: SqliteConnection, mut jobs: mpsc::UnboundedRece
         };
         let mut batch = match first {
             Job::Exclusive(work) => {
-                work(&mut conn).await;
+                work(&mut *conn.lock().await).await;
+                in_flight.fetch_sub(1, Ordering::SeqCst);
                 continue;
             }
             Job::Batched(b) => vec![b],
@@ -693,9 +734,10 @@ async fn write_batches(mut conn: SqliteConnection, mut jobs: mpsc::UnboundedRece
                 Err(_) => break,
             }
         }
-        commit_batch(&mut conn, batch).await;
+        let writes = batch.len();
+        commit_batch(&mut *conn.lock().await, batch).await;
+        in_flight.fetch_sub(writes, Ordering::SeqCst);
     }
-    let _ = conn.close().await;
 }
 
 /// How often the write-ahead log is folded back into the database file.
@@ -723,8 +765,36 @@ async fn checkpoint(mut conn: SqliteConnection, store: mpsc::WeakUnboundedSender
 
 /// Commits a batch of upserts in one statement (see the module doc), then answers each.
 async fn commit_batch(conn: &mut SqliteConnection, batch: Vec<Batched>) {
-    let upserts: Vec<&Upsert> = batch.iter().filter_map(|b| b.upsert.as_ref()).collect();
-    let mut results: Vec<Result<(), StoreError>> = (0..batch.len()).map(|_| Ok(())).collect();
+    let results = apply(
+        conn,
+        batch
+            .iter()
+            .map(|b| (b.upsert.as_ref(), b.context.as_str())),
+    )
+    .await;
+    for (Batched { done, .. }, outcome) in batch.into_iter().zip(results) {
+        match done {
+            Some(done) => {
+                let _ = done.send(outcome);
+            }
+            None => {
+                if let Err(e) = outcome {
+                    tracing::warn!("a queued write failed: {e}");
+                }
+            }
+        }
+    }
+}
+
+/// Writes upserts (`None` entries are barriers) in one statement; when it fails, row by row, so
+/// that only the rows at fault report an error. Returns one result per entry.
+async fn apply<'a>(
+    conn: &mut SqliteConnection,
+    entries: impl Iterator<Item = (Option<&'a Upsert>, &'a str)>,
+) -> Vec<Result<(), StoreError>> {
+    let entries: Vec<(Option<&Upsert>, &str)> = entries.collect();
+    let upserts: Vec<&Upsert> = entries.iter().filter_map(|(u, _)| *u).collect();
+    let mut results: Vec<Result<(), StoreError>> = (0..entries.len()).map(|_| Ok(())).collect();
     let applied = match upserts.as_slice() {
         [] => Ok(()),
         // One row is written directly.
@@ -738,32 +808,18 @@ async fn commit_batch(conn: &mut SqliteConnection, batch: Vec<Batched>) {
     };
     if let Err(error) = applied {
         if upserts.len() == 1 {
-            if let Some(i) = batch.iter().position(|b| b.upsert.is_some()) {
-                results[i] = Err(database(&batch[i].context)(error));
+            if let Some(i) = entries.iter().position(|(u, _)| u.is_some()) {
+                results[i] = Err(database(entries[i].1)(error));
             }
         } else {
-            // Row by row, so that only the rows at fault report an error.
-            for (i, job) in batch.iter().enumerate() {
-                if let Some(upsert) = &job.upsert {
-                    results[i] = run_upsert(conn, upsert)
-                        .await
-                        .map_err(database(&job.context));
+            for (i, (upsert, context)) in entries.iter().enumerate() {
+                if let Some(upsert) = upsert {
+                    results[i] = run_upsert(conn, upsert).await.map_err(database(context));
                 }
             }
         }
     }
-    for (Batched { done, .. }, outcome) in batch.into_iter().zip(results) {
-        match done {
-            Some(done) => {
-                let _ = done.send(outcome);
-            }
-            None => {
-                if let Err(e) = outcome {
-                    tracing::warn!("a queued write failed: {e}");
-                }
-            }
-        }
-    }
+    results
 }
 
 /// The JSON of a batch for the `write_batch` trigger: column arrays per table, in queue order.
