@@ -21,9 +21,9 @@ use crate::RuntimeError;
 use crate::bus::{BusHandle, Event, Filter, SessionStatus, Subscription};
 use crate::core::Core;
 use crate::permission::{PermissionBroker, PermissionReply, PermissionRequest};
-use crate::session::{Prompt, PromptInput, Writer};
+use crate::session::{Prompt, PromptInput, Seed, Writer};
 use crate::store::{MessageWithParts, SessionFilter, SqliteStore, Store};
-use crate::supervisor::{Activate, CancelTree, LiveCount, Supervisor};
+use crate::supervisor::{Activate, CancelTree, Forget, Live, LiveCount, Supervisor};
 
 /// How to start a runtime.
 #[derive(Debug, Clone)]
@@ -162,6 +162,16 @@ impl Runtime {
         self.core.bus.publish(Event::SessionUpdated {
             info: session.clone(),
         });
+        // Its actor starts knowing it is empty, so the first prompt reads nothing.
+        self.activate(
+            &session.id,
+            Some(Seed {
+                session: session.clone(),
+                empty: true,
+                unsaved: false,
+            }),
+        )
+        .await?;
         Ok(session)
     }
 
@@ -194,21 +204,33 @@ impl Runtime {
         if let Some(agent) = &input.agent {
             self.core.registry.require(agent)?;
         }
-        let info = self.session(session).await?;
-        // An actor that stopped between activation and delivery is started again once.
+        // A live actor knows its session; otherwise it is read (and must exist) first.
+        let mut seed = None;
         for _ in 0..2 {
-            let addr = self
+            let live = self
                 .supervisor
-                .send(Activate {
+                .send(Live {
                     id: session.clone(),
-                    parent: None,
                 })
                 .await
                 .map_err(|_| RuntimeError::Stopped)?;
+            let addr = match live {
+                Some(addr) => addr,
+                None => {
+                    if seed.is_none() {
+                        seed = Some(Seed {
+                            session: self.session(session).await?,
+                            empty: false,
+                            unsaved: false,
+                        });
+                    }
+                    self.activate(session, seed.clone()).await?
+                }
+            };
+            // An actor that stopped between activation and delivery is started again once.
             if let Ok(reply) = addr
                 .send(Prompt {
                     input: input.clone(),
-                    session: Some(info.clone()),
                 })
                 .await
             {
@@ -216,6 +238,21 @@ impl Runtime {
             }
         }
         Err(RuntimeError::Crashed(session.to_string()))
+    }
+
+    async fn activate(
+        &self,
+        session: &SessionId,
+        seed: Option<Seed>,
+    ) -> Result<actix::Addr<crate::session::SessionActor>, RuntimeError> {
+        self.supervisor
+            .send(Activate {
+                id: session.clone(),
+                parent: None,
+                seed,
+            })
+            .await
+            .map_err(|_| RuntimeError::Stopped)
     }
 
     /// Cancels a session's loop and every descendant's; idle sessions just report idle.
@@ -270,6 +307,12 @@ impl Runtime {
     pub async fn delete_session(&self, id: &SessionId) -> Result<Vec<Session>, RuntimeError> {
         self.cancel(id).await?;
         let deleted = self.core.store.delete_session(id).await?;
+        let _ = self
+            .supervisor
+            .send(Forget {
+                ids: deleted.iter().map(|s| s.id.clone()).collect(),
+            })
+            .await;
         for info in &deleted {
             self.core
                 .bus

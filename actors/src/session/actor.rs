@@ -25,13 +25,28 @@ use crate::supervisor::SessionStopped;
 /// The answer to a prompt: the final assistant message, or why there is none.
 pub(crate) type Reply = oneshot::Receiver<Result<MessageWithParts, RuntimeError>>;
 
-/// Queued prompts, their waiters, and the running loop's token.
+/// What a session actor can be started with so that its loop reads nothing.
+#[derive(Debug, Clone)]
+pub struct Seed {
+    /// The session.
+    pub session: Session,
+    /// It has no messages yet.
+    pub empty: bool,
+    /// It is not stored yet: its row goes to disk with its first message (new children).
+    pub unsaved: bool,
+}
+
+/// Queued prompts, their waiters, the running loop's token, and the actor's memory of its
+/// session. The actor is the only writer of its session's messages, so what it remembers is
+/// what the store holds; after a failed loop the history is dropped and read again.
 #[derive(Default)]
 pub(crate) struct LoopState {
-    /// The session as the last sender knew it, saving the loop a read.
+    /// The session.
     pub session: Option<Session>,
-    /// The session was just created and has no messages yet, saving the loop a read.
-    pub new: bool,
+    /// The session's messages as stored, when known.
+    pub history: Option<Vec<MessageWithParts>>,
+    /// The session row is not stored yet.
+    pub unsaved: bool,
     pub queue: VecDeque<PromptInput>,
     pub waiters: Vec<oneshot::Sender<Result<MessageWithParts, RuntimeError>>>,
     pub running: Option<CancellationToken>,
@@ -51,29 +66,27 @@ pub struct SessionActor {
 }
 
 impl SessionActor {
-    pub(crate) fn new(id: SessionId, core: Arc<Core>) -> Self {
+    pub(crate) fn new(id: SessionId, core: Arc<Core>, seed: Option<Seed>) -> Self {
+        let mut state = LoopState::default();
+        if let Some(seed) = seed {
+            state.history = seed.empty.then(Vec::new);
+            state.unsaved = seed.unsaved;
+            state.session = Some(seed.session);
+        }
         SessionActor {
             id,
             core,
-            state: Arc::default(),
+            state: Arc::new(Mutex::new(state)),
             idle_timer: None,
         }
     }
 
     /// Queues a prompt and starts the loop if none runs.
-    fn enqueue(
-        &mut self,
-        input: PromptInput,
-        session: Option<Session>,
-        ctx: &mut Context<Self>,
-    ) -> Reply {
+    fn enqueue(&mut self, input: PromptInput, ctx: &mut Context<Self>) -> Reply {
         self.disarm_idle(ctx);
         let (tx, rx) = oneshot::channel();
         let start = {
             let mut state = lock(&self.state);
-            if session.is_some() {
-                state.session = session;
-            }
             state.queue.push_back(input);
             state.waiters.push(tx);
             if state.running.is_none() {
@@ -150,15 +163,13 @@ impl Actor for SessionActor {
 pub struct Prompt {
     /// The prompt.
     pub input: PromptInput,
-    /// The session as the sender just read it (saves a read), if at hand.
-    pub session: Option<Session>,
 }
 
 impl Handler<Prompt> for SessionActor {
     type Result = Result<Reply, RuntimeError>;
 
     fn handle(&mut self, msg: Prompt, ctx: &mut Self::Context) -> Self::Result {
-        Ok(self.enqueue(msg.input, msg.session, ctx))
+        Ok(self.enqueue(msg.input, ctx))
     }
 }
 
@@ -168,20 +179,13 @@ impl Handler<Prompt> for SessionActor {
 pub struct Subtask {
     /// The delegated task as a prompt (agent, model and the child's tool switches set).
     pub input: PromptInput,
-    /// The child session as the sender just wrote or read it, if at hand.
-    pub session: Option<Session>,
-    /// The child session was just created.
-    pub new: bool,
 }
 
 impl Handler<Subtask> for SessionActor {
     type Result = Result<Reply, RuntimeError>;
 
     fn handle(&mut self, msg: Subtask, ctx: &mut Self::Context) -> Self::Result {
-        if msg.new {
-            lock(&self.state).new = true;
-        }
-        Ok(self.enqueue(msg.input, msg.session, ctx))
+        Ok(self.enqueue(msg.input, ctx))
     }
 }
 
@@ -203,6 +207,22 @@ impl Handler<Cancel> for SessionActor {
             }
             None => false,
         }
+    }
+}
+
+/// Stop the actor now (its session was deleted); a running loop is cancelled first.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Shutdown;
+
+impl Handler<Shutdown> for SessionActor {
+    type Result = ();
+
+    fn handle(&mut self, _: Shutdown, ctx: &mut Self::Context) {
+        if let Some(token) = lock(&self.state).running.clone() {
+            token.cancel();
+        }
+        ctx.stop();
     }
 }
 

@@ -9,7 +9,7 @@ mod run;
 mod step;
 mod writer;
 
-pub use actor::{Cancel, IsBusy, Prompt, SessionActor, Subtask};
+pub use actor::{Cancel, IsBusy, Prompt, Seed, SessionActor, Shutdown, Subtask};
 pub use history::{INTERRUPTED, SUBTASK_BY_USER};
 pub use input::{PartInput, PromptInput};
 pub use step::MAX_STEPS;

@@ -23,18 +23,33 @@ pub(crate) async fn run_loop(
     token: CancellationToken,
 ) {
     let writer = Writer::new(core.clone());
-    let (known, new) = {
+    let (known, remembered, mut unsaved) = {
         let mut state = lock(&state);
-        (state.session.take(), std::mem::take(&mut state.new))
+        (
+            state.session.clone(),
+            state.history.take(),
+            std::mem::take(&mut state.unsaved),
+        )
     };
-    let read = match known {
-        Some(s) => Ok(Some(s)),
-        None => core.store.session(&id).await,
+    let session = match known {
+        Some(s) => s,
+        None => match core.store.session(&id).await {
+            Ok(Some(s)) => {
+                lock(&state).session = Some(s.clone());
+                s
+            }
+            Ok(None) => {
+                return finish(&state, Err(RuntimeError::SessionNotFound(id.to_string())));
+            }
+            Err(e) => return finish(&state, Err(e.into())),
+        },
     };
-    let session = match read {
-        Ok(Some(s)) => s,
-        Ok(None) => return finish(&state, Err(RuntimeError::SessionNotFound(id.to_string()))),
-        Err(e) => return finish(&state, Err(e.into())),
+    let mut messages = match remembered {
+        Some(h) => h,
+        None => match core.store.messages(&id).await {
+            Ok(h) => h,
+            Err(e) => return finish(&state, Err(e.into())),
+        },
     };
     if let Some(parent) = &session.parent_id {
         core.bus.register_parent(&session.id, parent);
@@ -42,23 +57,16 @@ pub(crate) async fn run_loop(
     let depth = core.bus.depth_of(&session.id);
     let span = tracing::info_span!("session", id = %id, depth);
     writer.status(&session, SessionStatus::Busy);
-    // A new child's session row goes to disk with its first message.
-    let mut unsaved = new;
+    let mut intact = true;
     let result = async {
-        let mut known_empty = new;
         loop {
-            let history = if std::mem::take(&mut known_empty) {
-                Some(Vec::new())
-            } else {
-                None
-            };
             let result = drive(
                 &core,
                 &writer,
                 &session,
                 &state,
                 &token,
-                history,
+                &mut messages,
                 &mut unsaved,
             )
             .await;
@@ -66,9 +74,16 @@ pub(crate) async fn run_loop(
                 // Keep what the user sent while the loop was being cancelled.
                 let leftover: Vec<PromptInput> = lock(&state).queue.drain(..).collect();
                 for input in leftover {
-                    let unsaved = std::mem::take(&mut unsaved);
-                    let _ =
-                        create_user_message(&core, &writer, &session, None, unsaved, input).await;
+                    let new = std::mem::take(&mut unsaved);
+                    match create_user_message(&core, &writer, &session, Some(&messages), new, input)
+                        .await
+                    {
+                        Ok(user) => messages.push(user),
+                        Err(_) => {
+                            intact = false;
+                            break;
+                        }
+                    }
                 }
                 break Err(RuntimeError::Cancelled);
             }
@@ -90,6 +105,13 @@ pub(crate) async fn run_loop(
             session_id: Some(session.id.clone()),
             error: Some(AssistantError::unknown(e.to_string())),
         });
+    }
+    // What the loop holds is what the store holds, unless a write failed on the way.
+    {
+        let mut state = lock(&state);
+        let consistent = intact && matches!(&result, Ok(_) | Err(RuntimeError::Cancelled));
+        state.history = consistent.then_some(messages);
+        state.unsaved = unsaved;
     }
     // Idle goes out before the waiters hear: a follower of this session's events has seen all
     // of them once it sees the idle.
@@ -116,21 +138,16 @@ async fn drive(
     session: &Session,
     state: &Mutex<LoopState>,
     token: &CancellationToken,
-    history: Option<Vec<MessageWithParts>>,
+    messages: &mut Vec<MessageWithParts>,
     unsaved: &mut bool,
 ) -> Result<MessageWithParts, RuntimeError> {
     let mut step = 0u32;
-    // The history is read once; the loop appends what it writes, so steps never re-read it.
-    let mut messages = match history {
-        Some(h) => h,
-        None => core.store.messages(&session.id).await?,
-    };
     loop {
         let queued: Vec<PromptInput> = lock(state).queue.drain(..).collect();
         for input in queued {
             let new = std::mem::take(unsaved);
             let user =
-                create_user_message(core, writer, session, Some(&messages), new, input).await?;
+                create_user_message(core, writer, session, Some(messages), new, input).await?;
             messages.push(user);
         }
         if token.is_cancelled() {
@@ -158,7 +175,7 @@ async fn drive(
             continue;
         }
         step += 1;
-        let (answer, outcome) = run_step(core, writer, session, &messages, step, token).await?;
+        let (answer, outcome) = run_step(core, writer, session, messages, step, token).await?;
         messages.push(answer);
         if outcome == StepOutcome::Stop && lock(state).queue.is_empty() {
             return Ok(messages[messages.len() - 1].clone());

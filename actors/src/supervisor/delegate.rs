@@ -18,7 +18,7 @@ use super::{Activate, CancelTree, Supervisor};
 use crate::RuntimeError;
 use crate::bus::{BusItem, Event, Filter};
 use crate::core::Core;
-use crate::session::{PartInput, PromptInput, Subtask};
+use crate::session::{PartInput, PromptInput, Seed, Subtask};
 use crate::store::MessageWithParts;
 
 /// Starts child sessions for task calls through the supervisor.
@@ -235,15 +235,16 @@ impl SupervisorDelegate {
             .send(Activate {
                 id: child.clone(),
                 parent: Some(parent.clone()),
+                seed: Some(Seed {
+                    session: session.clone(),
+                    empty: new,
+                    unsaved: new,
+                }),
             })
             .await
             .map_err(|_| ToolError::Failed("the runtime has stopped".into()))?;
         let reply = addr
-            .send(Subtask {
-                input,
-                session: Some(session.clone()),
-                new,
-            })
+            .send(Subtask { input })
             .await
             .map_err(|_| {
                 ToolError::Failed(format!("subagent session {child} stopped unexpectedly"))

@@ -12,7 +12,7 @@ use actix::prelude::*;
 use taskforce_agents::id::SessionId;
 
 use crate::core::Core;
-use crate::session::{Cancel, SessionActor};
+use crate::session::{Cancel, Seed, SessionActor, Shutdown};
 
 /// Owns the session actors of one runtime.
 pub struct Supervisor {
@@ -70,6 +70,8 @@ pub struct Activate {
     pub id: SessionId,
     /// Its parent, to record in the live tree (task calls).
     pub parent: Option<SessionId>,
+    /// What a newly started actor knows already (ignored when the actor is live).
+    pub seed: Option<Seed>,
 }
 
 impl Handler<Activate> for Supervisor {
@@ -91,10 +93,52 @@ impl Handler<Activate> for Supervisor {
         self.next = self.next.wrapping_add(1);
         let core = self.core.clone();
         let id = msg.id.clone();
-        let addr =
-            SessionActor::start_in_arbiter(&arbiter.handle(), move |_| SessionActor::new(id, core));
+        let seed = msg.seed;
+        let addr = SessionActor::start_in_arbiter(&arbiter.handle(), move |_| {
+            SessionActor::new(id, core, seed)
+        });
         self.live.insert(msg.id, addr.clone());
         MessageResult(addr)
+    }
+}
+
+/// Stops the actors of deleted sessions and forgets them.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Forget {
+    /// The deleted sessions.
+    pub ids: Vec<SessionId>,
+}
+
+impl Handler<Forget> for Supervisor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Forget, _: &mut Self::Context) {
+        for id in &msg.ids {
+            if let Some(addr) = self.live.remove(id) {
+                addr.do_send(Shutdown);
+            }
+            self.children.remove(id);
+        }
+        for kids in self.children.values_mut() {
+            kids.retain(|k| !msg.ids.contains(k));
+        }
+    }
+}
+
+/// The actor of a session if it is live.
+#[derive(Message)]
+#[rtype(result = "Option<Addr<SessionActor>>")]
+pub struct Live {
+    /// The session.
+    pub id: SessionId,
+}
+
+impl Handler<Live> for Supervisor {
+    type Result = Option<Addr<SessionActor>>;
+
+    fn handle(&mut self, msg: Live, _: &mut Self::Context) -> Self::Result {
+        self.live.get(&msg.id).filter(|a| a.connected()).cloned()
     }
 }
 

@@ -641,3 +641,22 @@ async fn the_parent_task_part_follows_the_child_live() {
     assert_eq!(done.metadata["summary"][0]["tool"], "read");
     assert_eq!(done.metadata["summary"][0]["state"]["status"], "completed");
 }
+
+#[actix_rt::test]
+async fn a_deleted_session_cannot_be_prompted_even_while_its_actor_was_live() {
+    let fake = FakeOpenAi::start(|_| Response::text("hi")).await.unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let s = rt.create_session(None, None).await.unwrap();
+    rt.prompt(&s.id, PromptInput::text("one")).await.unwrap();
+    assert_eq!(rt.delete_session(&s.id).await.unwrap().len(), 1);
+    let err = rt
+        .prompt(&s.id, PromptInput::text("two"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, RuntimeError::SessionNotFound(_)), "{err:?}");
+    assert!(matches!(
+        rt.messages(&s.id).await,
+        Err(RuntimeError::SessionNotFound(_))
+    ));
+}
