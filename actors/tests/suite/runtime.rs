@@ -660,3 +660,232 @@ async fn a_deleted_session_cannot_be_prompted_even_while_its_actor_was_live() {
         Err(RuntimeError::SessionNotFound(_))
     ));
 }
+
+#[actix_rt::test]
+async fn steps_record_tokens_and_cost_from_the_configured_prices() {
+    let fake = FakeOpenAi::start(|_| Response::text("priced answer"))
+        .await
+        .unwrap();
+    let env = Env::new(
+        &fake.base_url(),
+        "[provider.fake.models.\"gpt-test\"]\ncost = { input = 1000000.0, output = 2000000.0 }\n",
+    );
+    let rt = env.runtime().await;
+    let s = rt.create_session(None, None).await.unwrap();
+    let answer = rt.prompt(&s.id, PromptInput::text("hi")).await.unwrap();
+    let Message::Assistant(a) = &answer.info else {
+        panic!("expected the answer")
+    };
+    // Response::text reports 10 prompt tokens and one completion token per word.
+    assert_eq!(a.tokens.input, 10);
+    assert_eq!(a.tokens.output, 2);
+    assert!(
+        (a.cost - (10.0 + 2.0 * 2.0)).abs() < 1e-9,
+        "cost {}",
+        a.cost
+    );
+    let tree = rt.tree(&s.id).await.unwrap();
+    assert!((tree.total_usage.cost - a.cost).abs() < 1e-9);
+}
+
+#[actix_rt::test]
+async fn a_task_cannot_continue_a_session_of_another_tree() {
+    let fake = FakeOpenAi::start(|req| {
+        if is_child(req) {
+            Response::text("child")
+        } else if req.last_role() == Some("user") {
+            let last = req
+                .messages()
+                .last()
+                .map(|m| m["content"].to_string())
+                .unwrap_or_default();
+            let target = last.split("resume ").nth(1).map(|t| {
+                t.trim_matches(|c: char| !c.is_ascii_alphanumeric() && c != '_')
+                    .to_string()
+            });
+            let resume = target
+                .map(|id| format!(r#","session_id":"{id}""#))
+                .unwrap_or_default();
+            task_call(&format!(
+                r#"{{"description":"d","prompt":"p","subagent_type":"general"{resume}}}"#
+            ))
+        } else {
+            Response::text("done")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let first = rt.create_session(None, None).await.unwrap();
+    rt.prompt(&first.id, PromptInput::text("start"))
+        .await
+        .unwrap();
+    let foreign_child = rt.children(&first.id).await.unwrap().remove(0);
+    let second = rt.create_session(None, None).await.unwrap();
+    rt.prompt(
+        &second.id,
+        PromptInput::text(format!("resume {}", foreign_child.id)),
+    )
+    .await
+    .unwrap();
+    let ToolState::Error(e) = &tool_parts(&rt, &second.id).await[0].1 else {
+        panic!("the task call should fail")
+    };
+    assert!(
+        e.error.contains("belongs to another session tree"),
+        "{}",
+        e.error
+    );
+    assert!(rt.children(&second.id).await.unwrap().is_empty());
+}
+
+/// A store that panics when asked to save a `general` agent's answer: a child that crashes.
+struct CrashingStore(taskforce_actors::store::SqliteStore);
+
+#[async_trait::async_trait]
+impl taskforce_actors::store::Store for CrashingStore {
+    async fn put_session(
+        &self,
+        s: &taskforce_agents::model::Session,
+    ) -> Result<(), taskforce_actors::store::StoreError> {
+        self.0.put_session(s).await
+    }
+    async fn session(
+        &self,
+        id: &taskforce_agents::id::SessionId,
+    ) -> Result<Option<taskforce_agents::model::Session>, taskforce_actors::store::StoreError> {
+        self.0.session(id).await
+    }
+    async fn sessions(
+        &self,
+        f: &taskforce_actors::store::SessionFilter,
+    ) -> Result<Vec<taskforce_agents::model::Session>, taskforce_actors::store::StoreError> {
+        self.0.sessions(f).await
+    }
+    async fn children(
+        &self,
+        id: &taskforce_agents::id::SessionId,
+    ) -> Result<Vec<taskforce_agents::model::Session>, taskforce_actors::store::StoreError> {
+        self.0.children(id).await
+    }
+    async fn delete_session(
+        &self,
+        id: &taskforce_agents::id::SessionId,
+    ) -> Result<Vec<taskforce_agents::model::Session>, taskforce_actors::store::StoreError> {
+        self.0.delete_session(id).await
+    }
+    async fn put_message(&self, m: &Message) -> Result<(), taskforce_actors::store::StoreError> {
+        self.0.put_message(m).await
+    }
+    fn queue_message(&self, m: &Message) {
+        self.0.queue_message(m)
+    }
+    async fn message(
+        &self,
+        s: &taskforce_agents::id::SessionId,
+        id: &taskforce_agents::id::MessageId,
+    ) -> Result<Option<MessageWithParts>, taskforce_actors::store::StoreError> {
+        self.0.message(s, id).await
+    }
+    async fn messages(
+        &self,
+        s: &taskforce_agents::id::SessionId,
+    ) -> Result<Vec<MessageWithParts>, taskforce_actors::store::StoreError> {
+        self.0.messages(s).await
+    }
+    async fn remove_message(
+        &self,
+        s: &taskforce_agents::id::SessionId,
+        id: &taskforce_agents::id::MessageId,
+    ) -> Result<(), taskforce_actors::store::StoreError> {
+        self.0.remove_message(s, id).await
+    }
+    async fn put_part(
+        &self,
+        p: &taskforce_agents::model::Part,
+    ) -> Result<(), taskforce_actors::store::StoreError> {
+        self.0.put_part(p).await
+    }
+    async fn put_many(
+        &self,
+        s: &[&taskforce_agents::model::Session],
+        m: &[&Message],
+        p: &[&taskforce_agents::model::Part],
+    ) -> Result<(), taskforce_actors::store::StoreError> {
+        if m.iter()
+            .any(|m| matches!(m, Message::Assistant(a) if a.agent == "general"))
+        {
+            panic!("simulated crash of the child's loop");
+        }
+        self.0.put_many(s, m, p).await
+    }
+    fn queue_part(&self, p: &taskforce_agents::model::Part) {
+        self.0.queue_part(p)
+    }
+    async fn remove_part(
+        &self,
+        id: &taskforce_agents::id::PartId,
+    ) -> Result<(), taskforce_actors::store::StoreError> {
+        self.0.remove_part(id).await
+    }
+    async fn todos(
+        &self,
+        s: &taskforce_agents::id::SessionId,
+    ) -> Result<Vec<taskforce_agents::model::Todo>, taskforce_actors::store::StoreError> {
+        self.0.todos(s).await
+    }
+    async fn put_todos(
+        &self,
+        s: &taskforce_agents::id::SessionId,
+        t: &[taskforce_agents::model::Todo],
+    ) -> Result<(), taskforce_actors::store::StoreError> {
+        self.0.put_todos(s, t).await
+    }
+}
+
+#[actix_rt::test]
+async fn a_crashed_child_becomes_an_error_result_for_its_parent() {
+    let fake = FakeOpenAi::start(|req| {
+        if is_child(req) {
+            Response::text("never stored")
+        } else if req.last_role() == Some("user") {
+            task_call(r#"{"description":"Crash","prompt":"p","subagent_type":"general"}"#)
+        } else {
+            Response::text("the parent carried on")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let mut env_map = BTreeMap::new();
+    env_map.insert("HOME".to_string(), env.home.display().to_string());
+    let loaded = load(&LoadOptions {
+        cwd: env.project.clone(),
+        config_file: None,
+        data_dir: Some(env.data.clone()),
+        env: env_map.clone(),
+    })
+    .unwrap();
+    let mut options = RuntimeOptions::new(loaded);
+    options.env = env_map;
+    let store = taskforce_actors::store::SqliteStore::open(&env.data)
+        .await
+        .unwrap();
+    let rt = Runtime::start_with_store(options, std::sync::Arc::new(CrashingStore(store)))
+        .await
+        .unwrap();
+    let s = rt.create_session(None, None).await.unwrap();
+    let answer = tokio::time::timeout(
+        Duration::from_secs(5),
+        rt.prompt(&s.id, PromptInput::text("go")),
+    )
+    .await
+    .expect("the parent never waits forever")
+    .unwrap();
+    assert_eq!(text_of(&answer), "the parent carried on");
+    let ToolState::Error(e) = &tool_parts(&rt, &s.id).await[0].1 else {
+        panic!("the task part is an error")
+    };
+    assert!(e.error.contains("stopped unexpectedly"), "{}", e.error);
+}
