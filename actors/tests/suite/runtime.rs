@@ -40,7 +40,8 @@ impl Env {
         }
     }
 
-    async fn runtime(&self) -> Runtime {
+    /// Runtime options for this project, with a hermetic environment.
+    fn options(&self) -> RuntimeOptions {
         let mut env = BTreeMap::new();
         env.insert("HOME".to_string(), self.home.display().to_string());
         let loaded = load(&LoadOptions {
@@ -53,7 +54,11 @@ impl Env {
         let mut options = RuntimeOptions::new(loaded);
         options.env = env;
         options.arbiters = 2;
-        Runtime::start(options).await.unwrap()
+        options
+    }
+
+    async fn runtime(&self) -> Runtime {
+        Runtime::start(self.options()).await.unwrap()
     }
 }
 
@@ -553,17 +558,7 @@ async fn idle_session_actors_stop_and_come_back_from_the_store() {
         .await
         .unwrap();
     let env = Env::new(&fake.base_url(), "");
-    let mut env_map = BTreeMap::new();
-    env_map.insert("HOME".to_string(), env.home.display().to_string());
-    let loaded = load(&LoadOptions {
-        cwd: env.project.clone(),
-        config_file: None,
-        data_dir: Some(env.data.clone()),
-        env: env_map.clone(),
-    })
-    .unwrap();
-    let mut options = RuntimeOptions::new(loaded);
-    options.env = env_map;
+    let mut options = env.options();
     options.idle_stop = Duration::from_millis(50);
     let rt = Runtime::start(options).await.unwrap();
     let s = rt.create_session(None, None).await.unwrap();
@@ -858,17 +853,7 @@ async fn a_crashed_child_becomes_an_error_result_for_its_parent() {
     .await
     .unwrap();
     let env = Env::new(&fake.base_url(), "");
-    let mut env_map = BTreeMap::new();
-    env_map.insert("HOME".to_string(), env.home.display().to_string());
-    let loaded = load(&LoadOptions {
-        cwd: env.project.clone(),
-        config_file: None,
-        data_dir: Some(env.data.clone()),
-        env: env_map.clone(),
-    })
-    .unwrap();
-    let mut options = RuntimeOptions::new(loaded);
-    options.env = env_map;
+    let options = env.options();
     let store = taskforce_actors::store::SqliteStore::open(&env.data)
         .await
         .unwrap();
