@@ -13,6 +13,7 @@ use taskforce_agents::provider::Providers;
 use taskforce_agents::tool::Tool;
 
 use crate::bus::{BusHandle, SessionStatus};
+use crate::hooks::Hooks;
 use crate::permission::PermissionBroker;
 use crate::store::Store;
 use crate::supervisor::Supervisor;
@@ -36,12 +37,24 @@ pub(crate) struct Core {
     pub flush_every: Duration,
     /// The status of every session that is not idle.
     pub statuses: DashMap<SessionId, SessionStatus>,
+    /// Every slash command.
+    pub commands: taskforce_agents::command::Commands,
+    /// Embedders' hooks, in registration order.
+    pub hooks: std::sync::RwLock<Vec<Arc<dyn Hooks>>>,
 }
 
 impl Core {
     /// The supervisor; set right after the core is built, before any session runs.
     pub fn supervisor(&self) -> Option<&Addr<Supervisor>> {
         self.supervisor.get()
+    }
+
+    /// The registered hooks (a snapshot).
+    pub fn hooks(&self) -> Vec<Arc<dyn Hooks>> {
+        self.hooks
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
     }
 
     /// The directory sessions run in.

@@ -17,6 +17,9 @@ pub enum RuntimeError {
     /// The agent does not exist. Not retryable.
     #[error(transparent)]
     Agent(#[from] AgentError),
+    /// No command has that name. Not retryable.
+    #[error(transparent)]
+    UnknownCommand(#[from] taskforce_agents::command::UnknownCommand),
     /// The model or provider is not usable. Not retryable without a config change.
     #[error(transparent)]
     Provider(#[from] ProviderError),

@@ -8,6 +8,7 @@
 pub mod bus;
 mod core;
 mod error;
+pub mod hooks;
 pub mod permission;
 mod runtime;
 pub mod session;
@@ -15,6 +16,7 @@ pub mod store;
 pub mod supervisor;
 
 pub use error::RuntimeError;
+pub use hooks::{HookCall, Hooks};
 pub use runtime::{Runtime, RuntimeOptions, SessionTree};
 pub use session::{PartInput, PromptInput};
 pub use taskforce_agents as agents;

@@ -13,7 +13,7 @@ use clap::Args;
 use taskforce_actors::{PromptInput, Runtime, RuntimeOptions};
 use taskforce_agents::config::{LoadOptions, load};
 
-use super::run::{Format, drive};
+use super::run::{Format, Request, drive};
 use super::{Context, UsageError};
 
 /// `taskforce demo` arguments.
@@ -119,7 +119,7 @@ pub fn run(context: &Context, args: DemoArgs) -> anyhow::Result<()> {
             &runtime,
             &session.id,
             "build",
-            PromptInput::text(QUESTION).with_agent("build"),
+            Request::Prompt(PromptInput::text(QUESTION).with_agent("build")),
             format,
             true,
         )

@@ -4,6 +4,7 @@
 //! 130 interrupted.
 
 mod agents;
+mod commands;
 mod context;
 mod demo;
 mod live;
@@ -50,6 +51,9 @@ pub enum Command {
     /// List or inspect agents.
     #[command(subcommand)]
     Agents(agents::AgentsCommand),
+    /// List slash commands.
+    #[command(subcommand)]
+    Commands(commands::CommandsCommand),
     /// Explain permission decisions.
     #[command(subcommand)]
     Permission(permission::PermissionCommand),
@@ -113,6 +117,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     }
     match cli.command {
         Command::Agents(cmd) => agents::run(&context, cmd),
+        Command::Commands(cmd) => commands::run(&context, cmd),
         Command::Permission(cmd) => permission::run(&context, cmd),
         Command::Run(args) => run::run(&context, args),
         Command::Sessions(cmd) => sessions::run(&context, cmd),

@@ -7,7 +7,8 @@ use clap::{Args, ValueEnum};
 use futures::StreamExt;
 use taskforce_actors::bus::{BusItem, Event, Filter};
 use taskforce_actors::permission::{PermissionReply, PermissionRequest};
-use taskforce_actors::{PromptInput, Runtime, RuntimeError};
+use taskforce_actors::{PartInput, PromptInput, Runtime, RuntimeError};
+use taskforce_agents::command::Commands;
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::{Message, ModelRef};
 
@@ -22,6 +23,19 @@ pub enum Format {
     Text,
     /// One event per line on stdout.
     Json,
+}
+
+/// What `run` asks the runtime for.
+pub(super) enum Request {
+    /// A prompt.
+    Prompt(PromptInput),
+    /// A slash command.
+    Command {
+        name: String,
+        arguments: String,
+        agent: Option<String>,
+        model: Option<ModelRef>,
+    },
 }
 
 /// `taskforce run` arguments.
@@ -79,10 +93,26 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<()> {
         ))
         .into());
     }
-    let input = PromptInput {
-        agent: args.agent.clone(),
-        model,
-        ..PromptInput::text(args.message.join(" "))
+    let text = args.message.join(" ");
+    let request = match text.strip_prefix('/') {
+        // `/name args` runs a command; an unknown name is a usage error listing the known ones.
+        Some(rest) if !rest.is_empty() && !rest.starts_with('/') => {
+            let (name, arguments) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
+            Commands::new(&context.loaded.config)
+                .get(name)
+                .map_err(UsageError::new)?;
+            Request::Command {
+                name: name.to_string(),
+                arguments: arguments.trim().to_string(),
+                agent: args.agent.clone(),
+                model,
+            }
+        }
+        _ => Request::Prompt(PromptInput {
+            agent: args.agent.clone(),
+            model,
+            ..PromptInput::text(text)
+        }),
     };
     let format = args.format;
     let yes = args.yes;
@@ -91,7 +121,7 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<()> {
             Some(id) => runtime.session(&id).await.map_err(UsageError::new)?,
             None => runtime.create_session(None, None).await?,
         };
-        let outcome = drive(&runtime, &session.id, &agent_name, input, format, yes).await;
+        let outcome = drive(&runtime, &session.id, &agent_name, request, format, yes).await;
         if format == Format::Text {
             eprintln!("session: {}", session.id);
         }
@@ -104,7 +134,7 @@ pub(super) async fn drive(
     runtime: &Runtime,
     session: &SessionId,
     agent: &str,
-    input: PromptInput,
+    request: Request,
     format: Format,
     yes: bool,
 ) -> anyhow::Result<()> {
@@ -113,7 +143,27 @@ pub(super) async fn drive(
     let prompt = {
         let runtime = runtime.clone();
         let session = session.clone();
-        tokio::spawn(async move { runtime.prompt(&session, input).await })
+        tokio::spawn(async move {
+            match request {
+                Request::Prompt(mut input) => {
+                    // `@path` and `@agent` in the text become file and agent parts.
+                    if let [PartInput::Text { text, .. }] = input.parts.as_slice() {
+                        input.parts = runtime.resolve_prompt(&session, &text.clone()).await?;
+                    }
+                    runtime.prompt(&session, input).await
+                }
+                Request::Command {
+                    name,
+                    arguments,
+                    agent,
+                    model,
+                } => {
+                    runtime
+                        .command(&session, &name, &arguments, agent.as_deref(), model)
+                        .await
+                }
+            }
+        })
     };
     tokio::pin!(prompt);
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();

@@ -198,3 +198,67 @@ fn run_offline_with_the_scripted_echo_model() {
     let out = s.ok(&["run", "--model", "scripted/echo", "hello", "there"]);
     assert_eq!(out.stdout.trim(), "hello there");
 }
+
+#[test]
+fn commands_list_shows_built_in_and_markdown_commands() {
+    let s = Sandbox::new();
+    s.file(
+        ".taskforce/command/greet.md",
+        "---\ndescription: Greets someone\nagent: plan\n---\nSay hello to $1",
+    );
+    let json = s.ok(&["commands", "list", "--json"]).json();
+    let all = json.as_array().unwrap();
+    assert_eq!(all[0]["name"], "review");
+    assert_eq!(all[0]["subtask"], true);
+    let greet = all.iter().find(|c| c["name"] == "greet").unwrap();
+    assert_eq!(greet["description"], "Greets someone");
+    assert_eq!(greet["agent"], "plan");
+    assert_eq!(greet["template"], "Say hello to $1");
+    assert_eq!(greet["hints"], serde_json::json!(["$1"]));
+    let text = s.ok(&["commands", "list"]).stdout;
+    assert!(
+        text.contains("/greet") && text.contains("Greets someone"),
+        "{text}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_slash_command_from_a_markdown_file() {
+    let fake = FakeOpenAi::start(|req| {
+        let last = req
+            .messages()
+            .last()
+            .map(|m| m["content"].to_string())
+            .unwrap_or_default();
+        Response::text(if last.contains("Say hello to Ada") {
+            "Hello, Ada!"
+        } else {
+            "?"
+        })
+    })
+    .await
+    .unwrap();
+    let s = Sandbox::new();
+    configure(&s, &fake.base_url());
+    s.file(
+        ".taskforce/command/greet.md",
+        "---\ndescription: Greets\n---\nSay hello to $1",
+    );
+    let out = tokio::task::spawn_blocking(move || {
+        let ok = s.run(&["run", "/greet", "Ada"]);
+        let bad = s.run(&["run", "/nope"]);
+        (ok, bad)
+    })
+    .await
+    .unwrap();
+    assert_eq!(out.0.status, 0, "{}", out.0.stderr);
+    assert_eq!(out.0.stdout.trim(), "Hello, Ada!");
+    assert_eq!(out.1.status, 2, "{}", out.1.stderr);
+    assert!(
+        out.1
+            .stderr
+            .contains("unknown command \"/nope\"; known commands: review, greet"),
+        "{}",
+        out.1.stderr
+    );
+}

@@ -126,6 +126,20 @@ pub enum Event {
         /// The answer.
         reply: PermissionReply,
     },
+    /// A slash command ran.
+    #[serde(rename = "command.executed")]
+    CommandExecuted {
+        /// The command.
+        name: String,
+        /// The session it ran in.
+        #[serde(rename = "sessionID")]
+        session_id: SessionId,
+        /// Its arguments as typed.
+        arguments: String,
+        /// The answer's message.
+        #[serde(rename = "messageID")]
+        message_id: MessageId,
+    },
     /// A session's todo list changed.
     #[serde(rename = "todo.updated")]
     TodoUpdated {
@@ -149,7 +163,8 @@ impl Event {
             | Event::MessageRemoved { session_id, .. }
             | Event::PartRemoved { session_id, .. }
             | Event::PermissionReplied { session_id, .. }
-            | Event::TodoUpdated { session_id, .. } => Some(session_id),
+            | Event::TodoUpdated { session_id, .. }
+            | Event::CommandExecuted { session_id, .. } => Some(session_id),
             Event::SessionError { session_id, .. } => session_id.as_ref(),
             Event::MessageUpdated { info } => Some(info.session_id()),
             Event::PartUpdated { part, .. } => Some(&part.session_id),
@@ -173,6 +188,7 @@ impl Event {
             Event::PermissionAsked(_) => "permission.asked",
             Event::PermissionReplied { .. } => "permission.replied",
             Event::TodoUpdated { .. } => "todo.updated",
+            Event::CommandExecuted { .. } => "command.executed",
         }
     }
 }

@@ -1,5 +1,6 @@
 //! The public handle of a running taskforce: sessions, prompts, cancels, queries, events.
 
+mod command;
 mod tree;
 
 pub use tree::SessionTree;
@@ -11,6 +12,7 @@ use std::time::Duration;
 use actix::{Actor, Addr};
 use dashmap::DashMap;
 use taskforce_agents::agent::Registry;
+use taskforce_agents::command::Commands;
 use taskforce_agents::config::{Config, LoadedConfig};
 use taskforce_agents::id::{PermissionId, SessionId, now_ms};
 use taskforce_agents::model::Session;
@@ -20,6 +22,7 @@ use taskforce_agents::tool::builtin_tools;
 use crate::RuntimeError;
 use crate::bus::{BusHandle, Event, Filter, SessionStatus, Subscription};
 use crate::core::Core;
+use crate::hooks::Hooks;
 use crate::permission::{PermissionBroker, PermissionReply, PermissionRequest};
 use crate::session::{Prompt, PromptInput, Seed, Writer};
 use crate::store::{MessageWithParts, SessionFilter, SqliteStore, Store};
@@ -74,6 +77,7 @@ impl Runtime {
         store: Arc<dyn Store>,
     ) -> Result<Runtime, RuntimeError> {
         let LoadedConfig { config, paths, .. } = options.loaded;
+        let config_for_commands = config.clone();
         let registry = Registry::new(&config, &paths)?;
         let providers = Providers::new(&config, &options.env)?;
         let bus = BusHandle::start(options.bus_capacity);
@@ -91,6 +95,8 @@ impl Runtime {
             idle_stop: options.idle_stop,
             flush_every: Duration::from_millis(200),
             statuses: DashMap::new(),
+            hooks: Default::default(),
+            commands: Commands::new(&config_for_commands),
         });
         let arbiters = if options.arbiters == 0 {
             std::thread::available_parallelism().map_or(2, |n| n.get())
@@ -338,6 +344,15 @@ impl Runtime {
             .map_err(|_| RuntimeError::Stopped)
     }
 
+    /// Registers hooks; they run after those registered before.
+    pub fn add_hooks(&self, hooks: Arc<dyn Hooks>) {
+        self.core
+            .hooks
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push(hooks);
+    }
+
     /// Subscribes to events passing `filter`.
     pub fn subscribe(&self, filter: Filter) -> Subscription {
         self.core.bus.subscribe(filter)
@@ -356,6 +371,11 @@ impl Runtime {
     /// Every pending permission ask.
     pub fn pending_permissions(&self) -> Vec<PermissionRequest> {
         self.core.broker.list()
+    }
+
+    /// Every slash command.
+    pub fn commands(&self) -> &Commands {
+        &self.core.commands
     }
 
     /// Every agent.

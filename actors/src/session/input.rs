@@ -4,8 +4,10 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use taskforce_agents::id::now_ms;
 use taskforce_agents::model::{
-    FilePart, Message, ModelRef, Part, PartKind, Session, TextPart, UserMessage,
+    AgentPart, FilePart, Message, ModelRef, Part, PartKind, Session, SubtaskPart, TextPart,
+    UserMessage,
 };
+use taskforce_agents::permission::{Action, evaluate};
 
 use super::writer::{Item, Writer};
 use crate::RuntimeError;
@@ -23,6 +25,26 @@ pub enum PartInput {
         /// Written by taskforce rather than the user.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         synthetic: bool,
+    },
+    /// An `@agent` mention: the model is told to hand the work to that subagent.
+    Agent {
+        /// The agent's name.
+        name: String,
+    },
+    /// A subagent task to run as it is (a command's subtask, or a client's).
+    Subtask {
+        /// The task for the subagent.
+        prompt: String,
+        /// A short description of the task.
+        description: String,
+        /// The subagent.
+        agent: String,
+        /// The model it runs on (else the subagent's own, else the session's).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        model: Option<ModelRef>,
+        /// The command that made it.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        command: Option<String>,
     },
     /// A file given by URL (`file://` or `data:`).
     File {
@@ -137,6 +159,39 @@ pub(crate) async fn create_user_message(
                 f.filename = filename;
                 f.into()
             }
+            PartInput::Agent { name } => {
+                parts.push(Part::new(
+                    session.id.clone(),
+                    info.id().clone(),
+                    AgentPart {
+                        name: name.clone(),
+                        source: None,
+                    },
+                ));
+                // F19: the model is told to delegate; a denied agent is vouched for by the user.
+                let denied = evaluate("task", &name, &[&agent.permission]).action == Action::Deny;
+                let mut hint = format!(
+                    " Use the above message and context to generate a prompt and call the task tool with subagent: {name}"
+                );
+                if denied {
+                    hint.push_str(" . Invoked by user; guaranteed to exist.");
+                }
+                TextPart::synthetic(hint).into()
+            }
+            PartInput::Subtask {
+                prompt,
+                description,
+                agent,
+                model,
+                command,
+            } => SubtaskPart {
+                prompt,
+                description,
+                agent,
+                model,
+                command,
+            }
+            .into(),
         };
         parts.push(Part::new(session.id.clone(), info.id().clone(), kind));
     }

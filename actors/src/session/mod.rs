@@ -1,18 +1,21 @@
 //! Session actors and the agent loop they run.
 
 mod actor;
+mod call;
 mod environment;
 mod history;
 mod host;
 mod input;
 mod run;
 mod step;
+mod subtask;
 mod writer;
 
 pub use actor::{Cancel, IsBusy, Prompt, Seed, SessionActor, Shutdown, Subtask};
 pub use history::{INTERRUPTED, SUBTASK_BY_USER};
 pub use input::{PartInput, PromptInput};
 pub use step::MAX_STEPS;
+pub use subtask::SUMMARIZE;
 
 pub(crate) use actor::Reply;
 pub(crate) use environment::civil_from_days as civil_date;

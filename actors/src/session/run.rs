@@ -9,6 +9,7 @@ use tracing::Instrument;
 
 use super::actor::{LoopState, lock};
 use super::step::{StepOutcome, run_step};
+use super::subtask::{pending_subtask, run_subtask};
 use super::{PromptInput, Writer, create_user_message};
 use crate::RuntimeError;
 use crate::bus::{Event, SessionStatus};
@@ -172,6 +173,13 @@ async fn drive(
             if lock(state).queue.is_empty() {
                 return Ok(messages[a].clone());
             }
+            continue;
+        }
+        // A subtask part waiting in the newest user messages runs before the model is called.
+        if let Some(task) = pending_subtask(messages) {
+            step += 1;
+            let written = run_subtask(core, writer, session, messages, task, token).await?;
+            messages.extend(written);
             continue;
         }
         step += 1;

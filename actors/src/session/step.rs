@@ -19,9 +19,10 @@ use taskforce_agents::permission::{PermissionError, merge};
 use taskforce_agents::provider::{
     ChatMessage, FinishReason, ModelEvent, ModelRequest, ProviderError, Role, ToolSpec, Usage, cost,
 };
-use taskforce_agents::tool::{Tool, ToolContext, ToolError, ToolOutput, run_tool};
+use taskforce_agents::tool::{Tool, ToolError, ToolOutput};
 use tokio_util::sync::CancellationToken;
 
+use super::call::{CallSite, call_tool};
 use super::environment::environment;
 use super::history::to_model_messages;
 use super::host::SessionToolHost;
@@ -61,6 +62,12 @@ pub(crate) async fn run_step(
     }) else {
         return Err(RuntimeError::InvalidInput("no user message".into()));
     };
+    // F19: a turn whose user message mentions an agent skips the task permission ask.
+    let mentions_agent = messages
+        .iter()
+        .rev()
+        .find(|m| matches!(m.info, Message::User(_)))
+        .is_some_and(|m| m.parts.iter().any(|p| matches!(p.kind, PartKind::Agent(_))));
     let agent = Arc::new(core.registry.require(&user.agent)?.clone());
     let model_ref = user.model.clone();
     let path = MessagePath {
@@ -134,6 +141,10 @@ pub(crate) async fn run_step(
         options: agent.options.clone(),
     };
 
+    let mut request = request;
+    for hook in core.hooks() {
+        hook.chat_request(&session.id, &agent.name, &mut request);
+    }
     let mut processor = Processor {
         core: core.clone(),
         writer: writer.clone(),
@@ -144,6 +155,7 @@ pub(crate) async fn run_step(
         tools,
         token: token.clone(),
         parts: Vec::new(),
+        bypass_agent_check: mentions_agent,
     };
     let opening = Message::Assistant(assistant.clone());
     let result = processor.process(model.as_ref(), request, &opening).await;
@@ -279,7 +291,7 @@ struct StepResult {
 pub(crate) struct SharedPart(Arc<Mutex<Part>>);
 
 impl SharedPart {
-    fn new(part: Part) -> Self {
+    pub fn new(part: Part) -> Self {
         SharedPart(Arc::new(Mutex::new(part)))
     }
 
@@ -311,6 +323,8 @@ struct Processor {
     token: CancellationToken,
     /// Every part of the message, in creation order.
     parts: Vec<SharedPart>,
+    /// The user mentioned an agent: task calls of this step skip their permission ask.
+    bypass_agent_check: bool,
 }
 
 /// A streaming text or reasoning part and when it was last written to disk.
@@ -557,29 +571,17 @@ impl Processor {
             part.clone(),
             merge(&[&self.agent.permission, self.session.rules()]),
         ));
-        let ctx = ToolContext {
-            session_id: self.session.id.clone(),
-            message_id: self.message_id.clone(),
-            call_id: id.clone(),
+        let site = CallSite {
+            core: &self.core,
+            session: &self.session,
             agent: self.agent.clone(),
             model: self.model.clone(),
-            directory: self.session.directory.clone(),
-            project_root: self.core.paths.project_root.clone(),
-            data_dir: self.core.paths.data_dir.clone(),
-            abort: self.token.child_token(),
-            bypass_agent_check: false,
-            registry: self.core.registry.clone(),
-            host: host.clone(),
-            delegate: self.core.supervisor().map(|s| {
-                Arc::new(crate::supervisor::SupervisorDelegate::new(
-                    self.core.clone(),
-                    s.clone(),
-                    self.session.clone(),
-                )) as Arc<dyn taskforce_agents::tool::Delegate>
-            }),
+            message_id: self.message_id.clone(),
+            token: &self.token,
         };
+        let ctx = site.context(id.clone(), host.clone(), self.bypass_agent_check, None);
         let available: Vec<String> = self.tools.iter().map(|t| t.id().to_string()).collect();
-        let store = self.core.store.clone();
+        let core = self.core.clone();
         let flush_every = self.core.flush_every;
         let agent = self.agent.clone();
         tokio::spawn(async move {
@@ -600,14 +602,14 @@ impl Processor {
                     };
                     match allowed {
                         Ok(()) => {
-                            let call = run_tool(tool.as_ref(), Value::Object(args), &ctx);
+                            let call = call_tool(&core, tool.as_ref(), Value::Object(args), &ctx);
                             tokio::pin!(call);
                             tokio::select! {
                                 out = &mut call => out,
                                 () = tokio::time::sleep(flush_every) => {
                                     // A call that lasts is on disk as running, so a crash
                                     // leaves it visible as interrupted.
-                                    store.queue_part(&part.lock());
+                                    core.store.queue_part(&part.lock());
                                     call.await
                                 }
                             }

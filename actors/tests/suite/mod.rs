@@ -1,3 +1,4 @@
 mod bus;
+mod commands;
 mod runtime;
 mod store;

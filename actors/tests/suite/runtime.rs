@@ -10,7 +10,7 @@ use taskforce_agents::config::{LoadOptions, load};
 use taskforce_agents::model::{Message, PartKind, ToolState};
 use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 
-struct Env {
+pub struct Env {
     _dir: tempfile::TempDir,
     project: PathBuf,
     data: PathBuf,
@@ -18,7 +18,7 @@ struct Env {
 }
 
 impl Env {
-    fn new(base_url: &str, extra: &str) -> Env {
+    pub fn new(base_url: &str, extra: &str) -> Env {
         let dir = tempfile::tempdir().unwrap();
         let project = dir.path().join("project");
         let home = dir.path().join("home");
@@ -40,8 +40,15 @@ impl Env {
         }
     }
 
+    /// Writes `text` to `rel` below the project.
+    pub fn file(&self, rel: &str, text: &str) {
+        let path = self.project.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+
     /// Runtime options for this project, with a hermetic environment.
-    fn options(&self) -> RuntimeOptions {
+    pub fn options(&self) -> RuntimeOptions {
         let mut env = BTreeMap::new();
         env.insert("HOME".to_string(), self.home.display().to_string());
         let loaded = load(&LoadOptions {
@@ -57,16 +64,16 @@ impl Env {
         options
     }
 
-    async fn runtime(&self) -> Runtime {
+    pub async fn runtime(&self) -> Runtime {
         Runtime::start(self.options()).await.unwrap()
     }
 }
 
-fn is_child(req: &RecordedRequest) -> bool {
+pub fn is_child(req: &RecordedRequest) -> bool {
     !req.tool_names().contains(&"task")
 }
 
-fn task_call(args: &str) -> Response {
+pub fn task_call(args: &str) -> Response {
     Response::tool_calls(&[("call_task_1", "task", args)])
 }
 
@@ -79,7 +86,7 @@ fn text_of(message: &MessageWithParts) -> String {
 }
 
 /// Every tool part of a session's messages.
-async fn tool_parts(
+pub async fn tool_parts(
     rt: &Runtime,
     id: &taskforce_agents::id::SessionId,
 ) -> Vec<(String, ToolState)> {

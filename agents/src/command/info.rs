@@ -3,7 +3,7 @@
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
-use super::{CommandConfig, hints};
+use super::{CommandConfig, builtin_commands, hints};
 use crate::config::Config;
 use crate::model::ModelRef;
 
@@ -11,7 +11,7 @@ use crate::model::ModelRef;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum CommandSource {
-    /// Config or markdown.
+    /// Built in, config or markdown (OpenCode lists built-ins as `command` too).
     Command,
 }
 
@@ -81,15 +81,17 @@ pub struct Commands {
 }
 
 impl Commands {
-    /// The commands defined in `config` (config tables and markdown files).
+    /// The built-in commands, then those defined in `config` (config tables and markdown
+    /// files); a defined command named like a built-in replaces it in place.
     pub fn new(config: &Config) -> Self {
-        Commands {
-            commands: config
-                .command
-                .iter()
-                .map(|(name, c)| (name.clone(), CommandInfo::from_config(name, c)))
-                .collect(),
+        let mut commands: IndexMap<String, CommandInfo> = builtin_commands()
+            .iter()
+            .map(|(name, c)| (name.to_string(), CommandInfo::from_config(name, c)))
+            .collect();
+        for (name, c) in &config.command {
+            commands.insert(name.clone(), CommandInfo::from_config(name, c));
         }
+        Commands { commands }
     }
 
     /// The command called `name` (without the leading `/`).
@@ -109,31 +111,88 @@ impl Commands {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::command::builtin::{REVIEW_DESCRIPTION, REVIEW_TEMPLATE};
+
+    fn names(commands: &Commands) -> Vec<&str> {
+        commands.list().map(|c| c.name.as_str()).collect()
+    }
+
+    #[test]
+    fn builtins_come_first() {
+        let mut config = Config::default();
+        config.command.insert(
+            "greet".into(),
+            CommandConfig {
+                template: "Say hello to $1".into(),
+                ..Default::default()
+            },
+        );
+        let commands = Commands::new(&config);
+        assert_eq!(names(&commands), ["review", "greet"]);
+        let review = commands.get("review").unwrap();
+        assert_eq!(review.source, CommandSource::Command);
+        assert_eq!(review.subtask, Some(true));
+        assert_eq!(review.description.as_deref(), Some(REVIEW_DESCRIPTION));
+        assert_eq!(review.hints, ["$ARGUMENTS"]);
+        let json = serde_json::to_value(review).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"name": "review", "description": REVIEW_DESCRIPTION,
+                               "source": "command", "template": REVIEW_TEMPLATE,
+                               "subtask": true, "hints": ["$ARGUMENTS"]})
+        );
+        assert_eq!(names(&Commands::new(&Config::default())), ["review"]);
+    }
+
+    #[test]
+    fn a_config_command_replaces_a_builtin_in_place() {
+        let mut config = Config::default();
+        config.command.insert(
+            "fix".into(),
+            CommandConfig {
+                template: "Fix $ARGUMENTS".into(),
+                ..Default::default()
+            },
+        );
+        config.command.insert(
+            "review".into(),
+            CommandConfig {
+                template: "Review $1".into(),
+                subtask: Some(false),
+                ..Default::default()
+            },
+        );
+        let commands = Commands::new(&config);
+        assert_eq!(names(&commands), ["review", "fix"]);
+        let info = commands.get("review").unwrap();
+        assert_eq!(info.hints, ["$1"]);
+        let json = serde_json::to_value(info).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"name": "review", "source": "command", "template": "Review $1",
+                               "subtask": false, "hints": ["$1"]})
+        );
+    }
 
     #[test]
     fn unknown_command_lists_known_ones() {
         let mut config = Config::default();
         config.command.insert(
-            "review".into(),
+            "greet".into(),
             CommandConfig {
-                template: "Review $1".into(),
-                subtask: Some(true),
+                template: "Hi".into(),
                 ..Default::default()
             },
         );
-        let commands = Commands::new(&config);
-        let info = commands.get("review").unwrap();
-        assert_eq!(info.hints, ["$1"]);
-        let err = commands.get("reveiw").unwrap_err();
+        let err = Commands::new(&config).get("reveiw").unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unknown command \"/reveiw\"; known commands: review"
+            "unknown command \"/reveiw\"; known commands: review, greet"
         );
-        let json = serde_json::to_value(info).unwrap();
+        let empty = Commands::default();
         assert_eq!(
-            json,
-            serde_json::json!({"name": "review", "source": "command", "template": "Review $1",
-                               "subtask": true, "hints": ["$1"]})
+            empty.get("x").unwrap_err().to_string(),
+            "unknown command \"/x\"; no commands are defined"
         );
     }
 }

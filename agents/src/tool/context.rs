@@ -36,6 +36,8 @@ pub struct ToolContext {
     pub abort: CancellationToken,
     /// Skip the task tool's permission ask (command subtasks and `@agent` mentions).
     pub bypass_agent_check: bool,
+    /// The model a delegated task must run on, over the subagent's own (a command's subtask).
+    pub subtask_model: Option<ModelRef>,
     /// Every agent of the runtime.
     pub registry: Arc<Registry>,
     /// Permission asks, live metadata and todos.

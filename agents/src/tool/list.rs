@@ -120,24 +120,13 @@ impl Tool for ListTool {
         })
         .await?;
 
-        let mut globs: Vec<String> = IGNORED_DIRS.iter().map(|d| format!("!{d}/")).collect();
-        globs.extend(
-            args.ignore
-                .unwrap_or_default()
-                .iter()
-                .map(|g| format!("!{g}")),
-        );
+        let globs = ignore_globs(&args.ignore.unwrap_or_default());
         let root = search.clone();
         let (files, truncated) = tokio::task::spawn_blocking(move || list_files(&root, &globs))
             .await
             .map_err(|e| ToolError::Failed(format!("listing failed: {e}")))??;
 
-        let mut output = format!("{}/\n{}", search.display(), render(&files));
-        if truncated {
-            output.push_str(&format!(
-                "\n(Showing the first {LIMIT} files. Use a more specific path, or the glob tool, to see more.)\n"
-            ));
-        }
+        let output = render_listing(&search, &files, truncated);
         let mut metadata = Map::new();
         metadata.insert("count".into(), json!(files.len()));
         metadata.insert("truncated".into(), Value::Bool(truncated));
@@ -147,6 +136,33 @@ impl Tool for ListTool {
             metadata,
         })
     }
+}
+
+impl ListTool {
+    /// The tool's output for `dir` with no extra ignores, without permission asks, for a
+    /// directory attached to a prompt. Blocking.
+    pub(crate) fn list_for_prompt(dir: &Path) -> Result<String, String> {
+        let (files, truncated) = list_files(dir, &ignore_globs(&[])).map_err(|e| e.to_string())?;
+        Ok(render_listing(dir, &files, truncated))
+    }
+}
+
+/// The override globs leaving out [`IGNORED_DIRS`] and the model's `ignore` patterns.
+fn ignore_globs(ignore: &[String]) -> Vec<String> {
+    let mut globs: Vec<String> = IGNORED_DIRS.iter().map(|d| format!("!{d}/")).collect();
+    globs.extend(ignore.iter().map(|g| format!("!{g}")));
+    globs
+}
+
+/// The tool's output: the listed folder, its tree, and a note when the listing was capped.
+fn render_listing(search: &Path, files: &[PathBuf], truncated: bool) -> String {
+    let mut output = format!("{}/\n{}", search.display(), render(files));
+    if truncated {
+        output.push_str(&format!(
+            "\n(Showing the first {LIMIT} files. Use a more specific path, or the glob tool, to see more.)\n"
+        ));
+    }
+    output
 }
 
 /// Up to [`LIMIT`] files below `root` (relative to it), and whether there were more.

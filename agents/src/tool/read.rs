@@ -103,24 +103,8 @@ impl Tool for ReadTool {
             .map_err(|e| ToolError::Failed(format!("reading {} failed: {e}", path.display())))?
             .map_err(ToolError::Failed)?;
 
-        let last = offset + window.lines.len();
-        let more = window.total > last;
-        let mut output = String::from("<file>\n");
-        for (i, line) in window.lines.iter().enumerate() {
-            output.push_str(&format!("{:05}| {line}\n", offset + i + 1));
-        }
-        if window.cut_by_bytes {
-            output.push_str(&format!(
-                "\n(Output truncated at {MAX_BYTES} bytes. Use 'offset' parameter to read beyond line {last})"
-            ));
-        } else if more {
-            output.push_str(&format!(
-                "\n(File has more lines. Use 'offset' parameter to read beyond line {last})"
-            ));
-        } else {
-            output.push_str(&format!("\n(End of file - total {} lines)", window.total));
-        }
-        output.push_str("\n</file>");
+        let more = window.total > offset + window.lines.len();
+        let output = render(&window, offset);
 
         let mut metadata = Map::new();
         let preview: Vec<&str> = window.lines.iter().take(20).map(String::as_str).collect();
@@ -132,6 +116,42 @@ impl Tool for ReadTool {
             metadata,
         })
     }
+}
+
+impl ReadTool {
+    /// The tool's output for `path` read whole (no offset or limit), without permission asks,
+    /// for a file attached to a prompt; `Ok(None)` for a binary file. Blocking.
+    pub(crate) fn read_for_prompt(path: &Path) -> Result<Option<String>, String> {
+        if path.is_file() && is_binary(path).unwrap_or(false) {
+            return Ok(None);
+        }
+        let limit = usize::try_from(DEFAULT_LIMIT).unwrap_or(usize::MAX);
+        read_window(path, 0, limit).map(|window| Some(render(&window, 0)))
+    }
+}
+
+/// The tool's output for a window read from line `offset` (0-based): numbered lines in
+/// `<file>` tags and a note on where the file goes on.
+fn render(window: &Window, offset: usize) -> String {
+    let last = offset + window.lines.len();
+    let more = window.total > last;
+    let mut output = String::from("<file>\n");
+    for (i, line) in window.lines.iter().enumerate() {
+        output.push_str(&format!("{:05}| {line}\n", offset + i + 1));
+    }
+    if window.cut_by_bytes {
+        output.push_str(&format!(
+            "\n(Output truncated at {MAX_BYTES} bytes. Use 'offset' parameter to read beyond line {last})"
+        ));
+    } else if more {
+        output.push_str(&format!(
+            "\n(File has more lines. Use 'offset' parameter to read beyond line {last})"
+        ));
+    } else {
+        output.push_str(&format!("\n(End of file - total {} lines)", window.total));
+    }
+    output.push_str("\n</file>");
+    output
 }
 
 /// Reads lines `offset..offset + limit` of `path`, counting every line of the file.

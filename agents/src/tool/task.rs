@@ -109,7 +109,11 @@ impl Tool for TaskTool {
                 args.subagent_type
             ))
         })?;
-        let model = agent.model.clone().unwrap_or_else(|| ctx.model.clone());
+        let model = ctx
+            .subtask_model
+            .clone()
+            .or_else(|| agent.model.clone())
+            .unwrap_or_else(|| ctx.model.clone());
         let mut live = Map::new();
         live.insert("model".into(), json!(model));
         ctx.metadata(Some(args.description.clone()), live);

@@ -140,6 +140,7 @@ impl Project {
             data_dir: self.data.clone(),
             abort: CancellationToken::new(),
             bypass_agent_check: false,
+            subtask_model: None,
             registry: self.registry.clone(),
             host: self.host.clone(),
             delegate: None,

@@ -169,6 +169,7 @@ impl Env {
             data_dir: self.data_dir.clone(),
             abort: CancellationToken::new(),
             bypass_agent_check: false,
+            subtask_model: None,
             registry: self.registry.clone(),
             host: self.host.clone(),
             delegate: Some(self.delegate.clone()),

@@ -1,0 +1,149 @@
+//! Slash commands and prompt references: `/name args` and `@path` / `@agent` in prompt text.
+
+use taskforce_agents::agent::{AgentError, AgentMode};
+use taskforce_agents::command::{
+    PromptPiece, Reference, expand, file_pieces, find_references, substitute_shell,
+};
+use taskforce_agents::id::SessionId;
+use taskforce_agents::model::{AssistantError, ModelRef};
+
+use super::Runtime;
+use crate::RuntimeError;
+use crate::bus::Event;
+use crate::session::{PartInput, PromptInput};
+use crate::store::MessageWithParts;
+
+impl Runtime {
+    /// Runs the command `name` with `arguments` in `session` (reference F15, S8–S11): the
+    /// template is expanded, `` !`cmd` `` replaced by the command's output, references turned
+    /// into parts; it runs as a subtask when its agent is a subagent (unless `subtask = false`)
+    /// or it says `subtask = true`, else as a prompt under its agent. Answers the final message.
+    pub async fn command(
+        &self,
+        session: &SessionId,
+        name: &str,
+        arguments: &str,
+        agent: Option<&str>,
+        model: Option<ModelRef>,
+    ) -> Result<MessageWithParts, RuntimeError> {
+        let info = self.session(session).await?;
+        let command = self.core.commands.get(name)?.clone();
+        let agent_name = command
+            .agent
+            .clone()
+            .or_else(|| agent.map(str::to_string))
+            .unwrap_or_else(|| self.core.registry.default_agent().name.clone());
+        let Some(target) = self.core.registry.get(&agent_name).cloned() else {
+            let available: Vec<String> = self
+                .core
+                .registry
+                .list()
+                .filter(|a| !a.hidden)
+                .map(|a| a.name.clone())
+                .collect();
+            let message = format!(
+                "Agent not found: \"{agent_name}\". Available agents: {}",
+                available.join(", ")
+            );
+            self.core.bus.publish(Event::SessionError {
+                session_id: Some(session.clone()),
+                error: Some(AssistantError::unknown(message)),
+            });
+            return Err(AgentError::NotFound {
+                name: agent_name,
+                known: available,
+            }
+            .into());
+        };
+        let command_model = command
+            .model
+            .as_deref()
+            .map(str::parse::<ModelRef>)
+            .transpose()
+            .map_err(|e| RuntimeError::InvalidInput(e.to_string()))?;
+
+        let template = expand(&command.template, arguments);
+        let template = substitute_shell(&template, &info.directory).await;
+        let parts = self.resolve_prompt(session, &template).await?;
+
+        let subtask = (target.mode == AgentMode::Subagent && command.subtask != Some(false))
+            || command.subtask == Some(true);
+        let input = if subtask {
+            let prompt = parts
+                .iter()
+                .find_map(|p| match p {
+                    PartInput::Text { text, .. } => Some(text.clone()),
+                    _ => None,
+                })
+                .unwrap_or_default();
+            PromptInput {
+                parts: vec![PartInput::Subtask {
+                    prompt,
+                    description: command.description.clone().unwrap_or_default(),
+                    agent: agent_name,
+                    // The command's model, else the subagent's; else the caller's (at run time).
+                    model: command_model.or_else(|| target.model.clone()),
+                    command: Some(name.to_string()),
+                }],
+                // The message itself stays the caller's.
+                agent: agent.map(str::to_string),
+                model,
+                ..PromptInput::default()
+            }
+        } else {
+            PromptInput {
+                parts,
+                agent: Some(agent_name),
+                model: command_model.or_else(|| target.model.clone()).or(model),
+                ..PromptInput::default()
+            }
+        };
+        let answer = self.prompt(session, input).await?;
+        self.core.bus.publish(Event::CommandExecuted {
+            name: name.to_string(),
+            session_id: session.clone(),
+            arguments: arguments.to_string(),
+            message_id: answer.info.id().clone(),
+        });
+        Ok(answer)
+    }
+
+    /// The parts of a prompt text: the text itself, then for each `@reference` the file's
+    /// contents as the read tool shows them, a directory's listing, or an agent mention.
+    pub async fn resolve_prompt(
+        &self,
+        session: &SessionId,
+        text: &str,
+    ) -> Result<Vec<PartInput>, RuntimeError> {
+        let info = self.session(session).await?;
+        let registry = &self.core.registry;
+        let references = find_references(
+            text,
+            &info.directory,
+            self.core.paths.home.as_deref(),
+            |name| registry.get(name).is_some(),
+        );
+        let mut parts = vec![PartInput::text(text)];
+        for reference in &references {
+            if let Reference::Agent(name) = reference {
+                parts.push(PartInput::Agent { name: name.clone() });
+                continue;
+            }
+            for piece in file_pieces(reference, &info.directory).await {
+                parts.push(match piece {
+                    PromptPiece::Text { text, synthetic } => PartInput::Text { text, synthetic },
+                    PromptPiece::File {
+                        mime,
+                        url,
+                        filename,
+                    } => PartInput::File {
+                        mime,
+                        url,
+                        filename: Some(filename),
+                    },
+                });
+            }
+        }
+        Ok(parts)
+    }
+}

@@ -1,0 +1,490 @@
+//! Slash commands, subtask parts, @agent mentions, prompt references and hooks, end to end.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use taskforce_actors::store::MessageWithParts;
+use taskforce_actors::{HookCall, Hooks, PartInput, PromptInput, RuntimeError};
+use taskforce_agents::model::{Message, PartKind, ToolState};
+use taskforce_agents::provider::ModelRequest;
+use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_agents::tool::ToolOutput;
+
+use super::runtime::{Env, is_child, task_call, tool_parts};
+
+/// The text of the last message of a recorded request.
+fn last_content(req: &RecordedRequest) -> String {
+    req.messages()
+        .last()
+        .map(|m| m["content"].to_string())
+        .unwrap_or_default()
+}
+
+fn user_parts(messages: &[MessageWithParts]) -> Vec<Vec<&'static str>> {
+    messages
+        .iter()
+        .filter(|m| matches!(m.info, Message::User(_)))
+        .map(|m| m.parts.iter().map(|p| p.type_name()).collect())
+        .collect()
+}
+
+#[actix_rt::test]
+async fn an_inline_command_prompts_under_its_agent() {
+    let fake = FakeOpenAi::start(|_| Response::text("hello back"))
+        .await
+        .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    env.file(
+        ".taskforce/command/greet.md",
+        "---\ndescription: Greets\nagent: plan\n---\nSay hello to $1 from $ARGUMENTS",
+    );
+    let rt = env.runtime().await;
+    let s = rt.create_session(None, None).await.unwrap();
+    let answer = rt
+        .command(&s.id, "greet", "Ada Lovelace", None, None)
+        .await
+        .unwrap();
+    assert!(matches!(&answer.info, Message::Assistant(a) if a.agent == "plan"));
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 1);
+    assert!(last_content(&requests[0]).contains("Say hello to Ada Lovelace from Ada Lovelace"));
+    let messages = rt.messages(&s.id).await.unwrap();
+    let Message::User(user) = &messages[0].info else {
+        panic!("a user message first")
+    };
+    assert_eq!(user.agent, "plan");
+}
+
+#[actix_rt::test]
+async fn a_subtask_command_runs_the_subagent_then_hands_back_to_the_caller() {
+    let fake = FakeOpenAi::start(|req| {
+        if is_child(req) {
+            Response::text("the review found two issues")
+        } else {
+            Response::text("summary: two issues to fix")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    env.file(
+        ".taskforce/command/check.md",
+        "---\ndescription: Check things\nagent: general\nsubtask: true\n---\nCheck $ARGUMENTS carefully",
+    );
+    let rt = env.runtime().await;
+    let s = rt.create_session(None, None).await.unwrap();
+    let answer = rt
+        .command(&s.id, "check", "the parser", None, None)
+        .await
+        .unwrap();
+    assert_eq!(
+        answer
+            .parts
+            .iter()
+            .filter_map(|p| p.as_text())
+            .map(|t| t.text.clone())
+            .collect::<String>(),
+        "summary: two issues to fix"
+    );
+
+    let messages = rt.messages(&s.id).await.unwrap();
+    // user [subtask] → assistant (general, task part) → user [synthetic summarize] → assistant.
+    assert_eq!(messages.len(), 4);
+    let Message::User(first) = &messages[0].info else {
+        panic!()
+    };
+    assert_eq!(first.agent, "build", "the message stays the caller's");
+    assert_eq!(messages[0].parts.len(), 1);
+    let PartKind::Subtask(task) = &messages[0].parts[0].kind else {
+        panic!("exactly one subtask part")
+    };
+    assert_eq!(task.prompt, "Check the parser carefully");
+    assert_eq!(task.description, "Check things");
+    assert_eq!(task.agent, "general");
+    assert_eq!(task.command.as_deref(), Some("check"));
+    let Message::Assistant(runner) = &messages[1].info else {
+        panic!()
+    };
+    assert_eq!(runner.agent, "general");
+    assert_eq!(runner.finish.as_deref(), Some("tool-calls"));
+    let tool = messages[1].parts[0].as_tool().unwrap();
+    assert_eq!(tool.tool, "task");
+    let ToolState::Completed(done) = &tool.state else {
+        panic!("the task completed: {:?}", tool.state)
+    };
+    assert!(done.output.starts_with("the review found two issues"));
+    let summarize = messages[2].parts[0].as_text().unwrap();
+    assert_eq!(summarize.text, taskforce_actors::session::SUMMARIZE);
+    assert_eq!(summarize.synthetic, Some(true));
+    let Message::Assistant(last) = &messages[3].info else {
+        panic!()
+    };
+    assert_eq!(last.agent, "build");
+
+    // What the caller's model saw.
+    let caller = fake.requests().into_iter().rfind(|r| !is_child(r)).unwrap();
+    assert!(caller.contains("The following tool was executed by the user"));
+    assert!(caller.contains("Summarize the task tool output above and continue with your task."));
+    assert!(caller.contains("the review found two issues"));
+}
+
+#[actix_rt::test]
+async fn subagent_commands_are_subtasks_unless_they_say_otherwise() {
+    let fake = FakeOpenAi::start(|_| Response::text("ok")).await.unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    env.file(
+        ".taskforce/command/look.md",
+        "---\nagent: explore\n---\nLook around",
+    );
+    env.file(
+        ".taskforce/command/inline.md",
+        "---\nagent: explore\nsubtask: false\n---\nLook here",
+    );
+    let rt = env.runtime().await;
+    let s = rt.create_session(None, None).await.unwrap();
+    rt.command(&s.id, "look", "", None, None).await.unwrap();
+    let t = rt.create_session(None, None).await.unwrap();
+    rt.command(&t.id, "inline", "", None, None).await.unwrap();
+    assert_eq!(
+        user_parts(&rt.messages(&s.id).await.unwrap())[0],
+        ["subtask"]
+    );
+    let inline = rt.messages(&t.id).await.unwrap();
+    assert_eq!(user_parts(&inline)[0], ["text"]);
+    assert!(matches!(&inline[0].info, Message::User(u) if u.agent == "explore"));
+}
+
+#[actix_rt::test]
+async fn the_subtask_model_is_the_commands_then_the_subagents_then_the_callers() {
+    let fake = FakeOpenAi::start(|_| Response::text("ok")).await.unwrap();
+    let env = Env::new(
+        &fake.base_url(),
+        "\n[agent.general]\nmodel = \"fake/agent-model\"\n",
+    );
+    env.file(
+        ".taskforce/command/a.md",
+        "---\nagent: general\nmodel: fake/command-model\n---\nA",
+    );
+    env.file(".taskforce/command/b.md", "---\nagent: general\n---\nB");
+    env.file(".taskforce/command/c.md", "---\nagent: explore\n---\nC");
+    let rt = env.runtime().await;
+    for name in ["a", "b", "c"] {
+        let s = rt.create_session(None, None).await.unwrap();
+        rt.command(&s.id, name, "", None, None).await.unwrap();
+    }
+    let child_models: Vec<String> = fake
+        .requests()
+        .iter()
+        .filter(|r| is_child(r))
+        .map(|r| r.body["model"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(child_models, ["command-model", "agent-model", "gpt-test"]);
+}
+
+#[actix_rt::test]
+async fn a_failing_subtask_never_stops_the_loop() {
+    let fake = FakeOpenAi::start(|req| {
+        if is_child(req) {
+            Response::error(500, "child exploded")
+        } else {
+            Response::text("carried on")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    env.file(
+        ".taskforce/command/boom.md",
+        "---\nagent: general\n---\nBoom",
+    );
+    let rt = env.runtime().await;
+    let s = rt.create_session(None, None).await.unwrap();
+    let answer = rt.command(&s.id, "boom", "", None, None).await.unwrap();
+    assert!(matches!(&answer.info, Message::Assistant(a) if a.error.is_none()));
+    let ToolState::Error(e) = &tool_parts(&rt, &s.id).await[0].1 else {
+        panic!("the task part is an error")
+    };
+    assert!(
+        e.error.starts_with("Tool execution failed: "),
+        "{}",
+        e.error
+    );
+    assert!(e.error.contains("child exploded"), "{}", e.error);
+}
+
+#[actix_rt::test]
+async fn unknown_commands_and_agents_are_clear_errors() {
+    let fake = FakeOpenAi::start(|_| Response::text("ok")).await.unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    env.file(
+        ".taskforce/command/ghost.md",
+        "---\nagent: nobody\n---\nBoo",
+    );
+    let rt = env.runtime().await;
+    let s = rt.create_session(None, None).await.unwrap();
+    let err = rt.command(&s.id, "nope", "", None, None).await.unwrap_err();
+    assert!(matches!(err, RuntimeError::UnknownCommand(_)));
+    let text = err.to_string();
+    assert!(
+        text.contains("/nope") && text.contains("review") && text.contains("ghost"),
+        "{text}"
+    );
+
+    let mut events = rt.subscribe(taskforce_actors::bus::Filter::Session(s.id.clone()));
+    let err = rt
+        .command(&s.id, "ghost", "", None, None)
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("nobody"), "{err}");
+    use futures::StreamExt;
+    let item = tokio::time::timeout(std::time::Duration::from_secs(2), events.next())
+        .await
+        .unwrap()
+        .unwrap();
+    let taskforce_actors::bus::BusItem::Event(e) = item else {
+        panic!("expected session.error")
+    };
+    let v = serde_json::to_value(&e.event).unwrap();
+    assert_eq!(v["type"], "session.error");
+    let message = v["properties"]["error"]["data"]["message"]
+        .as_str()
+        .unwrap();
+    assert!(
+        message.starts_with("Agent not found: \"nobody\". Available agents: build, plan"),
+        "{message}"
+    );
+    assert!(fake.requests().is_empty(), "nothing reached the model");
+}
+
+#[actix_rt::test]
+async fn templates_run_shell_commands_and_read_referenced_files() {
+    let fake = FakeOpenAi::start(|_| Response::text("ok")).await.unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    env.file(
+        ".taskforce/command/ctx.md",
+        "---\nagent: build\n---\nBranch: !`echo main-branch` Broken: !`exit 3` Read @notes.txt and @src please",
+    );
+    env.file("src/lib.rs", "pub fn f() {}\n");
+    let rt = env.runtime().await;
+    let s = rt.create_session(None, None).await.unwrap();
+    rt.command(&s.id, "ctx", "", None, None).await.unwrap();
+    let request = &fake.requests()[0];
+    assert!(request.contains("Branch: main-branch"));
+    assert!(request.contains("Error executing command"));
+    assert!(request.contains("Called the Read tool with the following input"));
+    assert!(
+        request.contains("hello from the project"),
+        "the file's contents reach the model"
+    );
+    assert!(
+        request.contains("lib.rs"),
+        "the directory's listing reaches the model"
+    );
+    let messages = rt.messages(&s.id).await.unwrap();
+    let kinds = &user_parts(&messages)[0];
+    assert_eq!(
+        kinds.iter().filter(|k| **k == "file").count(),
+        2,
+        "{kinds:?}"
+    );
+    let mimes: Vec<String> = messages[0]
+        .parts
+        .iter()
+        .filter_map(|p| match &p.kind {
+            PartKind::File(f) => Some(f.mime.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(mimes, ["text/plain", "application/x-directory"]);
+}
+
+#[actix_rt::test]
+async fn agent_mentions_hint_the_model_and_skip_the_task_ask() {
+    let fake = FakeOpenAi::start(|req| {
+        if is_child(req) {
+            Response::text("explored")
+        } else if req.last_role() == Some("user") {
+            task_call(r#"{"description":"d","prompt":"p","subagent_type":"explore"}"#)
+        } else {
+            Response::text("done")
+        }
+    })
+    .await
+    .unwrap();
+    // Without the mention, this task call would be refused by the rules.
+    let env = Env::new(
+        &fake.base_url(),
+        "\n[permission.task]\nexplore = \"deny\"\n",
+    );
+    let rt = env.runtime().await;
+    let s = rt.create_session(None, None).await.unwrap();
+    let parts = rt
+        .resolve_prompt(&s.id, "@explore find the parser")
+        .await
+        .unwrap();
+    assert_eq!(
+        parts,
+        [
+            PartInput::text("@explore find the parser"),
+            PartInput::Agent {
+                name: "explore".into()
+            }
+        ]
+    );
+    rt.prompt(
+        &s.id,
+        PromptInput {
+            parts,
+            ..Default::default()
+        },
+    )
+    .await
+    .unwrap();
+    let messages = rt.messages(&s.id).await.unwrap();
+    assert_eq!(user_parts(&messages)[0], ["text", "agent", "text"]);
+    let hint = messages[0].parts[2].as_text().unwrap();
+    assert_eq!(
+        hint.text,
+        " Use the above message and context to generate a prompt and call the task tool with subagent: explore . Invoked by user; guaranteed to exist."
+    );
+    assert_eq!(hint.synthetic, Some(true));
+    let ToolState::Completed(done) = &tool_parts(&rt, &s.id).await[0].1 else {
+        panic!("the mention let the task run")
+    };
+    assert!(done.output.starts_with("explored"));
+
+    // A second turn without a mention: the rules apply again.
+    rt.prompt(&s.id, PromptInput::text("again")).await.unwrap();
+    let ToolState::Error(e) = &tool_parts(&rt, &s.id).await[1].1 else {
+        panic!("denied without a mention")
+    };
+    assert!(
+        e.error.starts_with("The user has specified a rule"),
+        "{}",
+        e.error
+    );
+}
+
+/// A hook that records calls, rewrites some, refuses others, and edits model requests.
+#[derive(Default)]
+struct Recorder {
+    calls: Mutex<Vec<String>>,
+}
+
+#[async_trait::async_trait]
+impl Hooks for Recorder {
+    async fn tool_execute_before(
+        &self,
+        call: &HookCall<'_>,
+        args: &mut Value,
+    ) -> Result<(), String> {
+        self.calls
+            .lock()
+            .unwrap()
+            .push(format!("before {}", call.tool));
+        if call.tool == "bash"
+            && args["command"]
+                .as_str()
+                .is_some_and(|c| c.contains("rm -rf"))
+        {
+            return Err("blocked by policy: rm -rf is not allowed".into());
+        }
+        if call.tool == "read" {
+            args["filePath"] = Value::String("notes.txt".into());
+        }
+        Ok(())
+    }
+
+    async fn tool_execute_after(&self, call: &HookCall<'_>, output: &mut ToolOutput) {
+        self.calls
+            .lock()
+            .unwrap()
+            .push(format!("after {}", call.tool));
+        if call.tool == "read" {
+            output.output.push_str("\n[checked by the host]");
+        }
+    }
+
+    fn chat_request(
+        &self,
+        _: &taskforce_agents::id::SessionId,
+        _: &str,
+        request: &mut ModelRequest,
+    ) {
+        request.system.push("HOST POLICY: be brief".into());
+        request.temperature = Some(0.1);
+    }
+}
+
+#[actix_rt::test]
+async fn hooks_rewrite_refuse_and_see_every_call_subtasks_included() {
+    let fake = FakeOpenAi::start(|req| {
+        if is_child(req) {
+            Response::text("child ok")
+        } else if req.last_role() == Some("user") && !req.contains("Summarize the task") {
+            Response::tool_calls(&[
+                ("c1", "bash", r#"{"command":"rm -rf /tmp/nothing"}"#),
+                ("c2", "read", r#"{"filePath":"does-not-exist.txt"}"#),
+            ])
+        } else {
+            Response::text("ok")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    env.file(
+        ".taskforce/command/sub.md",
+        "---\nagent: general\n---\nDo it",
+    );
+    let rt = env.runtime().await;
+    let recorder = Arc::new(Recorder::default());
+    rt.add_hooks(recorder.clone());
+    let s = rt.create_session(None, None).await.unwrap();
+    rt.prompt(&s.id, PromptInput::text("go")).await.unwrap();
+    let parts = tool_parts(&rt, &s.id).await;
+    let ToolState::Error(blocked) = &parts[0].1 else {
+        panic!("bash refused")
+    };
+    assert_eq!(blocked.error, "blocked by policy: rm -rf is not allowed");
+    let ToolState::Completed(read) = &parts[1].1 else {
+        panic!("read rewritten: {:?}", parts[1].1)
+    };
+    assert!(read.output.contains("hello from the project"));
+    assert!(read.output.ends_with("[checked by the host]"));
+    let first = &fake.requests()[0];
+    assert!(first.contains("HOST POLICY: be brief"));
+    assert_eq!(first.body["temperature"], 0.1);
+
+    let t = rt.create_session(None, None).await.unwrap();
+    rt.command(&t.id, "sub", "", None, None).await.unwrap();
+    let calls = recorder.calls.lock().unwrap().clone();
+    assert!(calls.contains(&"before task".to_string()), "{calls:?}");
+    assert!(calls.contains(&"after task".to_string()), "{calls:?}");
+    for expected in ["before bash", "before read", "after read"] {
+        assert!(
+            calls.contains(&expected.to_string()),
+            "{expected}: {calls:?}"
+        );
+    }
+    assert!(
+        !calls.contains(&"after bash".to_string()),
+        "a refused call has no after"
+    );
+}
+
+#[actix_rt::test]
+async fn commands_list_the_built_in_review_first() {
+    let fake = FakeOpenAi::start(|_| Response::text("ok")).await.unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    env.file(".taskforce/command/mine.md", "Mine $1");
+    let rt = env.runtime().await;
+    let names: Vec<&str> = rt.commands().list().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["review", "mine"]);
+    let review = rt.commands().get("review").unwrap();
+    assert_eq!(review.subtask, Some(true));
+    assert_eq!(
+        review.description.as_deref(),
+        Some("review changes [commit|branch|pr], defaults to uncommitted")
+    );
+}
