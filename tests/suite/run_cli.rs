@@ -262,3 +262,38 @@ async fn run_slash_command_from_a_markdown_file() {
         out.1.stderr
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_slash_command_as_a_subtask() {
+    let fake = FakeOpenAi::start(|req| {
+        if !req.tool_names().contains(&"task") {
+            Response::text("the child checked the parser")
+        } else {
+            Response::text("Summary: the parser was checked.")
+        }
+    })
+    .await
+    .unwrap();
+    let s = Sandbox::new();
+    configure(&s, &fake.base_url());
+    s.file(
+        ".taskforce/command/check.md",
+        "---\ndescription: Check a part\nagent: general\nsubtask: true\n---\nCheck $ARGUMENTS",
+    );
+    let out = tokio::task::spawn_blocking(move || s.run(&["run", "/check", "the parser"]))
+        .await
+        .unwrap();
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert_eq!(out.stdout.trim(), "Summary: the parser was checked.");
+    assert!(
+        out.stderr.contains("@general · Check a part"),
+        "{}",
+        out.stderr
+    );
+    let child = fake
+        .requests()
+        .into_iter()
+        .find(|r| !r.tool_names().contains(&"task"))
+        .unwrap();
+    assert!(child.contains("Check the parser"));
+}
