@@ -13,6 +13,8 @@ use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
+use crate::tool::kill_group;
+
 /// How long one substituted command may run.
 pub const SHELL_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -100,20 +102,6 @@ async fn run(command: &str, cwd: &Path, timeout: Duration) -> Result<String, Str
         } else {
             Err(stderr.to_string())
         }
-    }
-}
-
-/// Kills the process group led by `pid` (the shell started in its own group).
-async fn kill_group(pid: Option<u32>) {
-    if let Some(pid) = pid {
-        let _ = tokio::process::Command::new("sh")
-            .arg("-c")
-            .arg(format!("kill -s KILL -- -{pid} 2>/dev/null"))
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .status()
-            .await;
     }
 }
 

@@ -471,7 +471,7 @@ impl Drop for GroupGuard {
 }
 
 /// Kills the process group led by `pid`.
-async fn kill_group(pid: Option<u32>) {
+pub(crate) async fn kill_group(pid: Option<u32>) {
     if let Some(pid) = pid {
         let _ = tokio::process::Command::new("sh")
             .arg("-c")

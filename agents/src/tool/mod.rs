@@ -3,6 +3,7 @@
 //! built-in tools.
 
 mod bash;
+pub(crate) use bash::kill_group;
 mod context;
 mod edit;
 mod glob;
