@@ -805,14 +805,14 @@ fn assert_schema(input: &Value, required: &[&str], optional: &[&str]) {
     }
 }
 
-/// One explore subagent, driven through the demo script: glob, grep, read, answer.
+/// One explore subagent, driven through the demo script: glob, read, grep, answer.
 async fn run_explore(model: &ScriptedModel, prompt: &str, expect_file: &str) -> String {
     let tools = ["bash", "read", "list", "glob", "grep"];
     let mut history = vec![ChatMessage::text(Role::User, prompt)];
     let steps = [
         ("glob", vec!["pattern"], vec!["path"]),
-        ("grep", vec!["pattern"], vec!["path", "include"]),
         ("read", vec!["filePath"], vec!["offset", "limit"]),
+        ("grep", vec!["pattern"], vec!["path", "include"]),
     ];
     for (turn, (tool_name, required, optional)) in steps.iter().enumerate() {
         let events = call(model, request("explore", &tools, history.clone())).await;
@@ -833,7 +833,7 @@ async fn run_explore(model: &ScriptedModel, prompt: &str, expect_file: &str) -> 
     assert_eq!(finish_of(&events), FinishReason::Stop);
     let answer = text_of(&events);
     assert!(
-        answer.contains(&format!("<read output for {expect_file}>")),
+        answer.contains(&format!("<grep output for {expect_file}>")),
         "{answer}"
     );
     answer
@@ -891,7 +891,7 @@ async fn demo_script_walks_build_and_explore() {
     let summary = text_of(&events);
     for file in expected {
         assert!(
-            summary.contains(&format!("<read output for {file}>")),
+            summary.contains(&format!("<grep output for {file}>")),
             "{summary}"
         );
     }
