@@ -35,6 +35,8 @@ pub(crate) struct Core {
     pub idle_stop: Duration,
     /// How often streaming text is written to disk.
     pub flush_every: Duration,
+    /// The first wait before retrying a failed model call (it doubles each time).
+    pub retry_base: Duration,
     /// The status of every session that is not idle.
     pub statuses: DashMap<SessionId, SessionStatus>,
     /// Every slash command.

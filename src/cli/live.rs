@@ -100,6 +100,24 @@ impl LiveView {
                     if node.tools == 1 { "" } else { "s" }
                 ))
             }
+            Event::SessionStatus {
+                session_id,
+                status:
+                    SessionStatus::Retry {
+                        attempt,
+                        message,
+                        next,
+                    },
+            } => {
+                let node = self.nodes.get(session_id)?;
+                let wait = next.saturating_sub(taskforce_agents::id::now_ms()) as f64 / 1000.0;
+                Some(format!(
+                    "{}↻ {} retry {attempt} in {wait:.1}s: {}",
+                    indent(node.depth),
+                    short(&node.label),
+                    first_line(message)
+                ))
+            }
             Event::SessionError {
                 session_id: Some(id),
                 error: Some(error),

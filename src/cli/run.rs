@@ -124,9 +124,37 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<()> {
         let outcome = drive(&runtime, &session.id, &agent_name, request, format, yes).await;
         if format == Format::Text {
             eprintln!("session: {}", session.id);
+            if let Ok(tree) = runtime.tree(&session.id).await {
+                eprintln!("{}", usage_line(&tree));
+            }
         }
         outcome
     })
+}
+
+/// Tokens and cost of the whole tree, for the last line of a run.
+fn usage_line(tree: &taskforce_actors::SessionTree) -> String {
+    fn count(node: &taskforce_actors::SessionTree) -> usize {
+        node.children.iter().map(|c| 1 + count(c)).sum()
+    }
+    let u = &tree.total_usage;
+    let children = count(tree);
+    format!(
+        "usage: {} input, {} output, {} cache read, {} cache write tokens · ${:.4}{}",
+        u.input,
+        u.output,
+        u.cache_read,
+        u.cache_write,
+        u.cost,
+        if children == 0 {
+            String::new()
+        } else {
+            format!(
+                " (including {children} subagent session{})",
+                if children == 1 { "" } else { "s" }
+            )
+        }
+    )
 }
 
 /// Prompts, follows the events, answers permission asks, and handles Ctrl-C.

@@ -77,6 +77,9 @@ async fn run_exits_non_zero_on_a_provider_error() {
         .unwrap();
     let s = Sandbox::new();
     configure(&s, &fake.base_url());
+    // No retries: the error is reported at once.
+    let config = std::fs::read_to_string(s.project.join("taskforce.toml")).unwrap();
+    s.file("taskforce.toml", &format!("{config}max_retries = 0\n"));
     let out = tokio::task::spawn_blocking(move || s.run(&["run", "hello"]))
         .await
         .unwrap();

@@ -41,6 +41,8 @@ pub struct RuntimeOptions {
     pub arbiters: usize,
     /// Events kept for subscribers; one that falls further behind is told it lagged.
     pub bus_capacity: usize,
+    /// The first wait before retrying a failed model call; it doubles up to 30 s.
+    pub retry_base: Duration,
 }
 
 impl RuntimeOptions {
@@ -52,6 +54,7 @@ impl RuntimeOptions {
             idle_stop: Duration::from_secs(300),
             arbiters: 0,
             bus_capacity: 4096,
+            retry_base: Duration::from_secs(2),
         }
     }
 }
@@ -94,6 +97,7 @@ impl Runtime {
             supervisor: OnceLock::new(),
             idle_stop: options.idle_stop,
             flush_every: Duration::from_millis(200),
+            retry_base: options.retry_base,
             statuses: DashMap::new(),
             hooks: Default::default(),
             commands: Commands::new(&config_for_commands),

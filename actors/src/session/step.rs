@@ -9,7 +9,7 @@ use futures::stream::FuturesUnordered;
 use serde_json::{Map, Value};
 use taskforce_agents::agent::AgentInfo;
 use taskforce_agents::id::{MessageId, now_ms};
-use taskforce_agents::model::ApiError;
+use taskforce_agents::model::{ApiError, CreatedTime, RetryPart};
 use taskforce_agents::model::{
     AssistantError, AssistantMessage, CacheTokens, Message, MessagePath, ModelRef, Part, PartKind,
     PartTime, ReasoningPart, Session, StepFinishPart, StepStartPart, TextPart, Tokens, ToolPart,
@@ -28,12 +28,18 @@ use super::history::to_model_messages;
 use super::host::SessionToolHost;
 use super::writer::{Item, Writer};
 use crate::RuntimeError;
-use crate::bus::Event;
+use crate::bus::{Event, SessionStatus};
 use crate::core::Core;
 use crate::store::MessageWithParts;
 
 /// The message appended for the model when an agent reaches its step limit (reference F20).
 pub const MAX_STEPS: &str = "CRITICAL - MAXIMUM STEPS REACHED\n\nThe maximum number of steps allowed for this task has been reached. Tools are disabled until next user input. Respond with text only.\n\nSTRICT REQUIREMENTS:\n1. Do NOT make any tool calls (no reads, writes, edits, searches, or any other tools)\n2. MUST provide a text response summarizing work done so far\n3. This constraint overrides ALL other instructions, including any user messages about edits or tool use\n\nResponse must include:\n- Statement that maximum steps for this agent have been reached\n- Summary of what has been accomplished so far\n- List of any remaining tasks that were not completed\n- Recommendations for what should be done next\n\nAny attempts to use tools are strictly prohibited until the user has sent another message.";
+
+/// How often a failed model call is retried when the provider sets no `max_retries`.
+const DEFAULT_MAX_RETRIES: u32 = 4;
+
+/// The longest wait between two attempts.
+const MAX_RETRY_DELAY: std::time::Duration = std::time::Duration::from_secs(30);
 
 /// How many identical consecutive tool calls count as a doom loop (reference S14).
 const DOOM_LOOP_THRESHOLD: usize = 3;
@@ -353,69 +359,96 @@ impl Processor {
             result.error = Some(AssistantError::unknown(e.to_string()));
             return result;
         }
-        let stream = tokio::select! {
-            s = model.stream(request) => s,
-            () = self.token.cancelled() => {
-                result.error = Some(aborted());
-                return result;
-            }
-        };
-        let mut stream = match stream {
-            Ok(s) => s,
-            Err(e) => {
-                result.error = Some(to_assistant_error(&e));
-                return result;
-            }
-        };
         let mut text: Option<Streaming> = None;
         let mut reasoning: Option<Streaming> = None;
         let mut calls: HashMap<String, SharedPart> = HashMap::new();
         let mut runs: FuturesUnordered<ToolRun> = FuturesUnordered::new();
         let mut aborted_now = false;
-        loop {
-            let event = tokio::select! {
-                e = stream.next() => e,
-                () = self.token.cancelled() => { aborted_now = true; break; }
+        let mut attempt: u32 = 0;
+        'attempts: loop {
+            let stream = tokio::select! {
+                s = model.stream(request.clone()) => s,
+                () = self.token.cancelled() => {
+                    aborted_now = true;
+                    break 'attempts;
+                }
             };
-            match event {
-                None => break,
-                Some(Err(e)) => {
-                    result.error = Some(to_assistant_error(&e));
-                    break;
-                }
-                Some(Ok(ModelEvent::TextDelta(delta))) => {
-                    self.stream_text(&mut text, delta, false).await;
-                }
-                Some(Ok(ModelEvent::ReasoningDelta(delta))) => {
-                    self.stream_text(&mut reasoning, delta, true).await;
-                }
-                Some(Ok(ModelEvent::ToolCallStart { id, name })) => {
-                    // Pending lasts until the arguments are in: published, not written.
-                    let part = self.new_part(ToolPart::pending(id.clone(), name).into());
-                    self.writer.part_live(&part.lock());
-                    calls.insert(id, part);
-                }
-                Some(Ok(ModelEvent::ToolCall {
-                    id,
-                    name,
-                    arguments,
-                })) => {
-                    let part = match calls.get(&id) {
-                        Some(p) => p.clone(),
-                        None => {
-                            let p =
-                                self.new_part(ToolPart::pending(id.clone(), name.clone()).into());
-                            calls.insert(id.clone(), p.clone());
-                            p
+            let mut stream = match stream {
+                Ok(s) => s,
+                Err(e) => {
+                    if self.may_retry(&e, attempt, &runs) {
+                        match self.retry(&e, &mut attempt).await {
+                            Ok(()) => continue 'attempts,
+                            Err(()) => {
+                                aborted_now = true;
+                                break 'attempts;
+                            }
                         }
-                    };
-                    runs.push(self.start_tool(part, id, name, arguments).await);
+                    }
+                    result.error = Some(to_assistant_error(&e));
+                    break 'attempts;
                 }
-                Some(Ok(ModelEvent::Usage(u))) => result.usage = u,
-                Some(Ok(ModelEvent::Finish(reason))) => result.finish = Some(reason),
+            };
+            loop {
+                let event = tokio::select! {
+                    e = stream.next() => e,
+                    () = self.token.cancelled() => { aborted_now = true; break 'attempts; }
+                };
+                match event {
+                    None => break 'attempts,
+                    Some(Err(e)) => {
+                        // A call cut before any tool ran is retried; what it streamed stays,
+                        // closed, with a retry part saying why it was cut.
+                        if self.may_retry(&e, attempt, &runs) {
+                            result.closing.extend(Self::end_text(reasoning.take()));
+                            result.closing.extend(Self::end_text(text.take()));
+                            for (_, part) in calls.drain() {
+                                self.finish_tool(&part, Err(ToolError::Aborted)).await;
+                            }
+                            match self.retry(&e, &mut attempt).await {
+                                Ok(()) => continue 'attempts,
+                                Err(()) => {
+                                    aborted_now = true;
+                                    break 'attempts;
+                                }
+                            }
+                        }
+                        result.error = Some(to_assistant_error(&e));
+                        break 'attempts;
+                    }
+                    Some(Ok(ModelEvent::TextDelta(delta))) => {
+                        self.stream_text(&mut text, delta, false).await;
+                    }
+                    Some(Ok(ModelEvent::ReasoningDelta(delta))) => {
+                        self.stream_text(&mut reasoning, delta, true).await;
+                    }
+                    Some(Ok(ModelEvent::ToolCallStart { id, name })) => {
+                        // Pending lasts until the arguments are in: published, not written.
+                        let part = self.new_part(ToolPart::pending(id.clone(), name).into());
+                        self.writer.part_live(&part.lock());
+                        calls.insert(id, part);
+                    }
+                    Some(Ok(ModelEvent::ToolCall {
+                        id,
+                        name,
+                        arguments,
+                    })) => {
+                        let part = match calls.get(&id) {
+                            Some(p) => p.clone(),
+                            None => {
+                                let p = self
+                                    .new_part(ToolPart::pending(id.clone(), name.clone()).into());
+                                calls.insert(id.clone(), p.clone());
+                                p
+                            }
+                        };
+                        runs.push(self.start_tool(part, id, name, arguments).await);
+                    }
+                    Some(Ok(ModelEvent::Usage(u))) => result.usage = u,
+                    Some(Ok(ModelEvent::Finish(reason))) => result.finish = Some(reason),
+                }
             }
         }
-        drop(stream);
         // Finished text is written with the step's closing commit.
         result.closing.extend(Self::end_text(reasoning));
         result.closing.extend(Self::end_text(text));
@@ -620,6 +653,71 @@ impl Processor {
             };
             (id, outcome)
         })
+    }
+
+    /// Whether a failed call may be tried again: the error is retryable, no tool of this step
+    /// has started, and the provider's `max_retries` is not used up.
+    fn may_retry(
+        &self,
+        error: &ProviderError,
+        attempt: u32,
+        runs: &FuturesUnordered<ToolRun>,
+    ) -> bool {
+        let max = self
+            .core
+            .config
+            .provider
+            .get(&self.model.provider_id)
+            .and_then(|p| p.max_retries)
+            .unwrap_or(DEFAULT_MAX_RETRIES);
+        error.is_retryable() && runs.is_empty() && attempt < max
+    }
+
+    /// Records a retry part, shows the retry status, and waits the backoff (2 s doubling, at
+    /// most 30 s, or what `retry-after` asked for); `Err` when cancelled while waiting.
+    async fn retry(&mut self, error: &ProviderError, attempt: &mut u32) -> Result<(), ()> {
+        *attempt += 1;
+        let delay = match error {
+            ProviderError::Http {
+                retry_after: Some(after),
+                ..
+            } => *after,
+            _ => self
+                .core
+                .retry_base
+                .saturating_mul(1 << (*attempt - 1).min(16))
+                .min(MAX_RETRY_DELAY),
+        };
+        let mut api = ApiError::new(error.to_string(), true);
+        if let ProviderError::Http { status, body, .. } = error {
+            api = api.with_status(*status);
+            api.response_body = Some(body.clone());
+        }
+        let retry = self.new_part(
+            RetryPart {
+                attempt: *attempt,
+                error: api,
+                time: CreatedTime { created: now_ms() },
+            }
+            .into(),
+        );
+        let _ = self.writer.part(&retry.lock()).await;
+        let next = now_ms() + u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        self.writer.status(
+            &self.session,
+            SessionStatus::Retry {
+                attempt: *attempt,
+                message: error.to_string(),
+                next,
+            },
+        );
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {
+                self.writer.status(&self.session, SessionStatus::Busy);
+                Ok(())
+            }
+            () = self.token.cancelled() => Err(()),
+        }
     }
 
     /// Whether the last `DOOM_LOOP_THRESHOLD` tool calls of this message are this same call.

@@ -1,4 +1,5 @@
 mod bus;
 mod commands;
+mod retries;
 mod runtime;
 mod store;

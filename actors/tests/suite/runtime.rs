@@ -61,6 +61,7 @@ impl Env {
         let mut options = RuntimeOptions::new(loaded);
         options.env = env;
         options.arbiters = 2;
+        options.retry_base = Duration::from_millis(10);
         options
     }
 

@@ -1,0 +1,206 @@
+//! Retries of failed model calls: backoff, retry-after, limits, status, cancel, cut streams.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use futures::StreamExt;
+use taskforce_actors::bus::{BusItem, Event, Filter, SessionStatus};
+use taskforce_actors::{PromptInput, Runtime, RuntimeError};
+use taskforce_agents::model::{Message, PartKind};
+use taskforce_agents::provider::fake_openai::{Chunk, FakeOpenAi, Response};
+
+use super::runtime::Env;
+
+/// A server answering from `script` by request number, then with `fallback`.
+async fn server(script: Vec<Response>, fallback: Response) -> (FakeOpenAi, Arc<AtomicUsize>) {
+    let count = Arc::new(AtomicUsize::new(0));
+    let n = count.clone();
+    let fake = FakeOpenAi::start(move |_| {
+        let i = n.fetch_add(1, Ordering::SeqCst);
+        script.get(i).cloned().unwrap_or_else(|| fallback.clone())
+    })
+    .await
+    .unwrap();
+    (fake, count)
+}
+
+fn statuses(events: &[Event]) -> Vec<SessionStatus> {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            Event::SessionStatus { status, .. } => Some(status.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+async fn drain(sub: &mut taskforce_actors::bus::Subscription) -> Vec<Event> {
+    let mut out = Vec::new();
+    while let Ok(Some(BusItem::Event(e))) =
+        tokio::time::timeout(Duration::from_millis(200), sub.next()).await
+    {
+        out.push(e.event.clone());
+    }
+    out
+}
+
+async fn runtime(
+    env: &Env,
+    configure: impl FnOnce(&mut taskforce_actors::RuntimeOptions),
+) -> Runtime {
+    let mut options = env.options();
+    configure(&mut options);
+    Runtime::start(options).await.unwrap()
+}
+
+#[actix_rt::test]
+async fn server_errors_are_retried_with_a_retry_status_and_parts() {
+    let (fake, count) = server(
+        vec![Response::error(503, "busy"), Response::error(500, "oops")],
+        Response::text("finally"),
+    )
+    .await;
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let s = rt.create_session(None, None).await.unwrap();
+    let mut sub = rt.subscribe(Filter::Session(s.id.clone()));
+    let answer = rt.prompt(&s.id, PromptInput::text("hi")).await.unwrap();
+    assert_eq!(count.load(Ordering::SeqCst), 3);
+    let Message::Assistant(a) = &answer.info else {
+        panic!()
+    };
+    assert!(a.error.is_none());
+    let retries: Vec<u32> = answer
+        .parts
+        .iter()
+        .filter_map(|p| match &p.kind {
+            PartKind::Retry(r) => Some(r.attempt),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(retries, [1, 2]);
+    let seen = statuses(&drain(&mut sub).await);
+    let attempts: Vec<u32> = seen
+        .iter()
+        .filter_map(|s| match s {
+            SessionStatus::Retry { attempt, .. } => Some(*attempt),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(attempts, [1, 2]);
+    assert_eq!(seen.last(), Some(&SessionStatus::Idle));
+}
+
+#[actix_rt::test]
+async fn backoff_doubles_and_retry_after_is_honoured() {
+    let (fake, _) = server(
+        vec![
+            Response::error(500, "a"),
+            Response::error(500, "b"),
+            Response::error(429, "slow down").with_header("retry-after-ms", "40"),
+        ],
+        Response::text("ok"),
+    )
+    .await;
+    let env = Env::new(&fake.base_url(), "");
+    let rt = runtime(&env, |o| o.retry_base = Duration::from_millis(20)).await;
+    let s = rt.create_session(None, None).await.unwrap();
+    let mut sub = rt.subscribe(Filter::Session(s.id.clone()));
+    let before = taskforce_agents::id::now_ms();
+    rt.prompt(&s.id, PromptInput::text("hi")).await.unwrap();
+    let waits: Vec<u64> = statuses(&drain(&mut sub).await)
+        .iter()
+        .filter_map(|s| match s {
+            SessionStatus::Retry { next, .. } => Some(*next),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(waits.len(), 3);
+    // Each `next` lies at least its delay after the previous point in time.
+    assert!(waits[0] >= before + 20);
+    assert!(
+        waits[1] >= waits[0] + 40,
+        "the second wait doubles: {waits:?}"
+    );
+    assert!(waits[2] >= waits[1] + 40, "retry-after-ms 40: {waits:?}");
+    assert!(
+        waits[2] < waits[1] + 80 + 1000,
+        "retry-after replaces the doubled 80 ms: {waits:?}"
+    );
+}
+
+#[actix_rt::test]
+async fn client_errors_and_context_overflow_are_not_retried() {
+    for response in [
+        Response::error(400, "bad request"),
+        Response::error(400, "This model's maximum context length is 8192 tokens"),
+    ] {
+        let (fake, count) = server(vec![response], Response::text("never")).await;
+        let env = Env::new(&fake.base_url(), "");
+        let rt = env.runtime().await;
+        let s = rt.create_session(None, None).await.unwrap();
+        let answer = rt.prompt(&s.id, PromptInput::text("hi")).await.unwrap();
+        assert_eq!(count.load(Ordering::SeqCst), 1);
+        assert!(matches!(&answer.info, Message::Assistant(a) if a.error.is_some()));
+    }
+}
+
+#[actix_rt::test]
+async fn max_retries_bounds_the_attempts() {
+    let (fake, count) = server(vec![], Response::error(502, "down")).await;
+    let env = Env::new(&fake.base_url(), "max_retries = 1\n");
+    let rt = env.runtime().await;
+    let s = rt.create_session(None, None).await.unwrap();
+    let answer = rt.prompt(&s.id, PromptInput::text("hi")).await.unwrap();
+    assert_eq!(count.load(Ordering::SeqCst), 2);
+    let Message::Assistant(a) = &answer.info else {
+        panic!()
+    };
+    assert_eq!(a.error.as_ref().unwrap().name(), "APIError");
+}
+
+#[actix_rt::test]
+async fn a_cancel_during_the_wait_ends_it_at_once() {
+    let (fake, _) = server(vec![], Response::error(503, "busy")).await;
+    let env = Env::new(&fake.base_url(), "");
+    let rt = runtime(&env, |o| o.retry_base = Duration::from_secs(600)).await;
+    let s = rt.create_session(None, None).await.unwrap();
+    let running = {
+        let (rt, id) = (rt.clone(), s.id.clone());
+        tokio::spawn(async move { rt.prompt(&id, PromptInput::text("hi")).await })
+    };
+    assert!(fake.wait_for_requests(1, Duration::from_secs(5)).await);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    rt.cancel(&s.id).await.unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(1), running)
+        .await
+        .expect("the wait ended at once")
+        .unwrap();
+    assert!(matches!(result, Err(RuntimeError::Cancelled)), "{result:?}");
+}
+
+#[actix_rt::test]
+async fn a_stream_cut_before_its_finish_is_retried() {
+    let cut = Response::Stream(vec![Chunk::role(), Chunk::text("partial "), Chunk::Hangup]);
+    let (fake, count) = server(vec![cut], Response::text("complete answer")).await;
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let s = rt.create_session(None, None).await.unwrap();
+    let answer = rt.prompt(&s.id, PromptInput::text("hi")).await.unwrap();
+    assert_eq!(count.load(Ordering::SeqCst), 2);
+    let kinds: Vec<&str> = answer.parts.iter().map(|p| p.type_name()).collect();
+    assert_eq!(
+        kinds,
+        ["step-start", "text", "retry", "text", "step-finish"]
+    );
+    let texts: Vec<&str> = answer
+        .parts
+        .iter()
+        .filter_map(|p| p.as_text().map(|t| t.text.as_str()))
+        .collect();
+    assert_eq!(texts, ["partial", "complete answer"]);
+    // What is stored is what was answered.
+    let stored = rt.messages(&s.id).await.unwrap();
+    assert_eq!(stored.last().unwrap(), &answer);
+}
