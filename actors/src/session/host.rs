@@ -10,7 +10,7 @@ use taskforce_agents::model::{PartKind, Todo, ToolState};
 use taskforce_agents::permission::{PermissionAsk, PermissionError, Rule};
 use taskforce_agents::tool::{ToolContext, ToolError, ToolHost};
 
-use super::step::SharedPart;
+use super::processor::SharedPart;
 use super::writer::Writer;
 use crate::bus::Event;
 use crate::core::Core;

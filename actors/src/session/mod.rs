@@ -6,6 +6,7 @@ mod environment;
 mod history;
 mod host;
 mod input;
+mod processor;
 mod run;
 mod step;
 mod subtask;

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::call::{CallSite, call_tool};
 use super::host::SessionToolHost;
-use super::step::SharedPart;
+use super::processor::SharedPart;
 use super::writer::{Item, Writer};
 use crate::RuntimeError;
 use crate::core::Core;

@@ -1,0 +1,539 @@
+//! Turning one model stream into parts, running its tool calls, and retrying failed calls.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Instant;
+
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+use serde_json::{Map, Value};
+use taskforce_agents::agent::AgentInfo;
+use taskforce_agents::id::{MessageId, now_ms};
+use taskforce_agents::model::{ApiError, CreatedTime, RetryPart};
+use taskforce_agents::model::{
+    AssistantError, CacheTokens, Message, ModelRef, Part, PartKind, PartTime, ReasoningPart,
+    Session, StepFinishPart, StepStartPart, TextPart, Tokens, ToolPart, ToolState,
+    ToolStateRunning,
+};
+use taskforce_agents::permission::{PermissionError, merge};
+use taskforce_agents::provider::{
+    FinishReason, ModelEvent, ModelRequest, ProviderError, Usage, cost,
+};
+use taskforce_agents::tool::{Tool, ToolError, ToolOutput};
+use tokio_util::sync::CancellationToken;
+
+use super::call::{CallSite, call_tool};
+use super::host::SessionToolHost;
+use super::step::to_assistant_error;
+use super::writer::{Item, Writer};
+use crate::bus::SessionStatus;
+use crate::core::Core;
+
+/// How often a failed model call is retried when the provider sets no `max_retries`.
+const DEFAULT_MAX_RETRIES: u32 = 4;
+
+/// The longest wait between two attempts.
+const MAX_RETRY_DELAY: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// How many identical consecutive tool calls count as a doom loop (reference S14).
+const DOOM_LOOP_THRESHOLD: usize = 3;
+
+/// Token counts of a model call as OpenCode's message tokens.
+pub(super) fn tokens(usage: &Usage) -> Tokens {
+    Tokens {
+        total: Some(usage.input + usage.output + usage.cache_read + usage.cache_write),
+        input: usage.input,
+        output: usage.output,
+        reasoning: usage.reasoning,
+        cache: CacheTokens {
+            read: usage.cache_read,
+            write: usage.cache_write,
+        },
+    }
+}
+
+/// What one model call produced.
+#[derive(Default)]
+pub(super) struct StepResult {
+    pub usage: Usage,
+    pub finish: Option<FinishReason>,
+    pub error: Option<AssistantError>,
+    /// A permission was rejected: the loop stops.
+    pub blocked: bool,
+    /// Finished parts not yet written: ended text and reasoning, then the step's closing part.
+    pub closing: Vec<Part>,
+}
+
+/// A part shared between the processor and a running tool's host.
+#[derive(Clone)]
+pub(crate) struct SharedPart(Arc<Mutex<Part>>);
+
+impl SharedPart {
+    pub fn new(part: Part) -> Self {
+        SharedPart(Arc::new(Mutex::new(part)))
+    }
+
+    /// A copy of the part as it is now.
+    pub fn lock(&self) -> Part {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Changes the part and returns a copy of the result.
+    pub fn update(&self, change: impl FnOnce(&mut Part)) -> Part {
+        let mut part = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        change(&mut part);
+        part.clone()
+    }
+}
+
+/// Turns one model stream into parts and runs its tool calls.
+pub(super) struct Processor {
+    pub core: Arc<Core>,
+    pub writer: Writer,
+    pub session: Session,
+    pub agent: Arc<AgentInfo>,
+    pub model: ModelRef,
+    pub message_id: MessageId,
+    pub tools: Vec<Arc<dyn Tool>>,
+    pub token: CancellationToken,
+    /// Every part of the message, in creation order.
+    pub parts: Vec<SharedPart>,
+    /// The user mentioned an agent: task calls of this step skip their permission ask.
+    pub bypass_agent_check: bool,
+}
+
+/// A streaming text or reasoning part and when it was last written to disk.
+struct Streaming {
+    part: SharedPart,
+    flushed: Instant,
+}
+
+type ToolRun = tokio::task::JoinHandle<(String, Result<ToolOutput, ToolError>)>;
+
+impl Processor {
+    pub async fn process(
+        &mut self,
+        model: &dyn taskforce_agents::provider::LanguageModel,
+        request: ModelRequest,
+        opening: &Message,
+    ) -> StepResult {
+        let mut result = StepResult::default();
+        // The answer's first state and its step-start part, in one commit.
+        let start = self.new_part(StepStartPart::default().into());
+        let opened = self
+            .writer
+            .save(&[Item::Message(opening), Item::Part(&start.lock())])
+            .await;
+        if let Err(e) = opened {
+            result.error = Some(AssistantError::unknown(e.to_string()));
+            return result;
+        }
+        let mut text: Option<Streaming> = None;
+        let mut reasoning: Option<Streaming> = None;
+        let mut calls: HashMap<String, SharedPart> = HashMap::new();
+        let mut runs: FuturesUnordered<ToolRun> = FuturesUnordered::new();
+        let mut aborted_now = false;
+        let mut attempt: u32 = 0;
+        'attempts: loop {
+            let stream = tokio::select! {
+                s = model.stream(request.clone()) => s,
+                () = self.token.cancelled() => {
+                    aborted_now = true;
+                    break 'attempts;
+                }
+            };
+            let mut stream = match stream {
+                Ok(s) => s,
+                Err(e) => {
+                    if self.may_retry(&e, attempt, &runs) {
+                        match self.retry(&e, &mut attempt).await {
+                            Ok(()) => continue 'attempts,
+                            Err(()) => {
+                                aborted_now = true;
+                                break 'attempts;
+                            }
+                        }
+                    }
+                    result.error = Some(to_assistant_error(&e));
+                    break 'attempts;
+                }
+            };
+            loop {
+                let event = tokio::select! {
+                    e = stream.next() => e,
+                    () = self.token.cancelled() => { aborted_now = true; break 'attempts; }
+                };
+                match event {
+                    None => break 'attempts,
+                    Some(Err(e)) => {
+                        // A call cut before any tool ran is retried; what it streamed stays,
+                        // closed, with a retry part saying why it was cut.
+                        if self.may_retry(&e, attempt, &runs) {
+                            result.closing.extend(Self::end_text(reasoning.take()));
+                            result.closing.extend(Self::end_text(text.take()));
+                            for (_, part) in calls.drain() {
+                                self.finish_tool(&part, Err(ToolError::Aborted)).await;
+                            }
+                            match self.retry(&e, &mut attempt).await {
+                                Ok(()) => continue 'attempts,
+                                Err(()) => {
+                                    aborted_now = true;
+                                    break 'attempts;
+                                }
+                            }
+                        }
+                        result.error = Some(to_assistant_error(&e));
+                        break 'attempts;
+                    }
+                    Some(Ok(ModelEvent::TextDelta(delta))) => {
+                        self.stream_text(&mut text, delta, false).await;
+                    }
+                    Some(Ok(ModelEvent::ReasoningDelta(delta))) => {
+                        self.stream_text(&mut reasoning, delta, true).await;
+                    }
+                    Some(Ok(ModelEvent::ToolCallStart { id, name })) => {
+                        // Pending lasts until the arguments are in: published, not written.
+                        let part = self.new_part(ToolPart::pending(id.clone(), name).into());
+                        self.writer.part_live(&part.lock());
+                        calls.insert(id, part);
+                    }
+                    Some(Ok(ModelEvent::ToolCall {
+                        id,
+                        name,
+                        arguments,
+                    })) => {
+                        let part = match calls.get(&id) {
+                            Some(p) => p.clone(),
+                            None => {
+                                let p = self
+                                    .new_part(ToolPart::pending(id.clone(), name.clone()).into());
+                                calls.insert(id.clone(), p.clone());
+                                p
+                            }
+                        };
+                        runs.push(self.start_tool(part, id, name, arguments).await);
+                    }
+                    Some(Ok(ModelEvent::Usage(u))) => result.usage = u,
+                    Some(Ok(ModelEvent::Finish(reason))) => result.finish = Some(reason),
+                }
+            }
+        }
+        // Finished text is written with the step's closing commit.
+        result.closing.extend(Self::end_text(reasoning));
+        result.closing.extend(Self::end_text(text));
+
+        // Wait for the step's tool calls; a cancel reaches them through their child tokens.
+        while let Some(joined) = runs.next().await {
+            let Ok((call_id, outcome)) = joined else {
+                continue;
+            };
+            if let Some(part) = calls.get(&call_id) {
+                if matches!(
+                    &outcome,
+                    Err(ToolError::Permission(PermissionError::Rejected))
+                ) {
+                    result.blocked = true;
+                }
+                self.finish_tool(part, outcome).await;
+            }
+        }
+        if aborted_now || self.token.is_cancelled() {
+            result.error = Some(aborted());
+        }
+        // Nothing stays pending or running.
+        for part in calls.values() {
+            if !part.lock().as_tool().is_some_and(|t| t.state.is_finished()) {
+                self.finish_tool(part, Err(ToolError::Aborted)).await;
+            }
+        }
+        if result.error.is_none() && result.finish.is_none() {
+            result.finish = Some(FinishReason::Other("unknown".into()));
+        }
+        let reason = result
+            .finish
+            .as_ref()
+            .map_or("unknown", |f| f.as_str())
+            .to_string();
+        let price = self
+            .core
+            .providers
+            .model_config(&self.model)
+            .and_then(|m| m.cost.as_ref());
+        let finish = self.new_part(
+            StepFinishPart::new(reason, cost(&result.usage, price), tokens(&result.usage)).into(),
+        );
+        // Written with the assistant message's final state, in one commit.
+        result.closing.push(finish.lock());
+        result
+    }
+
+    fn new_part(&mut self, kind: PartKind) -> SharedPart {
+        let part = SharedPart::new(Part::new(
+            self.session.id.clone(),
+            self.message_id.clone(),
+            kind,
+        ));
+        self.parts.push(part.clone());
+        part
+    }
+
+    /// Appends a delta: published at once, written to disk at most every `flush_every`.
+    async fn stream_text(
+        &mut self,
+        slot: &mut Option<Streaming>,
+        delta: String,
+        is_reasoning: bool,
+    ) {
+        let streaming = match slot {
+            Some(s) => s,
+            None => {
+                let kind: PartKind = if is_reasoning {
+                    ReasoningPart::new(String::new(), now_ms()).into()
+                } else {
+                    let mut t = TextPart::new(String::new());
+                    t.time = Some(PartTime {
+                        start: now_ms(),
+                        end: None,
+                    });
+                    t.into()
+                };
+                // Written at the first flush or at its end, whichever comes first.
+                let part = self.new_part(kind);
+                slot.insert(Streaming {
+                    part,
+                    flushed: Instant::now(),
+                })
+            }
+        };
+        let part = streaming.part.update(|p| match &mut p.kind {
+            PartKind::Text(t) => t.text.push_str(&delta),
+            PartKind::Reasoning(r) => r.text.push_str(&delta),
+            _ => {}
+        });
+        self.writer.delta(&part, delta);
+        if streaming.flushed.elapsed() >= self.core.flush_every {
+            self.core.store.queue_part(&part);
+            streaming.flushed = Instant::now();
+        }
+    }
+
+    /// Ends a streaming part: trailing whitespace trimmed, end time set, written, published.
+    fn end_text(slot: Option<Streaming>) -> Option<Part> {
+        let streaming = slot?;
+        let part = streaming.part.update(|p| match &mut p.kind {
+            PartKind::Text(t) => {
+                t.text.truncate(t.text.trim_end().len());
+                if let Some(time) = &mut t.time {
+                    time.end = Some(now_ms());
+                }
+            }
+            PartKind::Reasoning(r) => r.time.end = Some(now_ms()),
+            _ => {}
+        });
+        Some(part)
+    }
+
+    /// Marks a call running and spawns it; unknown tools and bad JSON fail without running.
+    async fn start_tool(
+        &mut self,
+        part: SharedPart,
+        id: String,
+        name: String,
+        arguments: String,
+    ) -> ToolRun {
+        let parsed: Result<Map<String, Value>, String> = if arguments.trim().is_empty() {
+            Ok(Map::new())
+        } else {
+            match serde_json::from_str::<Value>(&arguments) {
+                Ok(Value::Object(m)) => Ok(m),
+                Ok(other) => Err(format!("expected a JSON object, got {other}")),
+                Err(e) => Err(format!("the arguments are not valid JSON ({e})")),
+            }
+        };
+        let input = parsed.clone().unwrap_or_default();
+        let tool = self
+            .tools
+            .iter()
+            .find(|t| t.id() == name)
+            .or_else(|| self.tools.iter().find(|t| t.id() == name.to_lowercase()))
+            .cloned();
+        let doom = self.is_doom_loop(&name, &input);
+        let running = part.update(|p| {
+            if let PartKind::Tool(t) = &mut p.kind {
+                t.tool = tool.as_ref().map_or(name.clone(), |t| t.id().to_string());
+                t.state = ToolState::Running(ToolStateRunning::new(input.clone(), now_ms()));
+            }
+        });
+        // Published now; written only if the call lasts (see below), as streaming text is.
+        self.writer.part_live(&running);
+
+        let host = Arc::new(SessionToolHost::new(
+            self.core.clone(),
+            self.writer.clone(),
+            part.clone(),
+            merge(&[&self.agent.permission, self.session.rules()]),
+        ));
+        let site = CallSite {
+            core: &self.core,
+            session: &self.session,
+            agent: self.agent.clone(),
+            model: self.model.clone(),
+            message_id: self.message_id.clone(),
+            token: &self.token,
+        };
+        let ctx = site.context(id.clone(), host.clone(), self.bypass_agent_check, None);
+        let available: Vec<String> = self.tools.iter().map(|t| t.id().to_string()).collect();
+        let core = self.core.clone();
+        let flush_every = self.core.flush_every;
+        let agent = self.agent.clone();
+        tokio::spawn(async move {
+            let outcome = match (tool, parsed) {
+                (None, _) => Err(ToolError::Failed(format!(
+                    "Model tried to call unavailable tool '{name}'. Available tools: {}.",
+                    available.join(", ")
+                ))),
+                (Some(tool), Err(message)) => Err(ToolError::InvalidArguments {
+                    tool: tool.id().to_string(),
+                    message,
+                }),
+                (Some(tool), Ok(args)) => {
+                    let allowed = if doom {
+                        host.ask_doom_loop(&ctx, &agent, tool.id(), &args).await
+                    } else {
+                        Ok(())
+                    };
+                    match allowed {
+                        Ok(()) => {
+                            let call = call_tool(&core, tool.as_ref(), Value::Object(args), &ctx);
+                            tokio::pin!(call);
+                            tokio::select! {
+                                out = &mut call => out,
+                                () = tokio::time::sleep(flush_every) => {
+                                    // A call that lasts is on disk as running, so a crash
+                                    // leaves it visible as interrupted.
+                                    core.store.queue_part(&part.lock());
+                                    call.await
+                                }
+                            }
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
+            };
+            (id, outcome)
+        })
+    }
+
+    /// Whether a failed call may be tried again: the error is retryable, no tool of this step
+    /// has started, and the provider's `max_retries` is not used up.
+    fn may_retry(
+        &self,
+        error: &ProviderError,
+        attempt: u32,
+        runs: &FuturesUnordered<ToolRun>,
+    ) -> bool {
+        let max = self
+            .core
+            .config
+            .provider
+            .get(&self.model.provider_id)
+            .and_then(|p| p.max_retries)
+            .unwrap_or(DEFAULT_MAX_RETRIES);
+        error.is_retryable() && runs.is_empty() && attempt < max
+    }
+
+    /// Records a retry part, shows the retry status, and waits the backoff (2 s doubling, at
+    /// most 30 s, or what `retry-after` asked for); `Err` when cancelled while waiting.
+    async fn retry(&mut self, error: &ProviderError, attempt: &mut u32) -> Result<(), ()> {
+        *attempt += 1;
+        let delay = match error {
+            ProviderError::Http {
+                retry_after: Some(after),
+                ..
+            } => *after,
+            _ => self
+                .core
+                .retry_base
+                .saturating_mul(1 << (*attempt - 1).min(16))
+                .min(MAX_RETRY_DELAY),
+        };
+        let mut api = ApiError::new(error.to_string(), true);
+        if let ProviderError::Http { status, body, .. } = error {
+            api = api.with_status(*status);
+            api.response_body = Some(body.clone());
+        }
+        let retry = self.new_part(
+            RetryPart {
+                attempt: *attempt,
+                error: api,
+                time: CreatedTime { created: now_ms() },
+            }
+            .into(),
+        );
+        let _ = self.writer.part(&retry.lock()).await;
+        let next = now_ms() + u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        self.writer.status(
+            &self.session,
+            SessionStatus::Retry {
+                attempt: *attempt,
+                message: error.to_string(),
+                next,
+            },
+        );
+        tokio::select! {
+            () = tokio::time::sleep(delay) => {
+                self.writer.status(&self.session, SessionStatus::Busy);
+                Ok(())
+            }
+            () = self.token.cancelled() => Err(()),
+        }
+    }
+
+    /// Whether the last `DOOM_LOOP_THRESHOLD` tool calls of this message are this same call.
+    fn is_doom_loop(&self, name: &str, input: &Map<String, Value>) -> bool {
+        let mut same = 0;
+        for part in self.parts.iter().rev() {
+            let part = part.0.lock().unwrap_or_else(PoisonError::into_inner);
+            let Some(tool) = part.as_tool() else { continue };
+            if matches!(tool.state, ToolState::Pending(_)) {
+                continue;
+            }
+            if tool.tool != name || tool.state.input() != input {
+                return false;
+            }
+            same += 1;
+            if same == DOOM_LOOP_THRESHOLD {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Records a call's result on its part.
+    async fn finish_tool(&self, part: &SharedPart, outcome: Result<ToolOutput, ToolError>) {
+        let now = now_ms();
+        let done = part.update(|p| {
+            let Some(tool) = p.as_tool_mut() else { return };
+            let running = match &tool.state {
+                ToolState::Running(r) => r.clone(),
+                other => ToolStateRunning::new(other.input().clone(), now),
+            };
+            tool.state = match outcome {
+                Ok(out) => {
+                    let mut completed = running.complete(out.output, out.title, now);
+                    completed.metadata.extend(out.metadata);
+                    ToolState::Completed(completed)
+                }
+                Err(e) => ToolState::Error(running.fail(e.to_string(), now)),
+            };
+        });
+        let _ = self.writer.part(&done).await;
+    }
+}
+
+fn aborted() -> AssistantError {
+    AssistantError::aborted("The operation was aborted.")
+}
