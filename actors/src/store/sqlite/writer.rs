@@ -1,0 +1,406 @@
+//! The write side of the SQLite store: queued jobs, group commit, checkpoints.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use sqlx::{Connection, Row, SqliteConnection};
+use taskforce_agents::id::SessionId;
+use taskforce_agents::model::{Session, Todo};
+use tokio::sync::Mutex as AsyncMutex;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::store::StoreError;
+
+use super::rows::*;
+
+/// How deep `delete_session` follows parent links; only a corrupt cycle gets near it.
+const MAX_TREE_DEPTH: i64 = 4096;
+
+/// The most upserts committed in one transaction.
+pub(super) const MAX_BATCH: usize = 1024;
+
+/// A write that needs the connection to itself (its own transaction); it answers by itself.
+pub(super) type Exclusive =
+    Box<dyn for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, ()> + Send + 'static>;
+
+/// One row to insert or replace, with its bound values ready.
+#[derive(Debug)]
+pub(super) enum Upsert {
+    Session {
+        id: String,
+        parent: Option<String>,
+        project: String,
+        title: String,
+        created: i64,
+        updated: i64,
+        data: String,
+    },
+    Message {
+        id: String,
+        session: String,
+        created: i64,
+        data: String,
+    },
+    Part {
+        id: String,
+        message: String,
+        session: String,
+        data: String,
+    },
+}
+
+/// An upsert (or, without one, a barrier) committed with its batch; `done` hears of it.
+#[derive(Debug)]
+pub(super) struct Batched {
+    pub upsert: Option<Upsert>,
+    pub context: String,
+    pub done: Option<oneshot::Sender<Result<(), StoreError>>>,
+}
+
+/// A queued write for the writer task.
+pub(super) enum Job {
+    /// Committed with the other upserts queued beside it.
+    Batched(Batched),
+    /// Several upserts that are sure to share a batch.
+    Many(Vec<Batched>),
+    /// Run alone, after the batch before it is committed.
+    Exclusive(Exclusive),
+}
+
+impl std::fmt::Debug for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Job::Batched(b) => write!(f, "Batched({})", b.context),
+            Job::Many(v) => write!(f, "Many({})", v.len()),
+            Job::Exclusive(_) => f.write_str("Exclusive"),
+        }
+    }
+}
+
+/// Deletes a session's whole subtree in one transaction; descendants come first in the result.
+pub(super) async fn delete_tree(
+    conn: &mut SqliteConnection,
+    id: SessionId,
+    context: String,
+) -> Result<Vec<Session>, StoreError> {
+    let mut tx = conn.begin().await.map_err(database(&context))?;
+    // Deepest first, so every descendant precedes its ancestors. `MAX` keeps one row per
+    // session should a corrupt parent cycle make the walk revisit sessions.
+    let rows = sqlx::query(
+        "WITH RECURSIVE tree (id, depth) AS ( \
+               SELECT id, 0 FROM session WHERE id = ?1 \
+               UNION ALL \
+               SELECT s.id, t.depth + 1 FROM session s JOIN tree t ON s.parent_id = t.id \
+               WHERE t.depth < ?2 \
+             ) \
+             SELECT s.id AS id, s.data AS data, MAX(t.depth) AS depth \
+             FROM tree t JOIN session s ON s.id = t.id \
+             GROUP BY s.id \
+             ORDER BY depth DESC, s.id DESC",
+    )
+    .bind(id.as_str())
+    .bind(MAX_TREE_DEPTH)
+    .fetch_all(&mut *tx)
+    .await
+    .map_err(database(&context))?;
+
+    let mut ids = Vec::with_capacity(rows.len());
+    let mut deleted = Vec::with_capacity(rows.len());
+    for row in &rows {
+        let row_id: String = row.try_get("id").map_err(database(&context))?;
+        // An unreadable session is deleted all the same: deleting is how it gets cleaned up.
+        match decode_session(row) {
+            Ok(session) => deleted.push(session),
+            Err(error) => tracing::warn!(%error, "deleting an unreadable session"),
+        }
+        ids.push(row_id);
+    }
+    if ids.is_empty() {
+        return Ok(deleted);
+    }
+    let ids =
+        serde_json::to_string(&ids).map_err(|e| StoreError::Database(format!("{context}: {e}")))?;
+    sqlx::query("DELETE FROM todo WHERE session_id IN (SELECT value FROM json_each(?1))")
+        .bind(&ids)
+        .execute(&mut *tx)
+        .await
+        .map_err(database(&context))?;
+    // Messages and their parts go with their session through `ON DELETE CASCADE`.
+    sqlx::query("DELETE FROM session WHERE id IN (SELECT value FROM json_each(?1))")
+        .bind(&ids)
+        .execute(&mut *tx)
+        .await
+        .map_err(database(&context))?;
+    tx.commit().await.map_err(database(&context))?;
+    Ok(deleted)
+}
+
+/// Replaces a session's todo list in one transaction.
+pub(super) async fn replace_todos(
+    conn: &mut SqliteConnection,
+    session: SessionId,
+    todos: Vec<Todo>,
+    context: String,
+) -> Result<(), StoreError> {
+    let mut tx = conn.begin().await.map_err(database(&context))?;
+    sqlx::query("DELETE FROM todo WHERE session_id = ?1")
+        .bind(session.as_str())
+        .execute(&mut *tx)
+        .await
+        .map_err(database(&context))?;
+    for (position, todo) in todos.iter().enumerate() {
+        let data = encode("todo", &todo.id, todo)?;
+        sqlx::query("INSERT INTO todo (session_id, position, data) VALUES (?1, ?2, ?3)")
+            .bind(session.as_str())
+            .bind(i64::try_from(position).unwrap_or(i64::MAX))
+            .bind(data)
+            .execute(&mut *tx)
+            .await
+            .map_err(database(&context))?;
+    }
+    tx.commit().await.map_err(database(&context))?;
+    Ok(())
+}
+
+/// The writer task: owns the write connection and commits queued upserts in batches, one
+/// transaction each, answering after the commit; exclusive writes run alone, in queue order.
+pub(super) async fn write_batches(
+    conn: Arc<AsyncMutex<SqliteConnection>>,
+    in_flight: Arc<AtomicUsize>,
+    mut jobs: mpsc::UnboundedReceiver<Job>,
+) {
+    let mut pending: Option<Job> = None;
+    loop {
+        let first = match pending.take() {
+            Some(job) => job,
+            None => match jobs.recv().await {
+                Some(job) => job,
+                None => break,
+            },
+        };
+        let mut batch = match first {
+            Job::Exclusive(work) => {
+                work(&mut *conn.lock().await).await;
+                in_flight.fetch_sub(1, Ordering::SeqCst);
+                continue;
+            }
+            Job::Batched(b) => vec![b],
+            Job::Many(v) => v,
+        };
+        while batch.len() < MAX_BATCH {
+            match jobs.try_recv() {
+                Ok(Job::Exclusive(work)) => {
+                    pending = Some(Job::Exclusive(work));
+                    break;
+                }
+                Ok(Job::Batched(b)) => batch.push(b),
+                Ok(Job::Many(v)) => batch.extend(v),
+                Err(_) => break,
+            }
+        }
+        let writes = batch.len();
+        commit_batch(&mut *conn.lock().await, batch).await;
+        in_flight.fetch_sub(writes, Ordering::SeqCst);
+    }
+}
+
+/// How often the write-ahead log is folded back into the database file.
+pub(super) const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
+
+/// Folds the write-ahead log into the database every second, off the write path, for as long
+/// as the store is open. Passive checkpoints never block the writer or readers.
+pub(super) async fn checkpoint(mut conn: SqliteConnection, store: mpsc::WeakUnboundedSender<Job>) {
+    let mut ticks = tokio::time::interval(CHECKPOINT_EVERY);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        ticks.tick().await;
+        if store.upgrade().is_none() {
+            break;
+        }
+        if let Err(e) = sqlx::query("PRAGMA wal_checkpoint(PASSIVE)")
+            .execute(&mut conn)
+            .await
+        {
+            tracing::warn!("checkpoint failed: {e}");
+        }
+    }
+    let _ = conn.close().await;
+}
+
+/// Commits a batch of upserts in one statement (see the module doc), then answers each.
+pub(super) async fn commit_batch(conn: &mut SqliteConnection, batch: Vec<Batched>) {
+    let results = apply(
+        conn,
+        batch
+            .iter()
+            .map(|b| (b.upsert.as_ref(), b.context.as_str())),
+    )
+    .await;
+    for (Batched { done, .. }, outcome) in batch.into_iter().zip(results) {
+        match done {
+            Some(done) => {
+                let _ = done.send(outcome);
+            }
+            None => {
+                if let Err(e) = outcome {
+                    tracing::warn!("a queued write failed: {e}");
+                }
+            }
+        }
+    }
+}
+
+/// Writes upserts (`None` entries are barriers) in one statement; when it fails, row by row, so
+/// that only the rows at fault report an error. Returns one result per entry.
+pub(super) async fn apply<'a>(
+    conn: &mut SqliteConnection,
+    entries: impl Iterator<Item = (Option<&'a Upsert>, &'a str)>,
+) -> Vec<Result<(), StoreError>> {
+    let entries: Vec<(Option<&Upsert>, &str)> = entries.collect();
+    let upserts: Vec<&Upsert> = entries.iter().filter_map(|(u, _)| *u).collect();
+    let mut results: Vec<Result<(), StoreError>> = (0..entries.len()).map(|_| Ok(())).collect();
+    let applied = match upserts.as_slice() {
+        [] => Ok(()),
+        // One row is written directly.
+        [one] => run_upsert(conn, one).await,
+        // Many rows in one statement: the `write_batch` trigger applies them all or none.
+        many => sqlx::query("INSERT INTO write_batch (payload) VALUES (?1)")
+            .bind(batch_payload(many))
+            .execute(&mut *conn)
+            .await
+            .map(|_| ()),
+    };
+    if let Err(error) = applied {
+        if upserts.len() == 1 {
+            if let Some(i) = entries.iter().position(|(u, _)| u.is_some()) {
+                results[i] = Err(database(entries[i].1)(error));
+            }
+        } else {
+            for (i, (upsert, context)) in entries.iter().enumerate() {
+                if let Some(upsert) = upsert {
+                    results[i] = run_upsert(conn, upsert).await.map_err(database(context));
+                }
+            }
+        }
+    }
+    results
+}
+
+/// The JSON of a batch for the `write_batch` trigger: column arrays per table, in queue order.
+pub(super) fn batch_payload(upserts: &[&Upsert]) -> String {
+    let (mut sessions, mut messages, mut parts) = (Vec::new(), Vec::new(), Vec::new());
+    for upsert in upserts {
+        match upsert {
+            Upsert::Session {
+                id,
+                parent,
+                project,
+                title,
+                created,
+                updated,
+                data,
+            } => sessions.push(serde_json::json!([
+                id,
+                parent,
+                project,
+                title,
+                title.to_lowercase(),
+                created,
+                updated,
+                data
+            ])),
+            Upsert::Message {
+                id,
+                session,
+                created,
+                data,
+            } => messages.push(serde_json::json!([id, session, created, data])),
+            Upsert::Part {
+                id,
+                message,
+                session,
+                data,
+            } => parts.push(serde_json::json!([id, message, session, data])),
+        }
+    }
+    serde_json::json!({"s": sessions, "m": messages, "p": parts}).to_string()
+}
+
+/// Runs one upsert on the writer's transaction.
+pub(super) async fn run_upsert(
+    conn: &mut SqliteConnection,
+    upsert: &Upsert,
+) -> Result<(), sqlx::Error> {
+    match upsert {
+        Upsert::Session {
+            id,
+            parent,
+            project,
+            title,
+            created,
+            updated,
+            data,
+        } => {
+            sqlx::query(
+                "INSERT INTO session \
+                   (id, parent_id, project_id, title, title_folded, time_created, time_updated, data) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
+                 ON CONFLICT (id) DO UPDATE SET \
+                   parent_id = excluded.parent_id, project_id = excluded.project_id, \
+                   title = excluded.title, title_folded = excluded.title_folded, \
+                   time_created = excluded.time_created, time_updated = excluded.time_updated, \
+                   data = excluded.data",
+            )
+            .bind(id)
+            .bind(parent)
+            .bind(project)
+            .bind(title)
+            .bind(title.to_lowercase())
+            .bind(created)
+            .bind(updated)
+            .bind(data)
+            .execute(conn)
+            .await?;
+        }
+        Upsert::Message {
+            id,
+            session,
+            created,
+            data,
+        } => {
+            // An upsert, not `INSERT OR REPLACE`: replacing would delete the message's parts.
+            sqlx::query(
+                "INSERT INTO message (id, session_id, time_created, data) VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT (id) DO UPDATE SET session_id = excluded.session_id, \
+                   time_created = excluded.time_created, data = excluded.data",
+            )
+            .bind(id)
+            .bind(session)
+            .bind(created)
+            .bind(data)
+            .execute(conn)
+            .await?;
+        }
+        Upsert::Part {
+            id,
+            message,
+            session,
+            data,
+        } => {
+            sqlx::query(
+                "INSERT INTO part (id, message_id, session_id, data) VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT (id) DO UPDATE SET message_id = excluded.message_id, \
+                   session_id = excluded.session_id, data = excluded.data",
+            )
+            .bind(id)
+            .bind(message)
+            .bind(session)
+            .bind(data)
+            .execute(conn)
+            .await?;
+        }
+    }
+    Ok(())
+}
