@@ -139,7 +139,7 @@ impl Processor {
         let mut attempt: u32 = 0;
         'attempts: loop {
             let stream = tokio::select! {
-                s = model.stream(request.clone()) => s,
+                s = model.stream(&request) => s,
                 () = self.token.cancelled() => {
                     aborted_now = true;
                     break 'attempts;

@@ -219,9 +219,9 @@ impl LanguageModel for OpenAiModel {
         &self.model
     }
 
-    async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ProviderError> {
+    async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ProviderError> {
         let provider = &self.provider;
-        let body = self.request_body(&request);
+        let body = self.request_body(request);
         tracing::debug!(
             provider = %provider.id,
             model = %self.model.model_id,

@@ -158,8 +158,8 @@ impl LanguageModel for ScriptedModel {
         &self.model
     }
 
-    async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ProviderError> {
-        let (events, selection) = self.plan(&request);
+    async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ProviderError> {
+        let (events, selection) = self.plan(request);
         tracing::debug!(
             model = %self.model,
             agent = %request.agent,

@@ -216,5 +216,5 @@ pub trait LanguageModel: Send + Sync {
     fn model(&self) -> &ModelRef;
 
     /// Starts a call; errors before the first event (HTTP status, connection) come back here.
-    async fn stream(&self, request: ModelRequest) -> Result<ModelStream, ProviderError>;
+    async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ProviderError>;
 }

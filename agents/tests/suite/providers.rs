@@ -73,7 +73,7 @@ async fn drain(mut stream: ModelStream) -> (Vec<ModelEvent>, Option<ProviderErro
 }
 
 async fn call(model: &dyn LanguageModel, request: ModelRequest) -> Vec<ModelEvent> {
-    let (events, error) = drain(model.stream(request).await.unwrap()).await;
+    let (events, error) = drain(model.stream(&request).await.unwrap()).await;
     assert!(error.is_none(), "unexpected error {error:?}");
     events
 }
@@ -115,7 +115,7 @@ fn finish_of(events: &[ModelEvent]) -> FinishReason {
 }
 
 async fn stream_error(model: &dyn LanguageModel) -> ProviderError {
-    match model.stream(user_request("hi")).await {
+    match model.stream(&user_request("hi")).await {
         Ok(stream) => drain(stream).await.1.expect("the stream should fail"),
         Err(e) => e,
     }
@@ -446,7 +446,7 @@ async fn openai_stream_without_finish_is_cut() {
     .unwrap();
     let model = openai(&server);
     for _ in 0..3 {
-        let (events, err) = drain(model.stream(user_request("hi")).await.unwrap()).await;
+        let (events, err) = drain(model.stream(&user_request("hi")).await.unwrap()).await;
         assert!(!events.iter().any(|e| matches!(e, ModelEvent::Finish(_))));
         let err = err.expect("the stream should fail");
         assert!(matches!(err, ProviderError::StreamCut { .. }), "{err:?}");
@@ -465,7 +465,7 @@ async fn openai_malformed_chunk_is_decode_error() {
     })
     .await
     .unwrap();
-    let (events, err) = drain(openai(&server).stream(user_request("hi")).await.unwrap()).await;
+    let (events, err) = drain(openai(&server).stream(&user_request("hi")).await.unwrap()).await;
     assert_eq!(events, vec![ModelEvent::TextDelta("ok".into())]);
     assert!(matches!(err, Some(ProviderError::Decode { .. })), "{err:?}");
 }
@@ -480,7 +480,7 @@ async fn openai_error_chunk_mid_stream() {
     })
     .await
     .unwrap();
-    let (_, err) = drain(openai(&server).stream(user_request("hi")).await.unwrap()).await;
+    let (_, err) = drain(openai(&server).stream(&user_request("hi")).await.unwrap()).await;
     let err = err.unwrap();
     assert!(
         matches!(err, ProviderError::Http { status: 502, .. }),
@@ -516,7 +516,7 @@ async fn dropping_the_stream_drops_the_connection() {
             .await
             .unwrap();
     let model = openai(&server);
-    let mut stream = model.stream(user_request("hi")).await.unwrap();
+    let mut stream = model.stream(&user_request("hi")).await.unwrap();
     let first = stream.next().await.unwrap().unwrap();
     assert_eq!(first, ModelEvent::TextDelta("one ".into()));
     assert_eq!(server.disconnects(), 0);
@@ -692,7 +692,7 @@ async fn scripted_waits_delay_ms_before_each_chunk() {
             "tool_calls": [{"name": "a"}, {"name": "b"}]}}]}"#,
     );
     let started = tokio::time::Instant::now();
-    let mut stream = model.stream(request("x", &[], vec![])).await.unwrap();
+    let mut stream = model.stream(&request("x", &[], vec![])).await.unwrap();
     let mut paced = 0;
     while let Some(event) = stream.next().await {
         let event = event.unwrap();
