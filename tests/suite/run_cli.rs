@@ -300,3 +300,40 @@ async fn run_slash_command_as_a_subtask() {
         .unwrap();
     assert!(child.contains("Check the parser"));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headless_runs_never_hang_on_permission_asks() {
+    let fake = FakeOpenAi::start(|req| {
+        if req.last_role() == Some("user") {
+            Response::tool_calls(&[("c1", "bash", r#"{"command":"echo from-bash"}"#)])
+        } else if req.contains("from-bash") && !req.contains("rejected") {
+            Response::text("bash ran")
+        } else {
+            Response::text("bash was refused")
+        }
+    })
+    .await
+    .unwrap();
+    let s = Sandbox::new();
+    configure(&s, &fake.base_url());
+    let config = std::fs::read_to_string(s.project.join("taskforce.toml")).unwrap();
+    s.file(
+        "taskforce.toml",
+        &format!("{config}[permission]\nbash = \"ask\"\n"),
+    );
+    let (refused, allowed) = tokio::task::spawn_blocking(move || {
+        let refused = s.run(&["run", "list files"]);
+        let allowed = s.run(&["run", "--yes", "list files"]);
+        (refused, allowed)
+    })
+    .await
+    .unwrap();
+    assert_eq!(refused.status, 0, "{}", refused.stderr);
+    assert!(
+        refused.stderr.contains("pass --yes to allow"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(allowed.status, 0, "{}", allowed.stderr);
+    assert_eq!(allowed.stdout.trim(), "bash ran");
+}
