@@ -10,7 +10,7 @@ use taskforce_agents::provider::ModelRequest;
 use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 use taskforce_agents::tool::ToolOutput;
 
-use super::runtime::{Env, is_child, task_call, tool_parts};
+use super::runtime::{Env, delegating, is_child, tool_parts};
 
 /// The text of the last message of a recorded request.
 fn last_content(req: &RecordedRequest) -> String {
@@ -300,15 +300,11 @@ async fn templates_run_shell_commands_and_read_referenced_files() {
 
 #[actix_rt::test]
 async fn agent_mentions_hint_the_model_and_skip_the_task_ask() {
-    let fake = FakeOpenAi::start(|req| {
-        if is_child(req) {
-            Response::text("explored")
-        } else if req.last_role() == Some("user") {
-            task_call(r#"{"description":"d","prompt":"p","subagent_type":"explore"}"#)
-        } else {
-            Response::text("done")
-        }
-    })
+    let fake = FakeOpenAi::start(delegating(
+        r#"{"description":"d","prompt":"p","subagent_type":"explore"}"#,
+        "explored",
+        "done",
+    ))
     .await
     .unwrap();
     // Without the mention, this task call would be refused by the rules.

@@ -4,10 +4,12 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use taskforce_actors::store::MessageWithParts;
+use taskforce_actors::store::{MessageWithParts, SessionFilter, SqliteStore, Store, StoreError};
 use taskforce_actors::{PromptInput, Runtime, RuntimeError, RuntimeOptions};
 use taskforce_agents::config::{LoadOptions, load};
+use taskforce_agents::id::{MessageId, PartId, SessionId};
 use taskforce_agents::model::{Message, PartKind, ToolState};
+use taskforce_agents::model::{Part, Session, Todo};
 use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 
 pub struct Env {
@@ -74,6 +76,24 @@ pub fn is_child(req: &RecordedRequest) -> bool {
     !req.tool_names().contains(&"task")
 }
 
+/// A fake model for one delegation: a child answers `child`; a parent calls the task tool with
+/// `args` on a user turn, then answers `parent`.
+pub fn delegating(
+    args: &'static str,
+    child: &'static str,
+    parent: &'static str,
+) -> impl Fn(&RecordedRequest) -> Response + Send + Sync + 'static {
+    move |req| {
+        if is_child(req) {
+            Response::text(child)
+        } else if req.last_role() == Some("user") {
+            task_call(args)
+        } else {
+            Response::text(parent)
+        }
+    }
+}
+
 pub fn task_call(args: &str) -> Response {
     Response::tool_calls(&[("call_task_1", "task", args)])
 }
@@ -87,10 +107,7 @@ fn text_of(message: &MessageWithParts) -> String {
 }
 
 /// Every tool part of a session's messages.
-pub async fn tool_parts(
-    rt: &Runtime,
-    id: &taskforce_agents::id::SessionId,
-) -> Vec<(String, ToolState)> {
+pub async fn tool_parts(rt: &Runtime, id: &SessionId) -> Vec<(String, ToolState)> {
     rt.messages(id)
         .await
         .unwrap()
@@ -113,15 +130,11 @@ fn child_id_in(body: &str) -> Option<String> {
 
 #[actix_rt::test]
 async fn parent_delegates_to_child_and_reads_its_answer() {
-    let fake = FakeOpenAi::start(|req| {
-        if is_child(req) {
-            Response::text("The project has one file: notes.txt.")
-        } else if req.last_role() == Some("user") {
-            task_call(r#"{"description":"Look around","prompt":"List the files","subagent_type":"general"}"#)
-        } else {
-            Response::text("Done: the child says there is one file.")
-        }
-    })
+    let fake = FakeOpenAi::start(delegating(
+        r#"{"description":"Look around","prompt":"List the files","subagent_type":"general"}"#,
+        "The project has one file: notes.txt.",
+        "Done: the child says there is one file.",
+    ))
     .await
     .unwrap();
     let env = Env::new(&fake.base_url(), "");
@@ -419,15 +432,11 @@ async fn child_model_is_the_agents_own_else_the_callers() {
 
 #[actix_rt::test]
 async fn everything_survives_a_restart_on_the_same_data_directory() {
-    let fake = FakeOpenAi::start(|req| {
-        if is_child(req) {
-            Response::text("child answer")
-        } else if req.last_role() == Some("user") {
-            task_call(r#"{"description":"Persist","prompt":"p","subagent_type":"general"}"#)
-        } else {
-            Response::text("parent answer")
-        }
-    })
+    let fake = FakeOpenAi::start(delegating(
+        r#"{"description":"Persist","prompt":"p","subagent_type":"general"}"#,
+        "child answer",
+        "parent answer",
+    ))
     .await
     .unwrap();
     let env = Env::new(&fake.base_url(), "");
@@ -744,41 +753,26 @@ async fn a_task_cannot_continue_a_session_of_another_tree() {
 }
 
 /// A store that panics when asked to save a `general` agent's answer: a child that crashes.
-struct CrashingStore(taskforce_actors::store::SqliteStore);
+struct CrashingStore(SqliteStore);
 
 #[async_trait::async_trait]
-impl taskforce_actors::store::Store for CrashingStore {
-    async fn put_session(
-        &self,
-        s: &taskforce_agents::model::Session,
-    ) -> Result<(), taskforce_actors::store::StoreError> {
+impl Store for CrashingStore {
+    async fn put_session(&self, s: &Session) -> Result<(), StoreError> {
         self.0.put_session(s).await
     }
-    async fn session(
-        &self,
-        id: &taskforce_agents::id::SessionId,
-    ) -> Result<Option<taskforce_agents::model::Session>, taskforce_actors::store::StoreError> {
+    async fn session(&self, id: &SessionId) -> Result<Option<Session>, StoreError> {
         self.0.session(id).await
     }
-    async fn sessions(
-        &self,
-        f: &taskforce_actors::store::SessionFilter,
-    ) -> Result<Vec<taskforce_agents::model::Session>, taskforce_actors::store::StoreError> {
+    async fn sessions(&self, f: &SessionFilter) -> Result<Vec<Session>, StoreError> {
         self.0.sessions(f).await
     }
-    async fn children(
-        &self,
-        id: &taskforce_agents::id::SessionId,
-    ) -> Result<Vec<taskforce_agents::model::Session>, taskforce_actors::store::StoreError> {
+    async fn children(&self, id: &SessionId) -> Result<Vec<Session>, StoreError> {
         self.0.children(id).await
     }
-    async fn delete_session(
-        &self,
-        id: &taskforce_agents::id::SessionId,
-    ) -> Result<Vec<taskforce_agents::model::Session>, taskforce_actors::store::StoreError> {
+    async fn delete_session(&self, id: &SessionId) -> Result<Vec<Session>, StoreError> {
         self.0.delete_session(id).await
     }
-    async fn put_message(&self, m: &Message) -> Result<(), taskforce_actors::store::StoreError> {
+    async fn put_message(&self, m: &Message) -> Result<(), StoreError> {
         self.0.put_message(m).await
     }
     fn queue_message(&self, m: &Message) {
@@ -786,36 +780,26 @@ impl taskforce_actors::store::Store for CrashingStore {
     }
     async fn message(
         &self,
-        s: &taskforce_agents::id::SessionId,
-        id: &taskforce_agents::id::MessageId,
-    ) -> Result<Option<MessageWithParts>, taskforce_actors::store::StoreError> {
+        s: &SessionId,
+        id: &MessageId,
+    ) -> Result<Option<MessageWithParts>, StoreError> {
         self.0.message(s, id).await
     }
-    async fn messages(
-        &self,
-        s: &taskforce_agents::id::SessionId,
-    ) -> Result<Vec<MessageWithParts>, taskforce_actors::store::StoreError> {
+    async fn messages(&self, s: &SessionId) -> Result<Vec<MessageWithParts>, StoreError> {
         self.0.messages(s).await
     }
-    async fn remove_message(
-        &self,
-        s: &taskforce_agents::id::SessionId,
-        id: &taskforce_agents::id::MessageId,
-    ) -> Result<(), taskforce_actors::store::StoreError> {
+    async fn remove_message(&self, s: &SessionId, id: &MessageId) -> Result<(), StoreError> {
         self.0.remove_message(s, id).await
     }
-    async fn put_part(
-        &self,
-        p: &taskforce_agents::model::Part,
-    ) -> Result<(), taskforce_actors::store::StoreError> {
+    async fn put_part(&self, p: &Part) -> Result<(), StoreError> {
         self.0.put_part(p).await
     }
     async fn put_many(
         &self,
-        s: &[&taskforce_agents::model::Session],
+        s: &[&Session],
         m: &[&Message],
-        p: &[&taskforce_agents::model::Part],
-    ) -> Result<(), taskforce_actors::store::StoreError> {
+        p: &[&Part],
+    ) -> Result<(), StoreError> {
         if m.iter()
             .any(|m| matches!(m, Message::Assistant(a) if a.agent == "general"))
         {
@@ -823,41 +807,27 @@ impl taskforce_actors::store::Store for CrashingStore {
         }
         self.0.put_many(s, m, p).await
     }
-    fn queue_part(&self, p: &taskforce_agents::model::Part) {
+    fn queue_part(&self, p: &Part) {
         self.0.queue_part(p)
     }
-    async fn remove_part(
-        &self,
-        id: &taskforce_agents::id::PartId,
-    ) -> Result<(), taskforce_actors::store::StoreError> {
+    async fn remove_part(&self, id: &PartId) -> Result<(), StoreError> {
         self.0.remove_part(id).await
     }
-    async fn todos(
-        &self,
-        s: &taskforce_agents::id::SessionId,
-    ) -> Result<Vec<taskforce_agents::model::Todo>, taskforce_actors::store::StoreError> {
+    async fn todos(&self, s: &SessionId) -> Result<Vec<Todo>, StoreError> {
         self.0.todos(s).await
     }
-    async fn put_todos(
-        &self,
-        s: &taskforce_agents::id::SessionId,
-        t: &[taskforce_agents::model::Todo],
-    ) -> Result<(), taskforce_actors::store::StoreError> {
+    async fn put_todos(&self, s: &SessionId, t: &[Todo]) -> Result<(), StoreError> {
         self.0.put_todos(s, t).await
     }
 }
 
 #[actix_rt::test]
 async fn a_crashed_child_becomes_an_error_result_for_its_parent() {
-    let fake = FakeOpenAi::start(|req| {
-        if is_child(req) {
-            Response::text("never stored")
-        } else if req.last_role() == Some("user") {
-            task_call(r#"{"description":"Crash","prompt":"p","subagent_type":"general"}"#)
-        } else {
-            Response::text("the parent carried on")
-        }
-    })
+    let fake = FakeOpenAi::start(delegating(
+        r#"{"description":"Crash","prompt":"p","subagent_type":"general"}"#,
+        "never stored",
+        "the parent carried on",
+    ))
     .await
     .unwrap();
     let env = Env::new(&fake.base_url(), "");
