@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 use taskforce_agents::id::{MessageId, PermissionId, SessionId};
 use taskforce_agents::permission::{
-    Action, PermissionAsk, PermissionError, Rule, evaluate, wildcard,
+    Action, AskDecision, PermissionAsk, PermissionError, Rule, decide, evaluate, wildcard,
 };
 use tokio::sync::oneshot;
 
@@ -94,45 +94,41 @@ impl PermissionBroker {
         ask: PermissionAsk,
         ruleset: &[Rule],
     ) -> Result<(), PermissionError> {
-        for pattern in &ask.patterns {
-            let approved = self.approved_rules();
-            let decision = evaluate(&ask.permission, pattern, &[ruleset, &approved]);
-            match decision.action {
-                Action::Allow => continue,
-                Action::Deny => {
-                    let rules = ruleset
-                        .iter()
-                        .filter(|r| wildcard::matches(&ask.permission, &r.permission))
-                        .cloned()
-                        .collect();
-                    return Err(PermissionError::Denied { rules });
-                }
-                Action::Ask => {
-                    let (done, wait) = oneshot::channel();
-                    let request = PermissionRequest {
-                        id: PermissionId::new(),
-                        session_id: session.clone(),
-                        permission: ask.permission.clone(),
-                        patterns: ask.patterns.clone(),
-                        metadata: ask.metadata.clone(),
-                        always: ask.always.clone(),
-                        tool,
-                    };
-                    self.lock_pending().insert(
-                        request.id.clone(),
-                        Pending {
-                            request: request.clone(),
-                            ruleset: ruleset.to_vec(),
-                            done,
-                        },
-                    );
-                    self.bus.publish(Event::PermissionAsked(request));
-                    // A dropped sender (the broker went away) counts as a rejection.
-                    return wait.await.unwrap_or(Err(PermissionError::Rejected));
-                }
+        let approved = self.approved_rules();
+        match decide(&ask, &[ruleset, &approved]) {
+            AskDecision::Allow => Ok(()),
+            // The model is shown the session's rules, not the user's approvals.
+            AskDecision::Deny(_) => Err(PermissionError::Denied {
+                rules: ruleset
+                    .iter()
+                    .filter(|r| wildcard::matches(&ask.permission, &r.permission))
+                    .cloned()
+                    .collect(),
+            }),
+            AskDecision::Ask => {
+                let (done, wait) = oneshot::channel();
+                let request = PermissionRequest {
+                    id: PermissionId::new(),
+                    session_id: session.clone(),
+                    permission: ask.permission.clone(),
+                    patterns: ask.patterns.clone(),
+                    metadata: ask.metadata.clone(),
+                    always: ask.always.clone(),
+                    tool,
+                };
+                self.lock_pending().insert(
+                    request.id.clone(),
+                    Pending {
+                        request: request.clone(),
+                        ruleset: ruleset.to_vec(),
+                        done,
+                    },
+                );
+                self.bus.publish(Event::PermissionAsked(request));
+                // A dropped sender (the broker went away) counts as a rejection.
+                wait.await.unwrap_or(Err(PermissionError::Rejected))
             }
         }
-        Ok(())
     }
 
     /// Answers a pending ask; returns false when no such ask is pending.

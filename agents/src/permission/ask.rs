@@ -39,3 +39,75 @@ pub enum PermissionError {
     )]
     Corrected(String),
 }
+
+/// What the rules alone say about an ask.
+#[derive(Debug, Clone, PartialEq)]
+pub enum AskDecision {
+    /// Every pattern is allowed.
+    Allow,
+    /// A pattern is denied; these are the rules whose permission matches (for the model).
+    Deny(Vec<Rule>),
+    /// The patterns before this one are allowed; this one needs the user.
+    Ask,
+}
+
+/// Evaluates the ask's patterns in order against `rulesets` (last match wins): the first deny
+/// or ask decides; all allowed is allow (reference §3.7 step 2).
+pub fn decide(ask: &PermissionAsk, rulesets: &[&[Rule]]) -> AskDecision {
+    for pattern in &ask.patterns {
+        match super::evaluate(&ask.permission, pattern, rulesets).action {
+            super::Action::Allow => {}
+            super::Action::Deny => {
+                let rules = rulesets
+                    .iter()
+                    .flat_map(|r| r.iter())
+                    .filter(|r| super::wildcard::matches(&ask.permission, &r.permission))
+                    .cloned()
+                    .collect();
+                return AskDecision::Deny(rules);
+            }
+            super::Action::Ask => return AskDecision::Ask,
+        }
+    }
+    AskDecision::Allow
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::permission::Action;
+
+    fn ask(patterns: &[&str]) -> PermissionAsk {
+        PermissionAsk {
+            permission: "bash".into(),
+            patterns: patterns.iter().map(|p| p.to_string()).collect(),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn patterns_decide_in_order() {
+        let rules = vec![
+            Rule::new("*", "*", Action::Allow),
+            Rule::new("bash", "rm *", Action::Deny),
+            Rule::new("bash", "git push *", Action::Ask),
+        ];
+        assert_eq!(
+            decide(&ask(&["ls", "git status"]), &[&rules]),
+            AskDecision::Allow
+        );
+        assert_eq!(
+            decide(&ask(&["ls", "git push origin"]), &[&rules]),
+            AskDecision::Ask
+        );
+        let AskDecision::Deny(shown) = decide(&ask(&["ls", "rm -rf /"]), &[&rules]) else {
+            panic!("rm is denied")
+        };
+        assert_eq!(shown.len(), 3, "the rules whose permission matches bash");
+        // The first pattern that is not allowed decides, even if a later one is denied.
+        assert_eq!(
+            decide(&ask(&["git push x", "rm y"]), &[&rules]),
+            AskDecision::Ask
+        );
+    }
+}

@@ -10,7 +10,7 @@ mod evaluate;
 mod rule;
 pub mod wildcard;
 
-pub use ask::{PermissionAsk, PermissionError};
+pub use ask::{AskDecision, PermissionAsk, PermissionError, decide};
 pub use config::{PermissionConfig, PermissionValue, expand_home, from_config, from_tools};
 pub use disabled::{disabled, permission_for_tool};
 pub use evaluate::{Evaluation, evaluate, merge};

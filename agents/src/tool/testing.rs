@@ -13,7 +13,7 @@ use crate::agent::Registry;
 use crate::config::{Config, Paths};
 use crate::id::{MessageId, SessionId};
 use crate::model::{ModelRef, Todo};
-use crate::permission::{self, Action, PermissionAsk, PermissionError, Rule, Ruleset, wildcard};
+use crate::permission::{self, Action, PermissionAsk, PermissionError, Rule, Ruleset};
 
 /// A recorded `set_metadata` call: the title and the metadata.
 pub(crate) type MetadataCall = (Option<String>, Map<String, Value>);
@@ -35,22 +35,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 impl ToolHost for TestHost {
     async fn ask(&self, _ctx: &ToolContext, ask: PermissionAsk) -> Result<(), PermissionError> {
         lock(&self.asks).push(ask.clone());
-        for pattern in &ask.patterns {
-            match permission::evaluate(&ask.permission, pattern, &[&self.rules]).action {
-                Action::Allow => {}
-                Action::Deny => {
-                    let rules = self
-                        .rules
-                        .iter()
-                        .filter(|r| wildcard::matches(&ask.permission, &r.permission))
-                        .cloned()
-                        .collect();
-                    return Err(PermissionError::Denied { rules });
-                }
-                Action::Ask => return Err(PermissionError::Rejected),
-            }
+        match permission::decide(&ask, &[&self.rules]) {
+            permission::AskDecision::Allow => Ok(()),
+            permission::AskDecision::Deny(rules) => Err(PermissionError::Denied { rules }),
+            permission::AskDecision::Ask => Err(PermissionError::Rejected),
         }
-        Ok(())
     }
 
     fn set_metadata(

@@ -10,9 +10,7 @@ use serde_json::{Map, Value, json};
 use taskforce_agents::agent::Registry;
 use taskforce_agents::id::{MessageId, SessionId};
 use taskforce_agents::model::{ModelRef, Todo};
-use taskforce_agents::permission::{
-    self, Action, PermissionAsk, PermissionError, Rule, Ruleset, wildcard,
-};
+use taskforce_agents::permission::{self, Action, PermissionAsk, PermissionError, Rule, Ruleset};
 use taskforce_agents::tool::{
     self, BUILTIN_TOOLS, Delegate, SubagentOutcome, SubagentRequest, ToolContext, ToolError,
     ToolHost, ToolOutput, builtin_tools, resolve_tool_name, run_tool,
@@ -37,22 +35,11 @@ struct Host {
 impl ToolHost for Host {
     async fn ask(&self, _ctx: &ToolContext, ask: PermissionAsk) -> Result<(), PermissionError> {
         self.asks.lock().unwrap().push(ask.clone());
-        for pattern in &ask.patterns {
-            match permission::evaluate(&ask.permission, pattern, &[&self.rules]).action {
-                Action::Allow => {}
-                Action::Deny => {
-                    let rules = self
-                        .rules
-                        .iter()
-                        .filter(|r| wildcard::matches(&ask.permission, &r.permission))
-                        .cloned()
-                        .collect();
-                    return Err(PermissionError::Denied { rules });
-                }
-                Action::Ask => return Err(PermissionError::Rejected),
-            }
+        match permission::decide(&ask, &[&self.rules]) {
+            permission::AskDecision::Allow => Ok(()),
+            permission::AskDecision::Deny(rules) => Err(PermissionError::Denied { rules }),
+            permission::AskDecision::Ask => Err(PermissionError::Rejected),
         }
-        Ok(())
     }
 
     fn set_metadata(
