@@ -263,14 +263,8 @@ pub(super) async fn apply<'a>(
     let mut results: Vec<Result<(), StoreError>> = (0..entries.len()).map(|_| Ok(())).collect();
     let applied = match upserts.as_slice() {
         [] => Ok(()),
-        // One row is written directly.
-        [one] => run_upsert(conn, one).await,
-        // Many rows in one statement: the `write_batch` trigger applies them all or none.
-        many => sqlx::query("INSERT INTO write_batch (payload) VALUES (?1)")
-            .bind(batch_payload(many))
-            .execute(&mut *conn)
-            .await
-            .map(|_| ()),
+        // All rows in one statement: the `write_batch` trigger applies them all or none.
+        rows => run_batch(conn, rows).await,
     };
     if let Err(error) = applied {
         if upserts.len() == 1 {
@@ -328,79 +322,20 @@ pub(super) fn batch_payload(upserts: &[&Upsert]) -> String {
     serde_json::json!({"s": sessions, "m": messages, "p": parts}).to_string()
 }
 
-/// Runs one upsert on the writer's transaction.
+/// Writes one upsert, like a batch: through the `write_batch` trigger, so that
+/// there is one copy of each table's upsert SQL (in `migrations/0002_write_batch.sql`).
 pub(super) async fn run_upsert(
     conn: &mut SqliteConnection,
     upsert: &Upsert,
 ) -> Result<(), sqlx::Error> {
-    match upsert {
-        Upsert::Session {
-            id,
-            parent,
-            project,
-            title,
-            created,
-            updated,
-            data,
-        } => {
-            sqlx::query(
-                "INSERT INTO session \
-                   (id, parent_id, project_id, title, title_folded, time_created, time_updated, data) \
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) \
-                 ON CONFLICT (id) DO UPDATE SET \
-                   parent_id = excluded.parent_id, project_id = excluded.project_id, \
-                   title = excluded.title, title_folded = excluded.title_folded, \
-                   time_created = excluded.time_created, time_updated = excluded.time_updated, \
-                   data = excluded.data",
-            )
-            .bind(id)
-            .bind(parent)
-            .bind(project)
-            .bind(title)
-            .bind(title.to_lowercase())
-            .bind(created)
-            .bind(updated)
-            .bind(data)
-            .execute(conn)
-            .await?;
-        }
-        Upsert::Message {
-            id,
-            session,
-            created,
-            data,
-        } => {
-            // An upsert, not `INSERT OR REPLACE`: replacing would delete the message's parts.
-            sqlx::query(
-                "INSERT INTO message (id, session_id, time_created, data) VALUES (?1, ?2, ?3, ?4) \
-                 ON CONFLICT (id) DO UPDATE SET session_id = excluded.session_id, \
-                   time_created = excluded.time_created, data = excluded.data",
-            )
-            .bind(id)
-            .bind(session)
-            .bind(created)
-            .bind(data)
-            .execute(conn)
-            .await?;
-        }
-        Upsert::Part {
-            id,
-            message,
-            session,
-            data,
-        } => {
-            sqlx::query(
-                "INSERT INTO part (id, message_id, session_id, data) VALUES (?1, ?2, ?3, ?4) \
-                 ON CONFLICT (id) DO UPDATE SET message_id = excluded.message_id, \
-                   session_id = excluded.session_id, data = excluded.data",
-            )
-            .bind(id)
-            .bind(message)
-            .bind(session)
-            .bind(data)
-            .execute(conn)
-            .await?;
-        }
-    }
-    Ok(())
+    run_batch(conn, &[upsert]).await
+}
+
+/// Writes several upserts in one statement through the `write_batch` trigger.
+async fn run_batch(conn: &mut SqliteConnection, upserts: &[&Upsert]) -> Result<(), sqlx::Error> {
+    sqlx::query("INSERT INTO write_batch (payload) VALUES (?1)")
+        .bind(batch_payload(upserts))
+        .execute(conn)
+        .await
+        .map(|_| ())
 }
