@@ -35,6 +35,12 @@ pub enum RuntimeError {
     /// The runtime is shutting down.
     #[error("the runtime has stopped")]
     Stopped,
+    /// The session is running a loop and cannot take work that needs it to itself.
+    #[error("Session {0} is busy")]
+    Busy(String),
+    /// The session has no message with that id. Not retryable.
+    #[error("message not found: {0}")]
+    MessageNotFound(String),
     /// The request is malformed.
     #[error("invalid input: {0}")]
     InvalidInput(String),

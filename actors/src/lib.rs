@@ -17,6 +17,6 @@ pub mod supervisor;
 
 pub use error::RuntimeError;
 pub use hooks::{HookCall, Hooks};
-pub use runtime::{Runtime, RuntimeOptions, SessionTree};
-pub use session::{PartInput, PromptInput};
+pub use runtime::{Runtime, RuntimeOptions, SessionPatch, SessionTree};
+pub use session::{PartInput, PromptInput, ShellInput};
 pub use taskforce_agents as agents;

@@ -1,8 +1,10 @@
 //! The public handle of a running taskforce: sessions, prompts, cancels, queries, events.
 
 mod command;
+mod manage;
 mod tree;
 
+pub use manage::SessionPatch;
 pub use tree::SessionTree;
 
 use std::collections::BTreeMap;
@@ -16,6 +18,7 @@ use taskforce_agents::command::Commands;
 use taskforce_agents::config::{Config, LoadedConfig};
 use taskforce_agents::id::{PermissionId, SessionId, now_ms};
 use taskforce_agents::model::Session;
+use taskforce_agents::permission::Rule;
 use taskforce_agents::provider::Providers;
 use taskforce_agents::tool::builtin_tools;
 
@@ -24,7 +27,7 @@ use crate::bus::{BusHandle, Event, Filter, SessionStatus, Subscription};
 use crate::core::Core;
 use crate::hooks::Hooks;
 use crate::permission::{PermissionBroker, PermissionReply, PermissionRequest};
-use crate::session::{Prompt, PromptInput, Seed, Writer};
+use crate::session::{Exclusive, Job, Prompt, PromptInput, Seed, Writer};
 use crate::store::{MessageWithParts, SessionFilter, SqliteStore, Store};
 use crate::supervisor::{Activate, CancelTree, Forget, Live, LiveCount, Supervisor};
 
@@ -148,6 +151,17 @@ impl Runtime {
         parent: Option<&SessionId>,
         title: Option<String>,
     ) -> Result<Session, RuntimeError> {
+        self.create_session_with(parent, title, None).await
+    }
+
+    /// Creates a session as [`Runtime::create_session`] does, with session-level permission
+    /// rules (they come after the agent's, so they win).
+    pub async fn create_session_with(
+        &self,
+        parent: Option<&SessionId>,
+        title: Option<String>,
+        permission: Option<Vec<Rule>>,
+    ) -> Result<Session, RuntimeError> {
         let now = now_ms();
         let session = match parent {
             Some(p) => {
@@ -162,6 +176,8 @@ impl Runtime {
                 now,
             ),
         };
+        let mut session = session;
+        session.permission = permission;
         if let Some(p) = &session.parent_id {
             self.core.bus.register_parent(&session.id, p);
         }
@@ -214,6 +230,27 @@ impl Runtime {
         if let Some(agent) = &input.agent {
             self.core.registry.require(agent)?;
         }
+        if input.no_reply {
+            return self
+                .send_to_actor(session, || Exclusive(Job::Message(input.clone())))
+                .await;
+        }
+        self.send_to_actor(session, || Prompt {
+            input: input.clone(),
+        })
+        .await
+    }
+
+    /// Delivers `make()` to the session's actor, starting it from the store when needed.
+    async fn send_to_actor<M>(
+        &self,
+        session: &SessionId,
+        make: impl Fn() -> M,
+    ) -> Result<crate::session::Reply, RuntimeError>
+    where
+        M: actix::Message<Result = Result<crate::session::Reply, RuntimeError>> + Send + 'static,
+        crate::session::SessionActor: actix::Handler<M>,
+    {
         // A live actor knows its session; otherwise it is read (and must exist) first.
         let mut seed = None;
         for _ in 0..2 {
@@ -238,12 +275,7 @@ impl Runtime {
                 }
             };
             // An actor that stopped between activation and delivery is started again once.
-            if let Ok(reply) = addr
-                .send(Prompt {
-                    input: input.clone(),
-                })
-                .await
-            {
+            if let Ok(reply) = addr.send(make()).await {
                 return reply;
             }
         }

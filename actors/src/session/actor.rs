@@ -16,6 +16,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::PromptInput;
+use super::exclusive::{Job, run_job};
 use super::run::run_loop;
 use crate::RuntimeError;
 use crate::core::Core;
@@ -98,30 +99,81 @@ impl SessionActor {
             }
         };
         if let Some(token) = start {
-            let task = tokio::spawn(run_loop(
-                self.core.clone(),
-                self.id.clone(),
-                self.state.clone(),
-                token,
-            ));
-            ctx.spawn(task.into_actor(self).map(|joined, act, ctx| {
-                if let Err(e) = joined {
-                    // The loop panicked: answer everyone instead of leaving them waiting.
-                    tracing::error!(session = %act.id, "session loop crashed: {e}");
-                    let waiters = {
-                        let mut state = lock(&act.state);
-                        state.running = None;
-                        state.queue.clear();
-                        std::mem::take(&mut state.waiters)
-                    };
-                    for w in waiters {
-                        let _ = w.send(Err(RuntimeError::Crashed(act.id.to_string())));
-                    }
-                }
-                act.arm_idle(ctx);
-            }));
+            self.start_loop(token, ctx);
         }
         rx
+    }
+
+    /// Runs the agent loop under `token` (already set as the running one).
+    fn start_loop(&mut self, token: CancellationToken, ctx: &mut Context<Self>) {
+        let task = tokio::spawn(run_loop(
+            self.core.clone(),
+            self.id.clone(),
+            self.state.clone(),
+            token,
+        ));
+        ctx.spawn(task.into_actor(self).map(|joined, act, ctx| {
+            if let Err(e) = joined {
+                // The loop panicked: answer everyone instead of leaving them waiting.
+                tracing::error!(session = %act.id, "session loop crashed: {e}");
+                let waiters = {
+                    let mut state = lock(&act.state);
+                    state.running = None;
+                    state.queue.clear();
+                    std::mem::take(&mut state.waiters)
+                };
+                for w in waiters {
+                    let _ = w.send(Err(RuntimeError::Crashed(act.id.to_string())));
+                }
+            }
+            act.arm_idle(ctx);
+        }));
+    }
+
+    /// Runs `job` with the session to itself, or fails with `Busy` while a loop runs. Prompts
+    /// that arrive meanwhile wait and start the loop when the job ends.
+    fn exclusive(&mut self, job: Job, ctx: &mut Context<Self>) -> Result<Reply, RuntimeError> {
+        let token = {
+            let mut state = lock(&self.state);
+            if state.running.is_some() {
+                return Err(RuntimeError::Busy(self.id.to_string()));
+            }
+            let token = CancellationToken::new();
+            state.running = Some(token.clone());
+            token
+        };
+        self.disarm_idle(ctx);
+        let (tx, rx) = oneshot::channel();
+        let task = tokio::spawn(run_job(
+            self.core.clone(),
+            self.id.clone(),
+            self.state.clone(),
+            token,
+            job,
+        ));
+        ctx.spawn(task.into_actor(self).map(move |joined, act, ctx| {
+            let result = joined.unwrap_or_else(|e| {
+                tracing::error!(session = %act.id, "session job crashed: {e}");
+                Err(RuntimeError::Crashed(act.id.to_string()))
+            });
+            let _ = tx.send(result);
+            let next = {
+                let mut state = lock(&act.state);
+                state.running = None;
+                if state.queue.is_empty() {
+                    None
+                } else {
+                    let token = CancellationToken::new();
+                    state.running = Some(token.clone());
+                    Some(token)
+                }
+            };
+            match next {
+                Some(token) => act.start_loop(token, ctx),
+                None => act.arm_idle(ctx),
+            }
+        }));
+        Ok(rx)
     }
 
     fn disarm_idle(&mut self, ctx: &mut Context<Self>) {
@@ -223,6 +275,20 @@ impl Handler<Shutdown> for SessionActor {
             token.cancel();
         }
         ctx.stop();
+    }
+}
+
+/// Run work that needs the session to itself: a user's shell command, or a message that wants
+/// no reply. Fails with `Busy` while the loop runs.
+#[derive(Message)]
+#[rtype(result = "Result<Reply, RuntimeError>")]
+pub struct Exclusive(pub Job);
+
+impl Handler<Exclusive> for SessionActor {
+    type Result = Result<Reply, RuntimeError>;
+
+    fn handle(&mut self, msg: Exclusive, ctx: &mut Self::Context) -> Self::Result {
+        self.exclusive(msg.0, ctx)
     }
 }
 

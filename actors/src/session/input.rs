@@ -2,7 +2,7 @@
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
-use taskforce_agents::id::now_ms;
+use taskforce_agents::id::{MessageId, now_ms};
 use taskforce_agents::model::{
     AgentPart, FilePart, Message, ModelRef, Part, PartKind, Session, SubtaskPart, TextPart,
     UserMessage,
@@ -85,6 +85,16 @@ pub struct PromptInput {
     /// Extra system prompt for this message.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system: Option<String>,
+    /// The id the user message gets (a client-chosen `msg_…`); a new one when absent.
+    #[serde(
+        rename = "messageID",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub message_id: Option<MessageId>,
+    /// Store the message without running the agent loop.
+    #[serde(rename = "noReply", default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_reply: bool,
 }
 
 impl PromptInput {
@@ -137,6 +147,9 @@ pub(crate) async fn create_user_message(
         },
     };
     let mut user = UserMessage::new(session.id.clone(), agent.name.clone(), model, now_ms());
+    if let Some(id) = input.message_id {
+        user.id = id;
+    }
     user.tools = input.tools;
     user.system = input.system;
     let info = Message::User(user);

@@ -3,16 +3,20 @@
 mod actor;
 mod call;
 mod environment;
+mod exclusive;
 mod history;
 mod host;
 mod input;
 mod processor;
 mod run;
+mod shell;
 mod step;
 mod subtask;
 mod writer;
 
-pub use actor::{Cancel, IsBusy, Prompt, Seed, SessionActor, Shutdown, Subtask};
+pub use actor::{Cancel, Exclusive, IsBusy, Prompt, Seed, SessionActor, Shutdown, Subtask};
+pub use exclusive::Job;
+pub use shell::ShellInput;
 pub use history::{INTERRUPTED, SUBTASK_BY_USER};
 pub use input::{PartInput, PromptInput};
 pub use step::MAX_STEPS;

@@ -24,33 +24,9 @@ pub(crate) async fn run_loop(
     token: CancellationToken,
 ) {
     let writer = Writer::new(core.clone());
-    let (known, remembered, mut unsaved) = {
-        let mut state = lock(&state);
-        (
-            state.session.clone(),
-            state.history.take(),
-            std::mem::take(&mut state.unsaved),
-        )
-    };
-    let session = match known {
-        Some(s) => s,
-        None => match core.store.session(&id).await {
-            Ok(Some(s)) => {
-                lock(&state).session = Some(s.clone());
-                s
-            }
-            Ok(None) => {
-                return finish(&state, Err(RuntimeError::SessionNotFound(id.to_string())));
-            }
-            Err(e) => return finish(&state, Err(e.into())),
-        },
-    };
-    let mut messages = match remembered {
-        Some(h) => h,
-        None => match core.store.messages(&id).await {
-            Ok(h) => h,
-            Err(e) => return finish(&state, Err(e.into())),
-        },
+    let (session, mut messages, mut unsaved) = match load(&core, &id, &state).await {
+        Ok(loaded) => loaded,
+        Err(e) => return finish(&state, Err(e)),
     };
     if let Some(parent) = &session.parent_id {
         core.bus.register_parent(&session.id, parent);
@@ -118,6 +94,38 @@ pub(crate) async fn run_loop(
     // of them once it sees the idle.
     writer.status(&session, SessionStatus::Idle);
     finish(&state, result);
+}
+
+/// The session, its history and whether its row is unsaved: from the actor's memory (the history
+/// is taken out; the caller puts it back when done), else from the store.
+pub(crate) async fn load(
+    core: &Core,
+    id: &SessionId,
+    state: &Mutex<LoopState>,
+) -> Result<(Session, Vec<MessageWithParts>, bool), RuntimeError> {
+    let (known, remembered, unsaved) = {
+        let mut state = lock(state);
+        (
+            state.session.clone(),
+            state.history.take(),
+            std::mem::take(&mut state.unsaved),
+        )
+    };
+    let session = match known {
+        Some(s) => s,
+        None => match core.store.session(id).await? {
+            Some(s) => {
+                lock(state).session = Some(s.clone());
+                s
+            }
+            None => return Err(RuntimeError::SessionNotFound(id.to_string())),
+        },
+    };
+    let messages = match remembered {
+        Some(h) => h,
+        None => core.store.messages(id).await?,
+    };
+    Ok((session, messages, unsaved))
 }
 
 /// Clears the running flag and answers every waiter with `result`.

@@ -169,7 +169,7 @@ impl Delegate for SupervisorDelegate {
             agent: Some(request.agent.clone()),
             model: Some(request.model.clone()),
             tools: Some(tools),
-            system: None,
+            ..Default::default()
         };
         let started = now_ms();
         let result = tokio::select! {

@@ -1,0 +1,161 @@
+//! Changing sessions from outside their loop: patching, forking, a user's shell command.
+
+use taskforce_agents::id::{MessageId, PartId, SessionId, now_ms};
+use taskforce_agents::model::{Message, Part, Session, Todo};
+
+use super::Runtime;
+use crate::RuntimeError;
+use crate::bus::Event;
+use crate::session::{Exclusive, Job, ShellInput};
+use crate::store::MessageWithParts;
+
+/// Changes to a session's title or archive time (`PATCH /session/:id`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SessionPatch {
+    /// A new title.
+    pub title: Option<String>,
+    /// When the session was archived (epoch ms).
+    pub archived: Option<u64>,
+}
+
+impl Runtime {
+    /// Applies `patch` to a session and publishes `session.updated`; `time.updated` stays.
+    pub async fn update_session(
+        &self,
+        id: &SessionId,
+        patch: SessionPatch,
+    ) -> Result<Session, RuntimeError> {
+        let mut session = self.session(id).await?;
+        if let Some(title) = patch.title {
+            session.title = title;
+        }
+        if let Some(archived) = patch.archived {
+            session.time.archived = Some(archived);
+        }
+        self.core.store.put_session(&session).await?;
+        self.core.bus.publish(Event::SessionUpdated {
+            info: session.clone(),
+        });
+        Ok(session)
+    }
+
+    /// A new root session holding copies of the messages before `before` (all when absent), with
+    /// new ids, the same rules and the title `<title> (fork #n)`.
+    pub async fn fork_session(
+        &self,
+        id: &SessionId,
+        before: Option<&MessageId>,
+    ) -> Result<Session, RuntimeError> {
+        let original = self.session(id).await?;
+        let messages = self.core.store.messages(id).await?;
+        let mut fork = Session::new(
+            self.core.project_id.clone(),
+            self.core.directory(),
+            forked_title(&original.title),
+            now_ms(),
+        );
+        fork.permission = original.permission.clone();
+        let mut renamed: Vec<(MessageId, MessageId)> = Vec::new();
+        let mut copies: Vec<Message> = Vec::new();
+        let mut parts: Vec<Part> = Vec::new();
+        for m in messages
+            .into_iter()
+            .take_while(|m| before.is_none_or(|b| m.info.id() < b))
+        {
+            let new_id = MessageId::new();
+            renamed.push((m.info.id().clone(), new_id.clone()));
+            let info = match m.info {
+                Message::User(mut u) => {
+                    u.id = new_id.clone();
+                    u.session_id = fork.id.clone();
+                    Message::User(u)
+                }
+                Message::Assistant(mut a) => {
+                    if let Some((_, to)) = renamed.iter().find(|(from, _)| from == &a.parent_id) {
+                        a.parent_id = to.clone();
+                    }
+                    a.id = new_id.clone();
+                    a.session_id = fork.id.clone();
+                    Message::Assistant(a)
+                }
+            };
+            copies.push(info);
+            parts.extend(m.parts.into_iter().map(|p| Part {
+                id: PartId::new(),
+                session_id: fork.id.clone(),
+                message_id: new_id.clone(),
+                kind: p.kind,
+            }));
+        }
+        let message_refs: Vec<&Message> = copies.iter().collect();
+        let part_refs: Vec<&Part> = parts.iter().collect();
+        self.core
+            .store
+            .put_many(&[&fork], &message_refs, &part_refs)
+            .await?;
+        self.core
+            .bus
+            .publish(Event::SessionCreated { info: fork.clone() });
+        self.core
+            .bus
+            .publish(Event::SessionUpdated { info: fork.clone() });
+        Ok(fork)
+    }
+
+    /// The session's todo list.
+    pub async fn todos(&self, id: &SessionId) -> Result<Vec<Todo>, RuntimeError> {
+        self.session(id).await?;
+        Ok(self.core.store.todos(id).await?)
+    }
+
+    /// One message of a session with its parts.
+    pub async fn message(
+        &self,
+        id: &SessionId,
+        message: &MessageId,
+    ) -> Result<MessageWithParts, RuntimeError> {
+        self.session(id).await?;
+        self.core
+            .store
+            .message(id, message)
+            .await?
+            .ok_or_else(|| RuntimeError::MessageNotFound(message.to_string()))
+    }
+
+    /// Runs a shell command for the user in the session (no permission ask), recorded as a
+    /// `bash` tool call; `Busy` while the session's loop runs. Answers the assistant message.
+    pub async fn shell(
+        &self,
+        id: &SessionId,
+        input: ShellInput,
+    ) -> Result<MessageWithParts, RuntimeError> {
+        self.core.registry.require(&input.agent)?;
+        self.send_to_actor(id, || Exclusive(Job::Shell(input.clone())))
+            .await?
+            .await
+            .map_err(|_| RuntimeError::Crashed(id.to_string()))?
+    }
+}
+
+/// `Title (fork #1)`, or the next number for a fork of a fork.
+fn forked_title(title: &str) -> String {
+    if let Some(open) = title.rfind(" (fork #")
+        && let Some(number) = title[open + 8..].strip_suffix(')')
+        && let Ok(n) = number.parse::<u32>()
+    {
+        return format!("{} (fork #{})", &title[..open], n.saturating_add(1));
+    }
+    format!("{title} (fork #1)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::forked_title;
+
+    #[test]
+    fn fork_titles_count_up() {
+        assert_eq!(forked_title("Plan"), "Plan (fork #1)");
+        assert_eq!(forked_title("Plan (fork #1)"), "Plan (fork #2)");
+        assert_eq!(forked_title("Plan (fork #x)"), "Plan (fork #x) (fork #1)");
+    }
+}

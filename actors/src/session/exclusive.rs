@@ -1,0 +1,67 @@
+//! Work a session does outside its agent loop but with the session to itself: a user's shell
+//! command (reference §8.8) and a message stored without a reply (`noReply`).
+
+use std::sync::{Arc, Mutex};
+
+use taskforce_agents::id::SessionId;
+use tokio_util::sync::CancellationToken;
+
+use super::actor::{LoopState, lock};
+use super::run::load;
+use super::shell::{ShellInput, run_shell};
+use super::{PromptInput, Writer, create_user_message};
+use crate::RuntimeError;
+use crate::bus::SessionStatus;
+use crate::core::Core;
+use crate::store::MessageWithParts;
+
+/// What to run with the session to itself.
+#[derive(Debug, Clone)]
+pub enum Job {
+    /// Run a shell command for the user and record it as a bash tool call.
+    Shell(ShellInput),
+    /// Store a user message without running the agent loop.
+    Message(PromptInput),
+}
+
+/// Runs `job` and puts the session's history back; answers the message it wrote.
+pub(crate) async fn run_job(
+    core: Arc<Core>,
+    id: SessionId,
+    state: Arc<Mutex<LoopState>>,
+    token: CancellationToken,
+    job: Job,
+) -> Result<MessageWithParts, RuntimeError> {
+    let writer = Writer::new(core.clone());
+    let (session, mut messages, mut unsaved) = load(&core, &id, &state).await?;
+    let result = match job {
+        Job::Message(input) => {
+            let new = std::mem::take(&mut unsaved);
+            create_user_message(&core, &writer, &session, Some(&messages), new, input)
+                .await
+                .map(|user| {
+                    messages.push(user.clone());
+                    user
+                })
+        }
+        Job::Shell(input) => {
+            writer.status(&session, SessionStatus::Busy);
+            let ran = run_shell(
+                &core,
+                &writer,
+                &session,
+                &mut messages,
+                &mut unsaved,
+                input,
+                &token,
+            )
+            .await;
+            writer.status(&session, SessionStatus::Idle);
+            ran
+        }
+    };
+    let mut state = lock(&state);
+    state.history = result.is_ok().then_some(messages);
+    state.unsaved = unsaved;
+    result
+}
