@@ -5,6 +5,7 @@
 //! registry, configuration); `actors` runs them.
 
 pub mod cli;
+pub mod server;
 
 pub use taskforce_actors as actors;
 pub use taskforce_agents as agents;

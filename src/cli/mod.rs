@@ -11,6 +11,7 @@ mod live;
 mod output;
 mod permission;
 mod run;
+mod serve;
 mod sessions;
 
 use std::path::PathBuf;
@@ -64,6 +65,8 @@ pub enum Command {
     Sessions(sessions::SessionsCommand),
     /// The offline demo: a primary agent fans out to parallel explore subagents.
     Demo(demo::DemoArgs),
+    /// Serve OpenCode's HTTP/SSE API on this machine.
+    Serve(serve::ServeArgs),
 }
 
 /// An error caused by the user's input or configuration (exit status 2).
@@ -122,5 +125,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Run(args) => run::run(&context, args),
         Command::Sessions(cmd) => sessions::run(&context, cmd),
         Command::Demo(args) => demo::run(&context, args),
+        Command::Serve(args) => serve::run(&context, args),
     }
 }

@@ -1,0 +1,116 @@
+//! `taskforce serve`: OpenCode's HTTP/SSE API over a runtime, so OpenCode's SDK and clients
+//! can drive taskforce. Our additions (`/session/:id/tree`, SSE ids and replay) sit beside it.
+
+mod auth;
+mod error;
+mod events;
+mod extract;
+mod routes;
+mod sse;
+
+pub use error::ApiError;
+pub use events::EventLog;
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use taskforce_actors::Runtime;
+use tokio::net::TcpListener;
+
+/// How to serve.
+#[derive(Debug, Clone)]
+pub struct ServerOptions {
+    /// The address to bind (127.0.0.1 unless told otherwise).
+    pub hostname: String,
+    /// The port (0: any free port).
+    pub port: u16,
+    /// Basic-auth password for user `taskforce` (from `TASKFORCE_SERVER_PASSWORD`); none: open.
+    pub password: Option<String>,
+    /// The largest request body accepted, in bytes.
+    pub body_limit: usize,
+    /// How often SSE streams send `server.heartbeat`.
+    pub heartbeat: Duration,
+    /// How many events are kept for clients that reconnect with `Last-Event-ID`.
+    pub replay: usize,
+}
+
+impl Default for ServerOptions {
+    fn default() -> Self {
+        ServerOptions {
+            hostname: "127.0.0.1".into(),
+            port: 4096,
+            password: None,
+            body_limit: 16 * 1024 * 1024,
+            heartbeat: Duration::from_secs(30),
+            replay: 10_000,
+        }
+    }
+}
+
+/// What every handler gets.
+#[derive(Clone)]
+pub(crate) struct AppState {
+    pub runtime: Runtime,
+    pub events: EventLog,
+    pub directory: PathBuf,
+    pub heartbeat: Duration,
+}
+
+/// The API of `runtime` as an axum router (auth, CORS and the body limit included).
+pub fn router(runtime: Runtime, options: &ServerOptions) -> Router {
+    let directory = runtime.paths().project_root.clone();
+    let events = EventLog::start(
+        &runtime,
+        directory.display().to_string(),
+        options.replay,
+    );
+    let state = AppState {
+        runtime,
+        events,
+        directory,
+        heartbeat: options.heartbeat,
+    };
+    routes::all()
+        .with_state(state)
+        .layer(DefaultBodyLimit::max(options.body_limit))
+        .layer(auth::cors())
+        .layer(axum::middleware::from_fn_with_state(
+            auth::Password::new(options.password.clone()),
+            auth::basic,
+        ))
+}
+
+/// A bound server, ready to run.
+pub struct Server {
+    listener: TcpListener,
+    router: Router,
+}
+
+impl Server {
+    /// Binds the address; fails when it is taken or invalid.
+    pub async fn bind(runtime: Runtime, options: &ServerOptions) -> std::io::Result<Server> {
+        let listener = TcpListener::bind((options.hostname.as_str(), options.port)).await?;
+        Ok(Server {
+            listener,
+            router: router(runtime, options),
+        })
+    }
+
+    /// The bound address.
+    pub fn local_addr(&self) -> std::io::Result<SocketAddr> {
+        self.listener.local_addr()
+    }
+
+    /// Serves until `shutdown` resolves.
+    pub async fn run_until(
+        self,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        axum::serve(self.listener, self.router)
+            .with_graceful_shutdown(shutdown)
+            .await
+    }
+}

@@ -1,0 +1,162 @@
+//! `/session/:id/message` and friends: reading messages, prompting (waiting or not), commands
+//! and the user's shell commands.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use serde::Deserialize;
+use serde_json::Value;
+use taskforce_actors::store::MessageWithParts;
+use taskforce_actors::{PromptInput, RuntimeError, ShellInput};
+use taskforce_agents::id::{MessageId, SessionId};
+use taskforce_agents::model::{Message, ModelRef};
+
+use super::super::AppState;
+use super::super::error::ApiError;
+use super::super::extract::{Body, Query, path_id};
+use super::global::to_value;
+use super::session::session_id;
+
+/// Query of `GET /session/:id/message`.
+#[derive(Debug, Default, Deserialize)]
+pub struct ListQuery {
+    /// Keep only the newest this many.
+    limit: Option<usize>,
+}
+
+/// `GET /session/:id/message`: `[{info, parts}]`, oldest first.
+pub async fn list(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Query(q): Query<ListQuery>,
+) -> Result<Json<Vec<MessageWithParts>>, ApiError> {
+    let mut messages = state.runtime.messages(&session_id(&id)?).await?;
+    if let Some(limit) = q.limit
+        && messages.len() > limit
+    {
+        messages.drain(..messages.len() - limit);
+    }
+    Ok(Json(messages))
+}
+
+/// `GET /session/:id/message/:messageID`.
+pub async fn get(
+    State(state): State<AppState>,
+    Path((id, message)): Path<(String, String)>,
+) -> Result<Json<MessageWithParts>, ApiError> {
+    let message: MessageId = path_id("messageID", &message)?;
+    Ok(Json(
+        state.runtime.message(&session_id(&id)?, &message).await?,
+    ))
+}
+
+/// `POST /session/:id/message`: prompts and answers `{info, parts}` of the final assistant
+/// message once the loop is done (the user message itself with `noReply`).
+pub async fn prompt(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Body(input): Body<PromptInput>,
+) -> Result<Json<MessageWithParts>, ApiError> {
+    let id = session_id(&id)?;
+    check_prompt(&input)?;
+    match state.runtime.prompt(&id, input).await {
+        Ok(answer) => Ok(Json(answer)),
+        Err(RuntimeError::Cancelled) => aborted_answer(&state, &id).await.map(Json),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// An aborted prompt answers the aborted assistant message, as OpenCode does.
+async fn aborted_answer(state: &AppState, id: &SessionId) -> Result<MessageWithParts, ApiError> {
+    let messages = state.runtime.messages(id).await?;
+    match messages.into_iter().next_back() {
+        Some(last) if matches!(last.info, Message::Assistant(_)) => Ok(last),
+        _ => Err(RuntimeError::Cancelled.into()),
+    }
+}
+
+fn check_prompt(input: &PromptInput) -> Result<(), ApiError> {
+    if input.parts.is_empty() {
+        return Err(ApiError::bad_request(
+            "request body: field `parts`: a prompt needs at least one part",
+        ));
+    }
+    Ok(())
+}
+
+/// `POST /session/:id/prompt_async`: queues the prompt and answers 204 at once.
+pub async fn prompt_async(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Body(input): Body<PromptInput>,
+) -> Result<StatusCode, ApiError> {
+    check_prompt(&input)?;
+    state
+        .runtime
+        .prompt_async(&session_id(&id)?, input)
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Body of `POST /session/:id/command`.
+#[derive(Debug, Deserialize)]
+pub struct CommandBody {
+    /// The command's name, without `/`.
+    command: String,
+    /// Everything after the name.
+    #[serde(default)]
+    arguments: String,
+    /// The agent, when the command names none.
+    agent: Option<String>,
+    /// `provider/model`.
+    model: Option<String>,
+    /// Extra file parts (not supported yet: refused when non-empty).
+    #[serde(default)]
+    parts: Vec<Value>,
+}
+
+/// `POST /session/:id/command`: runs a slash command and answers its final message.
+pub async fn command(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Body(body): Body<CommandBody>,
+) -> Result<Json<MessageWithParts>, ApiError> {
+    let id = session_id(&id)?;
+    if !body.parts.is_empty() {
+        return Err(ApiError::bad_request(
+            "request body: field `parts`: extra parts on commands are not supported; put file references (@path) in `arguments`",
+        ));
+    }
+    let model = body
+        .model
+        .as_deref()
+        .filter(|m| !m.is_empty())
+        .map(str::parse::<ModelRef>)
+        .transpose()
+        .map_err(|e| ApiError::bad_request(format!("request body: field `model`: {e}")))?;
+    let name = body.command.trim_start_matches('/');
+    match state
+        .runtime
+        .command(&id, name, &body.arguments, body.agent.as_deref(), model)
+        .await
+    {
+        Ok(answer) => Ok(Json(answer)),
+        Err(RuntimeError::Cancelled) => aborted_answer(&state, &id).await.map(Json),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// `POST /session/:id/shell`: runs a command for the user; answers the assistant message.
+pub async fn shell(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Body(input): Body<ShellInput>,
+) -> Result<Json<Value>, ApiError> {
+    if input.command.trim().is_empty() {
+        return Err(ApiError::bad_request(
+            "request body: field `command`: must not be empty",
+        ));
+    }
+    let answer = state.runtime.shell(&session_id(&id)?, input).await?;
+    Ok(Json(to_value(&answer.info)?))
+}

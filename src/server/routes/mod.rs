@@ -1,0 +1,112 @@
+//! The route table (reference §5.2).
+
+mod global;
+mod message;
+mod permission;
+mod session;
+
+use axum::Router;
+use axum::routing::{get, post};
+
+use super::AppState;
+use super::error::ApiError;
+
+/// Every route.
+pub(crate) fn all() -> Router<AppState> {
+    Router::new()
+        .route("/global/health", get(global::health))
+        .route("/global/event", get(global::global_events))
+        .route("/event", get(global::events))
+        .route("/agent", get(global::agents))
+        .route("/command", get(global::commands))
+        .route("/config", get(global::config))
+        .route("/session", get(session::list).post(session::create))
+        .route("/session/status", get(session::status))
+        .route(
+            "/session/{id}",
+            get(session::get)
+                .patch(session::update)
+                .delete(session::delete),
+        )
+        .route("/session/{id}/children", get(session::children))
+        .route("/session/{id}/todo", get(session::todo))
+        .route("/session/{id}/tree", get(session::tree))
+        .route("/session/{id}/fork", post(session::fork))
+        .route("/session/{id}/abort", post(session::abort))
+        .route(
+            "/session/{id}/message",
+            get(message::list).post(message::prompt),
+        )
+        .route("/session/{id}/prompt_async", post(message::prompt_async))
+        .route("/session/{id}/message/{message}", get(message::get))
+        .route("/session/{id}/command", post(message::command))
+        .route("/session/{id}/shell", post(message::shell))
+        .route(
+            "/session/{id}/permissions/{permission}",
+            post(permission::respond),
+        )
+        .route("/permission", get(permission::list))
+        .route("/permission/{id}/reply", post(permission::reply))
+        .fallback(not_found)
+}
+
+async fn not_found(uri: axum::http::Uri) -> ApiError {
+    ApiError::not_found(format!("no route for {}", uri.path()))
+}
+
+/// The `?directory=` every OpenCode route accepts; this server serves one project.
+#[derive(Debug, Default, serde::Deserialize)]
+pub(crate) struct DirectoryQuery {
+    /// The project directory the client means.
+    pub directory: Option<String>,
+}
+
+/// Checks that a client's `directory` (query or `x-opencode-directory`) is this server's project.
+pub(crate) fn check_directory(
+    state: &AppState,
+    query: Option<&str>,
+    headers: &axum::http::HeaderMap,
+) -> Result<(), ApiError> {
+    let header = headers
+        .get("x-opencode-directory")
+        .and_then(|v| v.to_str().ok());
+    let Some(given) = query.or(header) else {
+        return Ok(());
+    };
+    let decoded = percent_decode(given);
+    let same = |p: &std::path::Path| {
+        std::fs::canonicalize(p).ok() == std::fs::canonicalize(&state.directory).ok()
+    };
+    if same(std::path::Path::new(&decoded)) {
+        Ok(())
+    } else {
+        Err(ApiError::bad_request(format!(
+            "directory `{decoded}`: this server serves the project at {}",
+            state.directory.display()
+        )))
+    }
+}
+
+fn percent_decode(text: &str) -> String {
+    fn hex(b: u8) -> Option<u8> {
+        (b as char).to_digit(16).and_then(|d| u8::try_from(d).ok())
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && let (Some(hi), Some(lo)) = (
+                bytes.get(i + 1).copied().and_then(hex),
+                bytes.get(i + 2).copied().and_then(hex),
+            )
+        {
+            out.push(hi * 16 + lo);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}

@@ -1,0 +1,79 @@
+//! Permission asks: the pending list and replies (current and deprecated routes).
+
+use axum::Json;
+use axum::extract::{Path, State};
+use serde::Deserialize;
+use taskforce_actors::permission::{PermissionReply, PermissionRequest};
+use taskforce_agents::id::PermissionId;
+
+use super::super::AppState;
+use super::super::error::ApiError;
+use super::super::extract::{Body, path_id};
+use super::session::session_id;
+
+/// `GET /permission`: every pending ask, oldest first.
+pub async fn list(State(state): State<AppState>) -> Json<Vec<PermissionRequest>> {
+    Json(state.runtime.pending_permissions())
+}
+
+/// Body of `POST /permission/:id/reply`.
+#[derive(Debug, Deserialize)]
+pub struct ReplyBody {
+    reply: PermissionReply,
+    /// With `reject`: a correction the model sees, and the loop continues.
+    message: Option<String>,
+}
+
+/// `POST /permission/:id/reply`.
+pub async fn reply(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Body(body): Body<ReplyBody>,
+) -> Result<Json<bool>, ApiError> {
+    let id: PermissionId = path_id("requestID", &id)?;
+    answer(&state, &id, body.reply, body.message)
+}
+
+/// Body of the deprecated `POST /session/:id/permissions/:permissionID`.
+#[derive(Debug, Deserialize)]
+pub struct RespondBody {
+    response: PermissionReply,
+}
+
+/// `POST /session/:id/permissions/:permissionID` (deprecated form of reply).
+pub async fn respond(
+    State(state): State<AppState>,
+    Path((session, id)): Path<(String, String)>,
+    Body(body): Body<RespondBody>,
+) -> Result<Json<bool>, ApiError> {
+    let session = session_id(&session)?;
+    let id: PermissionId = path_id("permissionID", &id)?;
+    let belongs = state
+        .runtime
+        .pending_permissions()
+        .iter()
+        .any(|p| p.id == id && p.session_id == session);
+    if !belongs {
+        return Err(not_pending(&id));
+    }
+    answer(&state, &id, body.response, None)
+}
+
+fn answer(
+    state: &AppState,
+    id: &PermissionId,
+    reply: PermissionReply,
+    message: Option<String>,
+) -> Result<Json<bool>, ApiError> {
+    if state.runtime.reply_permission(id, reply, message) {
+        Ok(Json(true))
+    } else {
+        Err(not_pending(id))
+    }
+}
+
+fn not_pending(id: &PermissionId) -> ApiError {
+    ApiError::not_found(format!(
+        "permission request not found: {id} (it was answered already, or never asked)"
+    ))
+}

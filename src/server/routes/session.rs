@@ -1,0 +1,191 @@
+//! `/session` and `/session/:id`: list, create, read, patch, delete, children, todos, fork,
+//! abort, statuses, and our subtree view.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::HeaderMap;
+use serde::Deserialize;
+use serde_json::Value;
+use taskforce_actors::SessionPatch;
+use taskforce_actors::store::SessionFilter;
+use taskforce_agents::id::{MessageId, SessionId};
+use taskforce_agents::model::Session;
+use taskforce_agents::permission::Rule;
+
+use super::super::AppState;
+use super::super::error::ApiError;
+use super::super::extract::{Body, OptionalBody, Query, path_id};
+use super::global::to_value;
+use super::{DirectoryQuery, check_directory};
+
+/// Query of `GET /session`.
+#[derive(Debug, Default, Deserialize)]
+pub struct ListQuery {
+    directory: Option<String>,
+    /// Only sessions without a parent.
+    roots: Option<bool>,
+    /// Only sessions updated at or after this time (epoch ms).
+    start: Option<u64>,
+    /// Only sessions whose title contains this, case-insensitively.
+    search: Option<String>,
+    /// At most this many.
+    limit: Option<usize>,
+}
+
+/// `GET /session`: sessions, most recently updated first.
+pub async fn list(
+    State(state): State<AppState>,
+    Query(q): Query<ListQuery>,
+    headers: HeaderMap,
+) -> Result<Json<Vec<Session>>, ApiError> {
+    check_directory(&state, q.directory.as_deref(), &headers)?;
+    let filter = SessionFilter {
+        roots: q.roots.unwrap_or(false),
+        start: q.start,
+        search: q.search.filter(|s| !s.is_empty()),
+        limit: q.limit,
+    };
+    Ok(Json(state.runtime.sessions(&filter).await?))
+}
+
+/// Body of `POST /session`.
+#[derive(Debug, Default, Deserialize)]
+pub struct CreateBody {
+    #[serde(rename = "parentID")]
+    parent_id: Option<SessionId>,
+    title: Option<String>,
+    permission: Option<Vec<Rule>>,
+}
+
+/// `POST /session`: a new session (a child when `parentID` is given).
+pub async fn create(
+    State(state): State<AppState>,
+    Query(q): Query<DirectoryQuery>,
+    headers: HeaderMap,
+    OptionalBody(body): OptionalBody<CreateBody>,
+) -> Result<Json<Session>, ApiError> {
+    check_directory(&state, q.directory.as_deref(), &headers)?;
+    let session = state
+        .runtime
+        .create_session_with(body.parent_id.as_ref(), body.title, body.permission)
+        .await?;
+    Ok(Json(session))
+}
+
+/// `GET /session/status`: the status of every session that is not idle.
+pub async fn status(
+    State(state): State<AppState>,
+    Query(q): Query<DirectoryQuery>,
+    headers: HeaderMap,
+) -> Result<Json<Value>, ApiError> {
+    check_directory(&state, q.directory.as_deref(), &headers)?;
+    Ok(Json(to_value(&state.runtime.statuses())?))
+}
+
+pub(crate) fn session_id(raw: &str) -> Result<SessionId, ApiError> {
+    path_id("sessionID", raw)
+}
+
+/// `GET /session/:id`.
+pub async fn get(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Session>, ApiError> {
+    Ok(Json(state.runtime.session(&session_id(&id)?).await?))
+}
+
+/// Body of `PATCH /session/:id`.
+#[derive(Debug, Default, Deserialize)]
+pub struct UpdateBody {
+    title: Option<String>,
+    time: Option<UpdateTime>,
+}
+
+/// The `time` of a session patch.
+#[derive(Debug, Default, Deserialize)]
+pub struct UpdateTime {
+    archived: Option<u64>,
+}
+
+/// `PATCH /session/:id`: a new title or archive time.
+pub async fn update(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Body(body): Body<UpdateBody>,
+) -> Result<Json<Session>, ApiError> {
+    let patch = SessionPatch {
+        title: body.title,
+        archived: body.time.and_then(|t| t.archived),
+    };
+    Ok(Json(
+        state
+            .runtime
+            .update_session(&session_id(&id)?, patch)
+            .await?,
+    ))
+}
+
+/// `DELETE /session/:id`: the session and its subtree.
+pub async fn delete(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<bool>, ApiError> {
+    state.runtime.delete_session(&session_id(&id)?).await?;
+    Ok(Json(true))
+}
+
+/// `GET /session/:id/children`.
+pub async fn children(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Vec<Session>>, ApiError> {
+    Ok(Json(state.runtime.children(&session_id(&id)?).await?))
+}
+
+/// `GET /session/:id/todo`.
+pub async fn todo(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(to_value(
+        &state.runtime.todos(&session_id(&id)?).await?,
+    )?))
+}
+
+/// `GET /session/:id/tree` (ours): the subtree with status, agent and usage per node.
+pub async fn tree(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<Value>, ApiError> {
+    Ok(Json(to_value(&state.runtime.tree(&session_id(&id)?).await?)?))
+}
+
+/// Body of `POST /session/:id/fork`.
+#[derive(Debug, Default, Deserialize)]
+pub struct ForkBody {
+    #[serde(rename = "messageID")]
+    message_id: Option<MessageId>,
+}
+
+/// `POST /session/:id/fork`: a copy of the messages before `messageID`.
+pub async fn fork(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    OptionalBody(body): OptionalBody<ForkBody>,
+) -> Result<Json<Session>, ApiError> {
+    Ok(Json(
+        state
+            .runtime
+            .fork_session(&session_id(&id)?, body.message_id.as_ref())
+            .await?,
+    ))
+}
+
+/// `POST /session/:id/abort`: cancels the session's loop and its descendants'.
+pub async fn abort(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+) -> Result<Json<bool>, ApiError> {
+    state.runtime.cancel(&session_id(&id)?).await?;
+    Ok(Json(true))
+}
