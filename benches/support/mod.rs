@@ -43,7 +43,7 @@ impl Bench {
         }
     }
 
-    pub async fn runtime(&self) -> Runtime {
+    pub fn options(&self) -> RuntimeOptions {
         let loaded = load(&LoadOptions {
             cwd: self.project.clone(),
             config_file: None,
@@ -56,11 +56,21 @@ impl Bench {
         if let Ok(n) = std::env::var("TF_ARBITERS") {
             options.arbiters = n.parse().unwrap_or(0);
         }
-        Runtime::start(options).await.expect("runtime starts")
+        options
+    }
+
+    pub async fn runtime(&self) -> Runtime {
+        Runtime::start(self.options())
+            .await
+            .expect("runtime starts")
+    }
+
+    /// A runtime with its own actix system thread, for plain tokio hosts.
+    pub fn runtime_dedicated(&self) -> Runtime {
+        Runtime::spawn_dedicated(self.options()).expect("runtime starts")
     }
 }
 
-/// Runs `body` in an actix system on a multi-thread tokio runtime.
 pub fn in_system<F: std::future::Future<Output = ()> + 'static>(body: F) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()

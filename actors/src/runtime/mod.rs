@@ -394,6 +394,12 @@ impl Runtime {
         self.core.bus.subscribe(filter)
     }
 
+    /// Publishes `event` on the runtime's bus, as if the runtime had (embedders announcing
+    /// changes they made, load generators).
+    pub fn publish(&self, event: Event) {
+        self.core.bus.publish(event);
+    }
+
     /// Answers a pending permission ask; false when none is pending under that id.
     pub fn reply_permission(
         &self,

@@ -39,10 +39,7 @@ pub(crate) async fn run_job(
             let new = std::mem::take(&mut unsaved);
             create_user_message(&core, &writer, &session, Some(&messages), new, input)
                 .await
-                .map(|user| {
-                    messages.push(user.clone());
-                    user
-                })
+                .inspect(|user| messages.push(user.clone()))
         }
         Job::Shell(input) => {
             writer.status(&session, SessionStatus::Busy);

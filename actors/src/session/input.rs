@@ -86,14 +86,14 @@ pub struct PromptInput {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub system: Option<String>,
     /// The id the user message gets (a client-chosen `msg_…`); a new one when absent.
-    #[serde(
-        rename = "messageID",
-        default,
-        skip_serializing_if = "Option::is_none"
-    )]
+    #[serde(rename = "messageID", default, skip_serializing_if = "Option::is_none")]
     pub message_id: Option<MessageId>,
     /// Store the message without running the agent loop.
-    #[serde(rename = "noReply", default, skip_serializing_if = "std::ops::Not::not")]
+    #[serde(
+        rename = "noReply",
+        default,
+        skip_serializing_if = "std::ops::Not::not"
+    )]
     pub no_reply: bool,
 }
 

@@ -16,9 +16,9 @@ mod writer;
 
 pub use actor::{Cancel, Exclusive, IsBusy, Prompt, Seed, SessionActor, Shutdown, Subtask};
 pub use exclusive::Job;
-pub use shell::ShellInput;
 pub use history::{INTERRUPTED, SUBTASK_BY_USER};
 pub use input::{PartInput, PromptInput};
+pub use shell::ShellInput;
 pub use step::MAX_STEPS;
 pub use subtask::SUMMARIZE;
 
