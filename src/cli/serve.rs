@@ -28,15 +28,13 @@ pub fn run(context: &Context, args: ServeArgs) -> anyhow::Result<()> {
         ..ServerOptions::default()
     };
     context.with_runtime(move |runtime| async move {
-        let server = Server::bind(runtime.clone(), &options)
-            .await
-            .map_err(|e| {
-                UsageError::new(anyhow::anyhow!(
-                    "cannot listen on {}:{}: {e}",
-                    options.hostname,
-                    options.port
-                ))
-            })?;
+        let server = Server::bind(runtime.clone(), &options).await.map_err(|e| {
+            UsageError::new(anyhow::anyhow!(
+                "cannot listen on {}:{}: {e}",
+                options.hostname,
+                options.port
+            ))
+        })?;
         let addr = server.local_addr()?;
         println!("taskforce server listening on http://{addr}");
         std::io::stdout().flush()?;

@@ -34,11 +34,13 @@ impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalB
     type Rejection = ApiError;
 
     async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let bytes = Bytes::from_request(req, state).await.map_err(|e| ApiError {
-            status: e.status(),
-            name: "BadRequest",
-            message: format!("request body: {}", e.body_text()),
-        })?;
+        let bytes = Bytes::from_request(req, state)
+            .await
+            .map_err(|e| ApiError {
+                status: e.status(),
+                name: "BadRequest",
+                message: format!("request body: {}", e.body_text()),
+            })?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(OptionalBody(T::default()));
         }

@@ -62,11 +62,7 @@ pub(crate) struct AppState {
 /// The API of `runtime` as an axum router (auth, CORS and the body limit included).
 pub fn router(runtime: Runtime, options: &ServerOptions) -> Router {
     let directory = runtime.paths().project_root.clone();
-    let events = EventLog::start(
-        &runtime,
-        directory.display().to_string(),
-        options.replay,
-    );
+    let events = EventLog::start(&runtime, directory.display().to_string(), options.replay);
     let state = AppState {
         runtime,
         events,

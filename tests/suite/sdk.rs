@@ -41,7 +41,10 @@ impl Drop for Serve {
 }
 
 fn npm_ci(dir: &Path) {
-    if dir.join("node_modules/@opencode-ai/sdk/package.json").exists() {
+    if dir
+        .join("node_modules/@opencode-ai/sdk/package.json")
+        .exists()
+    {
         return;
     }
     let status = Command::new("npm")

@@ -91,10 +91,7 @@ pub async fn prompt_async(
     Body(input): Body<PromptInput>,
 ) -> Result<StatusCode, ApiError> {
     check_prompt(&input)?;
-    state
-        .runtime
-        .prompt_async(&session_id(&id)?, input)
-        .await?;
+    state.runtime.prompt_async(&session_id(&id)?, input).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -157,7 +157,9 @@ pub async fn tree(
     State(state): State<AppState>,
     Path(id): Path<String>,
 ) -> Result<Json<Value>, ApiError> {
-    Ok(Json(to_value(&state.runtime.tree(&session_id(&id)?).await?)?))
+    Ok(Json(to_value(
+        &state.runtime.tree(&session_id(&id)?).await?,
+    )?))
 }
 
 /// Body of `POST /session/:id/fork`.
