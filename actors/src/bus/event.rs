@@ -8,6 +8,7 @@ use crate::permission::{PermissionReply, PermissionRequest};
 
 /// A session's activity: idle, busy, or waiting to retry a model call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum SessionStatus {
     /// Nothing running.
@@ -27,6 +28,7 @@ pub enum SessionStatus {
 
 /// One state change, published once.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "type", content = "properties")]
 pub enum Event {
     /// A session was created.

@@ -21,6 +21,7 @@ use crate::bus::{BusHandle, Event};
 
 /// An answer to a permission ask.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum PermissionReply {
     /// Allow this call only.
@@ -33,6 +34,7 @@ pub enum PermissionReply {
 
 /// The tool call behind an ask.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ToolRef {
     /// The assistant message that made the call.
     #[serde(rename = "messageID")]
@@ -44,6 +46,7 @@ pub struct ToolRef {
 
 /// A pending ask, in OpenCode's `PermissionRequest` shape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PermissionRequest {
     /// The request id.
     pub id: PermissionId,

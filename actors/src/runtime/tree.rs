@@ -12,6 +12,7 @@ use crate::core::Core;
 
 /// Tokens and cost of a session or a subtree.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Usage {
     /// Input tokens (cache reads excluded).
     pub input: u64,
@@ -42,6 +43,7 @@ impl Usage {
 
 /// One node of a session tree.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SessionTree {
     /// The session.
     pub info: Session,
@@ -56,6 +58,7 @@ pub struct SessionTree {
     #[serde(rename = "totalUsage")]
     pub total_usage: Usage,
     /// The children, oldest first.
+    #[cfg_attr(feature = "openapi", schema(no_recursion))]
     pub children: Vec<SessionTree>,
 }
 

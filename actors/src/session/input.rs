@@ -16,6 +16,7 @@ use crate::store::MessageWithParts;
 
 /// One part of a prompt, in OpenCode's `PromptInput.parts` shape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum PartInput {
     /// Text.
@@ -70,6 +71,7 @@ impl PartInput {
 
 /// A prompt: its parts and, optionally, the agent and model that answer it.
 #[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PromptInput {
     /// The message's parts.
     pub parts: Vec<PartInput>,

@@ -39,6 +39,7 @@ pub enum StoreError {
 
 /// A message with its parts, in OpenCode's `{info, parts}` shape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MessageWithParts {
     /// The message.
     pub info: Message,

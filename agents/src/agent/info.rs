@@ -9,6 +9,7 @@ use crate::permission::{self, Evaluation, Ruleset};
 
 /// A resolved agent: built-in defaults, config and markdown applied, permissions flattened.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AgentInfo {
     /// The agent's name: its config key or its markdown path without `.md`.
     pub name: String,
@@ -31,6 +32,7 @@ pub struct AgentInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub color: Option<String>,
     /// The agent's whole ruleset, in evaluation order (the last match wins).
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<permission::Rule>))]
     pub permission: Ruleset,
     /// The agent's own model; without one it uses the caller's or the default model.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -42,12 +44,14 @@ pub struct AgentInfo {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prompt: Option<String>,
     /// Options passed to the provider.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     #[serde(default)]
     pub options: Map<String, Value>,
     /// The most agentic steps per prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steps: Option<u32>,
     /// Tools hidden from this agent's model because its rules deny them outright.
+    #[cfg_attr(feature = "openapi", schema(required = true))]
     #[serde(default, rename = "disabledTools")]
     pub disabled_tools: Vec<String>,
     /// Where each rule of `permission` came from, index for index.

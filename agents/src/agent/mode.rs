@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 /// Whether an agent drives a session, runs only as a subagent, or both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum AgentMode {
     /// Runs root sessions; not offered to the task tool.

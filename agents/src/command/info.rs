@@ -9,6 +9,7 @@ use crate::model::ModelRef;
 
 /// Where a command was defined.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum CommandSource {
     /// Built in, config or markdown (OpenCode lists built-ins as `command` too).
@@ -17,6 +18,7 @@ pub enum CommandSource {
 
 /// A resolved command in OpenCode's `Command.Info` shape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CommandInfo {
     /// The name typed after `/`.
     pub name: String,

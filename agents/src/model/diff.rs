@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 /// The change to one file: its contents before and after, and line counts.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FileDiff {
     /// The file's path, relative to the project.
     pub file: String,
@@ -22,6 +23,7 @@ pub struct FileDiff {
 
 /// How a file changed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum FileDiffStatus {
     /// The file is new.

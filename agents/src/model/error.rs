@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 /// The error recorded on an assistant message and sent in `session.error`, tagged by `name`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "name", content = "data")]
 pub enum AssistantError {
     /// `ProviderAuthError`: the provider rejected or lacks credentials.
@@ -39,6 +40,7 @@ pub enum AssistantError {
 
 /// The data of `ProviderAuthError`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ProviderAuthError {
     /// The provider whose authentication failed.
     #[serde(rename = "providerID")]
@@ -49,6 +51,7 @@ pub struct ProviderAuthError {
 
 /// The data of `UnknownError`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct UnknownError {
     /// What went wrong.
     pub message: String,
@@ -56,10 +59,12 @@ pub struct UnknownError {
 
 /// The data of `MessageOutputLengthError`: always the empty object.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct OutputLengthError {}
 
 /// The data of `MessageAbortedError`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AbortedError {
     /// Why the turn was aborted.
     pub message: String,
@@ -67,6 +72,7 @@ pub struct AbortedError {
 
 /// The data of `StructuredOutputError`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StructuredOutputError {
     /// What went wrong.
     pub message: String,
@@ -76,6 +82,7 @@ pub struct StructuredOutputError {
 
 /// The data of `ContextOverflowError`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ContextOverflowError {
     /// What went wrong.
     pub message: String,
@@ -90,6 +97,7 @@ pub struct ContextOverflowError {
 
 /// The data of `APIError`; also the `error` of a retry part.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ApiError {
     /// What went wrong.
     pub message: String,
@@ -240,6 +248,18 @@ pub(crate) mod named_api_error {
     #[derive(Deserialize)]
     #[serde(tag = "name", content = "data")]
     enum Owned {
+        #[serde(rename = "APIError")]
+        Api(ApiError),
+    }
+
+    /// OpenCode's `APIError` as a named error: `{"name": "APIError", "data": ApiError}`.
+    #[cfg(feature = "openapi")]
+    #[derive(utoipa::ToSchema)]
+    #[serde(tag = "name", content = "data")]
+    #[schema(as = NamedApiError)]
+    #[allow(dead_code)] // never built: only its schema is used
+    pub(crate) enum Named {
+        /// `APIError`: the provider's API answered with an error.
         #[serde(rename = "APIError")]
         Api(ApiError),
     }

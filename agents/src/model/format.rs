@@ -9,6 +9,7 @@ pub const DEFAULT_RETRY_COUNT: u32 = 2;
 
 /// The output format asked of the model, tagged by `type`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "type")]
 pub enum OutputFormat {
     /// Free text (the default).
@@ -18,6 +19,7 @@ pub enum OutputFormat {
     #[serde(rename = "json_schema")]
     JsonSchema {
         /// The JSON schema the output must match.
+        #[cfg_attr(feature = "openapi", schema(value_type = Object))]
         schema: JsonObject,
         /// Retries before `StructuredOutputError`; absent means [`DEFAULT_RETRY_COUNT`].
         #[serde(

@@ -11,6 +11,7 @@ use crate::id::{MessageId, SessionId};
 
 /// A message's info, tagged by `role`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "role", rename_all = "lowercase")]
 pub enum Message {
     /// A prompt from the user (or synthesized on their behalf).
@@ -21,6 +22,7 @@ pub enum Message {
 
 /// `{created}`: when something was created, in epoch milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CreatedTime {
     /// Creation time, epoch milliseconds.
     pub created: u64,
@@ -28,6 +30,7 @@ pub struct CreatedTime {
 
 /// The info of a user message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct UserMessage {
     /// The message's id.
     pub id: MessageId,
@@ -59,6 +62,7 @@ pub struct UserMessage {
 
 /// The summary of a user's turn: a title, a body and the files it changed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct UserSummary {
     /// A short title for the turn.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -72,6 +76,7 @@ pub struct UserSummary {
 
 /// The info of an assistant message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AssistantMessage {
     /// The message's id.
     pub id: MessageId,
@@ -118,6 +123,7 @@ pub struct AssistantMessage {
 
 /// The times of an assistant message, in epoch milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AssistantTime {
     /// When the message was created.
     pub created: u64,
@@ -128,15 +134,19 @@ pub struct AssistantTime {
 
 /// The directories of an assistant turn.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MessagePath {
     /// The working directory.
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub cwd: PathBuf,
     /// The project's root (worktree).
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub root: PathBuf,
 }
 
 /// Token counts of a step or a whole assistant message.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Tokens {
     /// The total, when the provider reports one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -153,6 +163,7 @@ pub struct Tokens {
 
 /// Prompt-cache token counts.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CacheTokens {
     /// Tokens read from the cache.
     pub read: u64,

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 /// A provider's model: `{providerID, modelID}` in JSON, `provider/model` in config.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ModelRef {
     /// The provider id used in config (`[provider.<id>]`).
     #[serde(rename = "providerID")]

@@ -8,6 +8,7 @@ use crate::id::{MessageId, PartId, SessionId};
 
 /// A part: the ids every part has, plus its `type`-tagged content.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Part {
     /// The part's id.
     pub id: PartId,
@@ -24,6 +25,7 @@ pub struct Part {
 
 /// The content of a part, tagged by `type`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "type", rename_all = "kebab-case")]
 pub enum PartKind {
     /// `text`: text from the user or the model.
@@ -54,6 +56,7 @@ pub enum PartKind {
 
 /// The content of a `text` part.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TextPart {
     /// The text.
     pub text: String,
@@ -68,11 +71,13 @@ pub struct TextPart {
     pub time: Option<PartTime>,
     /// Provider metadata.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub metadata: Option<JsonObject>,
 }
 
 /// `{start, end?}`: when streaming of a part started and ended, epoch milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PartTime {
     /// Start, epoch milliseconds.
     pub start: u64,
@@ -83,11 +88,13 @@ pub struct PartTime {
 
 /// The content of a `reasoning` part.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ReasoningPart {
     /// The reasoning text.
     pub text: String,
     /// Provider metadata.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub metadata: Option<JsonObject>,
     /// When the reasoning was streamed.
     pub time: PartTime,
@@ -95,6 +102,7 @@ pub struct ReasoningPart {
 
 /// The content of a `file` part.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FilePart {
     /// The MIME type.
     pub mime: String,
@@ -110,6 +118,7 @@ pub struct FilePart {
 
 /// Where a file part came from, tagged by `type`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "type", rename_all = "lowercase")]
 pub enum FilePartSource {
     /// `file`: a file path.
@@ -122,6 +131,7 @@ pub enum FilePartSource {
 
 /// `{value, start, end}`: the text in the prompt that referenced something, and its offsets.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SourceText {
     /// The referencing text, e.g. `@src/main.rs`.
     pub value: String,
@@ -133,6 +143,7 @@ pub struct SourceText {
 
 /// A `file` source.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct FileSource {
     /// The referencing text in the prompt.
     pub text: SourceText,
@@ -142,6 +153,7 @@ pub struct FileSource {
 
 /// A `symbol` source.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SymbolSource {
     /// The referencing text in the prompt.
     pub text: SourceText,
@@ -157,6 +169,7 @@ pub struct SymbolSource {
 
 /// A `resource` source.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ResourceSource {
     /// The referencing text in the prompt.
     pub text: SourceText,
@@ -169,6 +182,7 @@ pub struct ResourceSource {
 
 /// An LSP range: `{start, end}` positions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Range {
     /// The first position.
     pub start: Position,
@@ -178,6 +192,7 @@ pub struct Range {
 
 /// An LSP position: zero-based line and character.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Position {
     /// Zero-based line.
     pub line: u32,
@@ -187,6 +202,7 @@ pub struct Position {
 
 /// The content of a `tool` part.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ToolPart {
     /// The provider's id for the call (plain string, e.g. `toolu_…` or `call_…`).
     #[serde(rename = "callID")]
@@ -197,11 +213,13 @@ pub struct ToolPart {
     pub state: ToolState,
     /// Provider metadata of the call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub metadata: Option<JsonObject>,
 }
 
 /// The content of a `step-start` part.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StepStartPart {
     /// The worktree snapshot taken before the step.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -210,6 +228,7 @@ pub struct StepStartPart {
 
 /// The content of a `step-finish` part.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StepFinishPart {
     /// The provider's finish reason (`stop`, `tool-calls`, `length`, …).
     pub reason: String,
@@ -224,6 +243,7 @@ pub struct StepFinishPart {
 
 /// The content of a `snapshot` part.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SnapshotPart {
     /// The snapshot's id.
     pub snapshot: String,
@@ -231,6 +251,7 @@ pub struct SnapshotPart {
 
 /// The content of a `patch` part.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PatchPart {
     /// The snapshot the changes are relative to.
     pub hash: String,
@@ -240,6 +261,7 @@ pub struct PatchPart {
 
 /// The content of an `agent` part.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct AgentPart {
     /// The mentioned agent's name.
     pub name: String,
@@ -250,10 +272,12 @@ pub struct AgentPart {
 
 /// The content of a `retry` part.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct RetryPart {
     /// The attempt number, from 1.
     pub attempt: u32,
     /// The error that caused the retry, as `{"name": "APIError", "data": …}`.
+    #[cfg_attr(feature = "openapi", schema(value_type = named_api_error::Named))]
     #[serde(with = "named_api_error")]
     pub error: ApiError,
     /// When the retry was scheduled.
@@ -262,6 +286,7 @@ pub struct RetryPart {
 
 /// The content of a `compaction` part.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CompactionPart {
     /// `true` when started automatically on context overflow, `false` when the user asked.
     pub auto: bool,
@@ -269,6 +294,7 @@ pub struct CompactionPart {
 
 /// The content of a `subtask` part.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SubtaskPart {
     /// The prompt for the subagent.
     pub prompt: String,

@@ -10,6 +10,7 @@ use crate::permission::Rule;
 
 /// A session's info, as `Session.Info` in OpenCode.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Session {
     /// The session's id.
     pub id: SessionId,
@@ -19,6 +20,7 @@ pub struct Session {
     #[serde(rename = "projectID")]
     pub project_id: String,
     /// The directory the session works in.
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
     pub directory: PathBuf,
     /// The session that spawned this one; absent for a root session.
     #[serde(rename = "parentID", default, skip_serializing_if = "Option::is_none")]
@@ -45,6 +47,7 @@ pub struct Session {
 
 /// The times of a session, in epoch milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SessionTime {
     /// When the session was created.
     pub created: u64,
@@ -60,6 +63,7 @@ pub struct SessionTime {
 
 /// What a session changed: line and file counts, and optionally the diffs.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SessionSummary {
     /// Lines added.
     pub additions: u64,
@@ -74,6 +78,7 @@ pub struct SessionSummary {
 
 /// A session's share link.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SessionShare {
     /// The public URL.
     pub url: String,
@@ -81,6 +86,7 @@ pub struct SessionShare {
 
 /// Where a session was reverted to: messages from `messageID` (or from `partID`) on are undone.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SessionRevert {
     /// The first undone message.
     #[serde(rename = "messageID")]

@@ -4,6 +4,7 @@ use serde::{Deserialize, Serialize};
 
 /// One todo item: `{content, status, priority, id}`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Todo {
     /// What to do.
     pub content: String,
@@ -17,6 +18,7 @@ pub struct Todo {
 
 /// The status of a todo item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum TodoStatus {
     /// Not started.
@@ -31,6 +33,7 @@ pub enum TodoStatus {
 
 /// The priority of a todo item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum TodoPriority {
     /// Do first.

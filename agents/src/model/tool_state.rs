@@ -6,6 +6,7 @@ use super::{JsonObject, Part};
 
 /// The state of a tool call, tagged by `status`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "status", rename_all = "lowercase")]
 pub enum ToolState {
     /// `pending`: the model is still streaming the call's input.
@@ -20,8 +21,10 @@ pub enum ToolState {
 
 /// The `pending` state.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ToolStatePending {
     /// The input parsed so far (OpenCode always writes `{}`).
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub input: JsonObject,
     /// The raw input text streamed so far.
     pub raw: String,
@@ -29,14 +32,17 @@ pub struct ToolStatePending {
 
 /// The `running` state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ToolStateRunning {
     /// The call's input.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub input: JsonObject,
     /// A title set by the tool while it runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
     /// Metadata set by the tool while it runs (the task tool puts `sessionId` here).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub metadata: Option<JsonObject>,
     /// When the tool started.
     pub time: StartTime,
@@ -44,31 +50,39 @@ pub struct ToolStateRunning {
 
 /// The `completed` state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ToolStateCompleted {
     /// The call's input.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub input: JsonObject,
     /// The output shown to the model.
     pub output: String,
     /// A short title for display.
     pub title: String,
     /// The tool's metadata.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub metadata: JsonObject,
     /// When the tool ran, and when its output was compacted away.
     pub time: CompletedTime,
     /// Files the tool returned (file parts).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    // Breaks the schema loop Part → ToolState → Part: `Part` is collected as a root.
+    #[cfg_attr(feature = "openapi", schema(no_recursion))]
     pub attachments: Option<Vec<Part>>,
 }
 
 /// The `error` state.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ToolStateError {
     /// The call's input.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub input: JsonObject,
     /// The error text shown to the model.
     pub error: String,
     /// The tool's metadata, if it set any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub metadata: Option<JsonObject>,
     /// When the tool started and failed.
     pub time: TimeSpan,
@@ -76,6 +90,7 @@ pub struct ToolStateError {
 
 /// `{start}`: when a tool started, epoch milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct StartTime {
     /// Start, epoch milliseconds.
     pub start: u64,
@@ -83,6 +98,7 @@ pub struct StartTime {
 
 /// `{start, end}`: a finished interval, epoch milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct TimeSpan {
     /// Start, epoch milliseconds.
     pub start: u64,
@@ -92,6 +108,7 @@ pub struct TimeSpan {
 
 /// `{start, end, compacted?}`: when a completed tool ran and when its output was pruned.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct CompletedTime {
     /// Start, epoch milliseconds.
     pub start: u64,

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 /// What happens when a rule matches: run, refuse, or ask the user.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum Action {
     /// The call runs without asking.
@@ -57,6 +58,7 @@ impl FromStr for Action {
 
 /// One rule: for a permission (itself a wildcard) and a pattern (a wildcard), an action.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Rule {
     /// The permission the rule governs (`bash`, `edit`, `task`, `mcp_*`, `*`…); a wildcard.
     pub permission: String,
