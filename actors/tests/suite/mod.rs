@@ -1,5 +1,6 @@
 mod bus;
 mod commands;
+mod permissions;
 mod retries;
 mod runtime;
 mod store;

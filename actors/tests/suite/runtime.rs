@@ -56,6 +56,19 @@ impl Env {
         self.options_in(&self.project)
     }
 
+    /// Runtime options for another project with the same configuration beside this one,
+    /// sharing its data directory.
+    pub fn neighbour_options(&self) -> RuntimeOptions {
+        let neighbour = self.project.with_file_name("neighbour");
+        std::fs::create_dir_all(neighbour.join(".git")).unwrap();
+        std::fs::copy(
+            self.project.join("taskforce.toml"),
+            neighbour.join("taskforce.toml"),
+        )
+        .unwrap();
+        self.options_in(&neighbour)
+    }
+
     fn options_in(&self, project: &std::path::Path) -> RuntimeOptions {
         let mut env = BTreeMap::new();
         env.insert("HOME".to_string(), self.home.display().to_string());
