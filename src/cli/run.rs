@@ -288,11 +288,23 @@ async fn handle_event(
         };
         if reply == PermissionReply::Reject && !interactive && !yes {
             eprintln!(
-                "denied: {} {:?} (not interactive; pass --yes to allow)",
-                request.permission, request.patterns
+                "denied: {} (not interactive; pass --yes to allow)",
+                describe_ask(request)
             );
         }
-        runtime.reply_permission(&request.id, reply, message);
+        runtime.reply_permission(&request.id, reply, message).await;
+    }
+}
+
+/// Who asks for what, for people: `build › explore asks: bash "ls"` (the agents from the
+/// run's root session down to the asking one, then the permission and its patterns).
+fn describe_ask(request: &PermissionRequest) -> String {
+    let patterns: Vec<String> = request.patterns.iter().map(|p| format!("{p:?}")).collect();
+    let what = format!("{} {}", request.permission, patterns.join(", "));
+    if request.path.is_empty() {
+        what
+    } else {
+        format!("{} asks: {what}", request.path.join(" › "))
     }
 }
 
@@ -300,9 +312,8 @@ async fn handle_event(
 async fn ask_terminal(request: PermissionRequest) -> (PermissionReply, Option<String>) {
     tokio::task::spawn_blocking(move || {
         eprint!(
-            "allow {} {}? [y]es once / [a]lways / [n]o: ",
-            request.permission,
-            request.patterns.join(", ")
+            "{} (allow? [y]es once / [a]lways / [n]o): ",
+            describe_ask(&request)
         );
         let _ = std::io::stderr().flush();
         let mut line = String::new();
@@ -315,4 +326,38 @@ async fn ask_terminal(request: PermissionRequest) -> (PermissionReply, Option<St
     })
     .await
     .unwrap_or((PermissionReply::Reject, None))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use taskforce_agents::id::{PermissionId, SessionId};
+
+    fn request(path: &[&str], patterns: &[&str]) -> PermissionRequest {
+        let session = SessionId::new();
+        PermissionRequest {
+            id: PermissionId::new(),
+            session_id: session.clone(),
+            permission: "bash".into(),
+            patterns: patterns.iter().map(|p| p.to_string()).collect(),
+            metadata: Default::default(),
+            always: Vec::new(),
+            tool: None,
+            root_session_id: session,
+            path: path.iter().map(|p| p.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn an_ask_names_the_agents_down_to_the_asker() {
+        assert_eq!(
+            describe_ask(&request(&["build", "explore"], &["ls"])),
+            r#"build › explore asks: bash "ls""#
+        );
+        assert_eq!(
+            describe_ask(&request(&["build"], &["git status", "echo \"hi\""])),
+            r#"build asks: bash "git status", "echo \"hi\"""#
+        );
+        assert_eq!(describe_ask(&request(&[], &["ls"])), r#"bash "ls""#);
+    }
 }

@@ -337,3 +337,42 @@ async fn headless_runs_never_hang_on_permission_asks() {
     assert_eq!(allowed.status, 0, "{}", allowed.stderr);
     assert_eq!(allowed.stdout.trim(), "bash ran");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_headless_run_names_the_agents_behind_a_childs_ask() {
+    let fake = FakeOpenAi::start(|req| {
+        let child = !req.tool_names().contains(&"task");
+        match (child, req.last_role()) {
+            (true, Some("user")) => {
+                Response::tool_calls(&[("c1", "bash", r#"{"command":"echo from-child"}"#)])
+            }
+            (true, _) => Response::text("the child was refused"),
+            (false, Some("user")) => Response::tool_calls(&[(
+                "t1",
+                "task",
+                r#"{"description":"Look","prompt":"look around","subagent_type":"explore"}"#,
+            )]),
+            (false, _) => Response::text("parent done"),
+        }
+    })
+    .await
+    .unwrap();
+    let s = Sandbox::new();
+    configure(&s, &fake.base_url());
+    let config = std::fs::read_to_string(s.project.join("taskforce.toml")).unwrap();
+    s.file(
+        "taskforce.toml",
+        &format!("{config}[permission]\nbash = \"ask\"\n"),
+    );
+    let out = tokio::task::spawn_blocking(move || s.run(&["run", "look around"]))
+        .await
+        .unwrap();
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains(r#"denied: build › explore asks: bash "echo from-child" (not interactive; pass --yes to allow)"#),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.stdout.trim(), "parent done");
+}

@@ -1,70 +1,34 @@
 //! The permission broker: evaluates asks, keeps the pending ones, and resolves them on reply.
 //!
-//! An ask is evaluated pattern by pattern against the session's rules and the approvals
-//! collected from "always" replies (which come last and win). `deny` fails at once with the
-//! relevant rules; `ask` publishes `permission.asked` and waits for a reply; `allow` moves on.
-//! A plain reject also rejects the session's other pending asks; "always" approves the request's
-//! `always` patterns and resolves the session's other pending asks they now allow.
+//! An ask is evaluated pattern by pattern against the session's rules, then against the
+//! approvals collected from "always" replies: `deny` fails at once with the relevant rules;
+//! `ask` publishes `permission.asked` and waits for a reply, unless an approval allows the
+//! pattern; `allow` moves on. A plain reject also rejects the session's other pending asks;
+//! "always" approves the request's `always` patterns and resolves the session's other pending
+//! asks they now allow (reference §3.7).
+//!
+//! Beyond OpenCode: approvals belong to the project and are kept in the store, so they survive
+//! a restart (OpenCode loads them but never writes them back). Because an approval may be much
+//! older than the configuration, an approval only answers what would otherwise be asked: a
+//! rule that denies still denies (in OpenCode approvals come last and win over everything).
+//! Requests also say where they come from (`rootSessionID` and the agents' `path`), so that a
+//! client watching a root session can answer the asks of its subagents.
 
-use std::sync::Mutex;
+mod request;
+
+pub use request::{AskOrigin, PermissionReply, PermissionRequest, ToolRef};
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use indexmap::IndexMap;
-use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
-use taskforce_agents::id::{MessageId, PermissionId, SessionId};
+use taskforce_agents::id::{PermissionId, SessionId, now_ms};
 use taskforce_agents::permission::{
-    Action, AskDecision, PermissionAsk, PermissionError, Rule, decide, evaluate, wildcard,
+    Action, AskDecision, PermissionAsk, PermissionError, Rule, evaluate, wildcard,
 };
 use tokio::sync::oneshot;
 
 use crate::bus::{BusHandle, Event};
-
-/// An answer to a permission ask.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-#[serde(rename_all = "lowercase")]
-pub enum PermissionReply {
-    /// Allow this call only.
-    Once,
-    /// Allow this call and, from now on, the ask's `always` patterns.
-    Always,
-    /// Refuse the call.
-    Reject,
-}
-
-/// The tool call behind an ask.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct ToolRef {
-    /// The assistant message that made the call.
-    #[serde(rename = "messageID")]
-    pub message_id: MessageId,
-    /// The call id.
-    #[serde(rename = "callID")]
-    pub call_id: String,
-}
-
-/// A pending ask, in OpenCode's `PermissionRequest` shape.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
-pub struct PermissionRequest {
-    /// The request id.
-    pub id: PermissionId,
-    /// The asking session.
-    #[serde(rename = "sessionID")]
-    pub session_id: SessionId,
-    /// The permission asked for.
-    pub permission: String,
-    /// The values asked about.
-    pub patterns: Vec<String>,
-    /// Details for the user.
-    pub metadata: Map<String, Value>,
-    /// What an "always" reply approves.
-    pub always: Vec<String>,
-    /// The tool call, when a tool asks.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub tool: Option<ToolRef>,
-}
+use crate::store::{Approval, Store, StoreError};
 
 struct Pending {
     request: PermissionRequest,
@@ -72,52 +36,90 @@ struct Pending {
     done: oneshot::Sender<Result<(), PermissionError>>,
 }
 
+/// Where approvals are kept: a store and the project they belong to.
+struct Keeper {
+    store: Arc<dyn Store>,
+    project: String,
+}
+
 /// Pending asks and approvals of one runtime.
 pub struct PermissionBroker {
     bus: BusHandle,
     pending: Mutex<IndexMap<PermissionId, Pending>>,
     approved: Mutex<Vec<Rule>>,
+    keeper: Option<Keeper>,
 }
 
 impl PermissionBroker {
-    /// A broker publishing on `bus`.
+    /// A broker publishing on `bus` whose approvals last as long as it does.
     pub fn new(bus: BusHandle) -> Self {
         PermissionBroker {
             bus,
             pending: Mutex::default(),
             approved: Mutex::default(),
+            keeper: None,
         }
     }
 
-    /// Evaluates `ask` for `session` against `ruleset` and the approvals; waits on `ask` results.
+    /// A broker publishing on `bus` that starts with `project`'s stored approvals and stores
+    /// the new ones there.
+    pub async fn load(
+        bus: BusHandle,
+        store: Arc<dyn Store>,
+        project: String,
+    ) -> Result<Self, StoreError> {
+        let approved = store
+            .approvals(&project)
+            .await?
+            .into_iter()
+            .map(|a| Rule::new(a.permission, a.pattern, Action::Allow))
+            .collect();
+        Ok(PermissionBroker {
+            bus,
+            pending: Mutex::default(),
+            approved: Mutex::new(approved),
+            keeper: Some(Keeper { store, project }),
+        })
+    }
+
+    /// Evaluates `ask` from `origin` against `ruleset` and the approvals; waits on `ask` results.
     pub async fn ask(
         &self,
-        session: &SessionId,
+        origin: &AskOrigin,
+        tool: Option<ToolRef>,
+        ask: PermissionAsk,
+        ruleset: &[Rule],
+    ) -> Result<(), PermissionError> {
+        self.ask_from(async { origin.clone() }, tool, ask, ruleset)
+            .await
+    }
+
+    /// Like [`ask`](Self::ask), but `origin` is only awaited when the user must be asked (it
+    /// may read the store; most asks are allowed or denied by the rules alone).
+    pub async fn ask_from(
+        &self,
+        origin: impl Future<Output = AskOrigin>,
         tool: Option<ToolRef>,
         ask: PermissionAsk,
         ruleset: &[Rule],
     ) -> Result<(), PermissionError> {
         let approved = self.approved_rules();
-        match decide(&ask, &[ruleset, &approved]) {
+        match decide(&ask.permission, &ask.patterns, ruleset, &approved) {
             AskDecision::Allow => Ok(()),
-            // The model is shown the session's rules, not the user's approvals.
-            AskDecision::Deny(_) => Err(PermissionError::Denied {
-                rules: ruleset
-                    .iter()
-                    .filter(|r| wildcard::matches(&ask.permission, &r.permission))
-                    .cloned()
-                    .collect(),
-            }),
+            AskDecision::Deny(rules) => Err(PermissionError::Denied { rules }),
             AskDecision::Ask => {
+                let origin = origin.await;
                 let (done, wait) = oneshot::channel();
                 let request = PermissionRequest {
                     id: PermissionId::new(),
-                    session_id: session.clone(),
-                    permission: ask.permission.clone(),
-                    patterns: ask.patterns.clone(),
-                    metadata: ask.metadata.clone(),
-                    always: ask.always.clone(),
+                    session_id: origin.session_id.clone(),
+                    permission: ask.permission,
+                    patterns: ask.patterns,
+                    metadata: ask.metadata,
+                    always: ask.always,
                     tool,
+                    root_session_id: origin.root_session_id.clone(),
+                    path: origin.path.clone(),
                 };
                 self.lock_pending().insert(
                     request.id.clone(),
@@ -134,19 +136,46 @@ impl PermissionBroker {
         }
     }
 
-    /// Answers a pending ask; returns false when no such ask is pending.
-    pub fn reply(
+    /// Answers a pending ask; returns false (and publishes nothing) when no such ask is pending.
+    /// An "always" reply returns once its approvals are stored; a failed write is logged and
+    /// the approvals still hold for this runtime.
+    pub async fn reply(
         &self,
         id: &PermissionId,
         reply: PermissionReply,
         message: Option<String>,
     ) -> bool {
-        let mut pending = self.lock_pending();
-        let Some(entry) = pending.shift_remove(id) else {
+        let Some(approvals) = self.resolve(id, reply, message) else {
             return false;
         };
+        if let Some(keeper) = &self.keeper
+            && !approvals.is_empty()
+        {
+            let (store, project) = (keeper.store.clone(), keeper.project.clone());
+            // Spawned, so the write lands even if the caller stops waiting for it.
+            let write =
+                tokio::spawn(async move { store.add_approvals(&project, &approvals).await });
+            match write.await {
+                Ok(Ok(())) => {}
+                Ok(Err(error)) => tracing::warn!(%error, "an approval was not stored"),
+                Err(error) => tracing::warn!(%error, "storing an approval failed"),
+            }
+        }
+        true
+    }
+
+    /// Applies a reply; `None` when the ask is not pending, else the approvals to store.
+    fn resolve(
+        &self,
+        id: &PermissionId,
+        reply: PermissionReply,
+        message: Option<String>,
+    ) -> Option<Vec<Approval>> {
+        let mut pending = self.lock_pending();
+        let entry = pending.shift_remove(id)?;
         let session = entry.request.session_id.clone();
         self.replied(&entry.request, reply);
+        let mut approvals = Vec::new();
         match reply {
             PermissionReply::Once => {
                 let _ = entry.done.send(Ok(()));
@@ -157,11 +186,7 @@ impl PermissionBroker {
                     None => PermissionError::Rejected,
                 };
                 let _ = entry.done.send(Err(error));
-                let others: Vec<PermissionId> = pending
-                    .iter()
-                    .filter(|(_, p)| p.request.session_id == session)
-                    .map(|(id, _)| id.clone())
-                    .collect();
+                let others = ids_where(&pending, |p| p.request.session_id == session);
                 for other in others {
                     if let Some(p) = pending.shift_remove(&other) {
                         self.replied(&p.request, PermissionReply::Reject);
@@ -170,29 +195,18 @@ impl PermissionBroker {
                 }
             }
             PermissionReply::Always => {
-                {
-                    let mut approved = self.lock_approved();
-                    for pattern in &entry.request.always {
-                        approved.push(Rule::new(
-                            entry.request.permission.clone(),
-                            pattern.clone(),
-                            Action::Allow,
-                        ));
-                    }
-                }
+                approvals = self.approve(&entry.request);
                 let _ = entry.done.send(Ok(()));
                 let approved = self.approved_rules();
-                let now_allowed: Vec<PermissionId> = pending
-                    .iter()
-                    .filter(|(_, p)| p.request.session_id == session)
-                    .filter(|(_, p)| {
-                        p.request.patterns.iter().all(|pat| {
-                            evaluate(&p.request.permission, pat, &[&approved]).action
-                                == Action::Allow
-                        })
-                    })
-                    .map(|(id, _)| id.clone())
-                    .collect();
+                let now_allowed = ids_where(&pending, |p| {
+                    p.request.session_id == session
+                        && decide(
+                            &p.request.permission,
+                            &p.request.patterns,
+                            &p.ruleset,
+                            &approved,
+                        ) == AskDecision::Allow
+                });
                 for other in now_allowed {
                     if let Some(p) = pending.shift_remove(&other) {
                         self.replied(&p.request, PermissionReply::Always);
@@ -201,7 +215,26 @@ impl PermissionBroker {
                 }
             }
         }
-        true
+        Some(approvals)
+    }
+
+    /// Adds the request's `always` patterns to the approvals; returns the ones that are new.
+    fn approve(&self, request: &PermissionRequest) -> Vec<Approval> {
+        let mut approved = self.lock_approved();
+        let mut added = Vec::new();
+        let created = now_ms();
+        for pattern in &request.always {
+            let rule = Rule::new(request.permission.clone(), pattern.clone(), Action::Allow);
+            if !approved.contains(&rule) {
+                approved.push(rule);
+                added.push(Approval {
+                    permission: request.permission.clone(),
+                    pattern: pattern.clone(),
+                    created,
+                });
+            }
+        }
+        added
     }
 
     /// Every pending ask, oldest first.
@@ -212,15 +245,15 @@ impl PermissionBroker {
             .collect()
     }
 
+    /// Every approval from "always" replies (stored ones included), oldest first.
+    pub fn approvals(&self) -> Vec<Rule> {
+        self.approved_rules()
+    }
+
     /// Rejects every pending ask of `session` (its loop was cancelled).
     pub fn drop_session(&self, session: &SessionId) {
         let mut pending = self.lock_pending();
-        let ids: Vec<PermissionId> = pending
-            .iter()
-            .filter(|(_, p)| &p.request.session_id == session)
-            .map(|(id, _)| id.clone())
-            .collect();
-        for id in ids {
+        for id in ids_where(&pending, |p| &p.request.session_id == session) {
             if let Some(p) = pending.shift_remove(&id) {
                 self.replied(&p.request, PermissionReply::Reject);
                 let _ = p.done.send(Err(PermissionError::Rejected));
@@ -245,15 +278,57 @@ impl PermissionBroker {
         self.lock_approved().clone()
     }
 
-    fn lock_pending(&self) -> std::sync::MutexGuard<'_, IndexMap<PermissionId, Pending>> {
-        self.pending
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn lock_pending(&self) -> MutexGuard<'_, IndexMap<PermissionId, Pending>> {
+        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn lock_approved(&self) -> std::sync::MutexGuard<'_, Vec<Rule>> {
-        self.approved
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    fn lock_approved(&self) -> MutexGuard<'_, Vec<Rule>> {
+        self.approved.lock().unwrap_or_else(PoisonError::into_inner)
     }
 }
+
+/// The ids of the pending asks passing `keep`, oldest first.
+fn ids_where(
+    pending: &IndexMap<PermissionId, Pending>,
+    keep: impl Fn(&Pending) -> bool,
+) -> Vec<PermissionId> {
+    pending
+        .iter()
+        .filter(|(_, p)| keep(p))
+        .map(|(id, _)| id.clone())
+        .collect()
+}
+
+/// Evaluates `patterns` in order: the session's rules decide (last match wins); an `ask` is
+/// turned into `allow` by a matching approval. The first deny or remaining ask decides; all
+/// allowed is allow. A deny carries the session's rules for `permission` (not the approvals).
+fn decide(
+    permission: &str,
+    patterns: &[String],
+    ruleset: &[Rule],
+    approved: &[Rule],
+) -> AskDecision {
+    for pattern in patterns {
+        match evaluate(permission, pattern, &[ruleset]).action {
+            Action::Allow => {}
+            Action::Deny => {
+                return AskDecision::Deny(
+                    ruleset
+                        .iter()
+                        .filter(|r| wildcard::matches(permission, &r.permission))
+                        .cloned()
+                        .collect(),
+                );
+            }
+            Action::Ask => {
+                if evaluate(permission, pattern, &[approved]).action != Action::Allow {
+                    return AskDecision::Ask;
+                }
+            }
+        }
+    }
+    AskDecision::Allow
+}
+
+#[cfg(test)]
+mod tests;

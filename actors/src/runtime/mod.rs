@@ -87,14 +87,17 @@ impl Runtime {
         let registry = Registry::new(&config, &paths)?;
         let providers = Providers::new(&config, &options.env)?;
         let bus = BusHandle::start(options.bus_capacity);
+        let project_id = paths.project_root.display().to_string();
+        // The project's "always" approvals from earlier runs apply from the start.
+        let broker = PermissionBroker::load(bus.clone(), store.clone(), project_id.clone()).await?;
         let core = Arc::new(Core {
             store,
-            broker: Arc::new(PermissionBroker::new(bus.clone())),
+            broker: Arc::new(broker),
             bus,
             registry: Arc::new(registry),
             providers: Arc::new(providers),
             config: Arc::new(config),
-            project_id: paths.project_root.display().to_string(),
+            project_id,
             paths,
             tools: builtin_tools(),
             supervisor: OnceLock::new(),
@@ -400,14 +403,16 @@ impl Runtime {
         self.core.bus.publish(event);
     }
 
-    /// Answers a pending permission ask; false when none is pending under that id.
-    pub fn reply_permission(
+
+    /// Answers a pending permission ask; false when none is pending under that id. An "always"
+    /// reply returns once its approvals are stored for the project.
+    pub async fn reply_permission(
         &self,
         id: &PermissionId,
         reply: PermissionReply,
         message: Option<String>,
     ) -> bool {
-        self.core.broker.reply(id, reply, message)
+        self.core.broker.reply(id, reply, message).await
     }
 
     /// Every pending permission ask.

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 use taskforce_agents::agent::AgentInfo;
 use taskforce_agents::id::SessionId;
-use taskforce_agents::model::{PartKind, Todo, ToolState};
+use taskforce_agents::model::{Message, PartKind, Todo, ToolState};
 use taskforce_agents::permission::{PermissionAsk, PermissionError, Rule};
 use taskforce_agents::tool::{ToolContext, ToolError, ToolHost};
 
@@ -14,7 +14,10 @@ use super::processor::SharedPart;
 use super::writer::Writer;
 use crate::bus::Event;
 use crate::core::Core;
-use crate::permission::ToolRef;
+use crate::permission::{AskOrigin, ToolRef};
+
+/// How far up a parent chain an ask's origin is followed (only a corrupt cycle gets near it).
+const MAX_ORIGIN_DEPTH: usize = 256;
 
 /// The host of one tool call: it knows the call's part and the session's merged rules.
 pub(crate) struct SessionToolHost {
@@ -53,10 +56,61 @@ impl SessionToolHost {
         };
         self.core
             .broker
-            .ask(&ctx.session_id, Some(tool_ref(ctx)), ask, &agent.permission)
+            .ask_from(
+                origin(&self.core, ctx),
+                Some(tool_ref(ctx)),
+                ask,
+                &agent.permission,
+            )
             .await
             .map_err(ToolError::from)
     }
+}
+
+/// Where an ask of `ctx` comes from: the root of its session's tree and the agents from the
+/// root's down to `ctx`'s. Ancestors are read from the store (asks are rare); an ancestor's
+/// agent is that of its last user message, the one now running. A session that cannot be read
+/// ends the walk (logged) and counts as the root.
+async fn origin(core: &Core, ctx: &ToolContext) -> AskOrigin {
+    let mut path = vec![ctx.agent.name.clone()];
+    let mut root = ctx.session_id.clone();
+    for _ in 0..MAX_ORIGIN_DEPTH {
+        let parent = match core.store.session(&root).await {
+            Ok(session) => session.and_then(|s| s.parent_id),
+            Err(error) => {
+                tracing::warn!(%error, session = %root, "cannot follow an ask to its root");
+                None
+            }
+        };
+        let Some(parent) = parent else { break };
+        path.push(running_agent(core, &parent).await);
+        root = parent;
+    }
+    path.reverse();
+    AskOrigin {
+        session_id: ctx.session_id.clone(),
+        root_session_id: root,
+        path,
+    }
+}
+
+/// The agent of a session's last user message (`unknown` when it cannot be read).
+async fn running_agent(core: &Core, session: &SessionId) -> String {
+    let messages = match core.store.messages(session).await {
+        Ok(messages) => messages,
+        Err(error) => {
+            tracing::warn!(%error, %session, "cannot read the agent of an ask's ancestor");
+            Vec::new()
+        }
+    };
+    messages
+        .iter()
+        .rev()
+        .find_map(|m| match &m.info {
+            Message::User(u) => Some(u.agent.clone()),
+            Message::Assistant(_) => None,
+        })
+        .unwrap_or_else(|| "unknown".into())
 }
 
 fn tool_ref(ctx: &ToolContext) -> ToolRef {
@@ -69,8 +123,14 @@ fn tool_ref(ctx: &ToolContext) -> ToolRef {
 #[async_trait]
 impl ToolHost for SessionToolHost {
     async fn ask(&self, ctx: &ToolContext, ask: PermissionAsk) -> Result<(), PermissionError> {
+        let asked = self.core.broker.ask_from(
+            origin(&self.core, ctx),
+            Some(tool_ref(ctx)),
+            ask,
+            &self.ruleset,
+        );
         tokio::select! {
-            r = self.core.broker.ask(&ctx.session_id, Some(tool_ref(ctx)), ask, &self.ruleset) => r,
+            r = asked => r,
             () = ctx.abort.cancelled() => Err(PermissionError::Rejected),
         }
     }

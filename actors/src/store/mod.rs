@@ -1,4 +1,5 @@
-//! Persistence of sessions, messages, parts and todos behind the `Store` trait.
+//! Persistence of sessions, messages, parts, todos and "always" permission approvals behind the
+//! `Store` trait.
 //!
 //! The embedded default is SQLite ([`SqliteStore`]) in `taskforce.db` in the data directory.
 
@@ -20,7 +21,7 @@ pub enum StoreError {
     /// A stored row does not decode into the domain model (written by an incompatible version).
     #[error("stored {what} {id} is unreadable: {message}")]
     Corrupt {
-        /// `session`, `message`, `part` or `todo`.
+        /// `session`, `message`, `part`, `todo` or `approval`.
         what: &'static str,
         /// The row's id.
         id: String,
@@ -45,6 +46,18 @@ pub struct MessageWithParts {
     pub info: Message,
     /// Its parts, ordered by id.
     pub parts: Vec<Part>,
+}
+
+/// An "always" approval of a project: `permission` is allowed for every value matching the
+/// wildcard `pattern`, in every session of the project, until it is removed from the store.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approval {
+    /// The permission approved (`bash`, `edit`, …).
+    pub permission: String,
+    /// The wildcard pattern approved (`git status *`, `*`, …).
+    pub pattern: String,
+    /// When it was approved (epoch ms).
+    pub created: u64,
 }
 
 /// Which sessions to list.
@@ -119,4 +132,9 @@ pub trait Store: Send + Sync + 'static {
     async fn todos(&self, session: &SessionId) -> Result<Vec<Todo>, StoreError>;
     /// Replaces the session's todo list.
     async fn put_todos(&self, session: &SessionId, todos: &[Todo]) -> Result<(), StoreError>;
+    /// The "always" approvals of `project` (its id, as sessions carry it), oldest first.
+    async fn approvals(&self, project: &str) -> Result<Vec<Approval>, StoreError>;
+    /// Adds "always" approvals to `project`; returns once they are stored. An approval already
+    /// stored (same permission and pattern) keeps its first time.
+    async fn add_approvals(&self, project: &str, approvals: &[Approval]) -> Result<(), StoreError>;
 }

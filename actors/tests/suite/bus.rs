@@ -2,7 +2,7 @@
 
 use futures::StreamExt;
 use taskforce_actors::bus::{BusHandle, BusItem, Event, Filter, SessionStatus};
-use taskforce_actors::permission::{PermissionBroker, PermissionReply};
+use taskforce_actors::permission::{AskOrigin, PermissionBroker, PermissionReply};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::Session;
 use taskforce_agents::permission::{Action, PermissionAsk, PermissionError, Rule};
@@ -150,11 +150,21 @@ async fn broker_allows_denies_and_waits_for_replies() {
         Rule::new("bash", "rm *", Action::Deny),
     ];
     broker
-        .ask(&session, None, ask("read", "a", "*"), &rules)
+        .ask(
+            &AskOrigin::root(session.clone(), "build"),
+            None,
+            ask("read", "a", "*"),
+            &rules,
+        )
         .await
         .unwrap();
     let denied = broker
-        .ask(&session, None, ask("bash", "rm -rf /", "rm *"), &rules)
+        .ask(
+            &AskOrigin::root(session.clone(), "build"),
+            None,
+            ask("bash", "rm -rf /", "rm *"),
+            &rules,
+        )
         .await
         .unwrap_err();
     assert!(matches!(denied, PermissionError::Denied { ref rules } if rules.len() == 3));
@@ -172,7 +182,7 @@ async fn broker_allows_denies_and_waits_for_replies() {
         tokio::spawn(async move {
             broker
                 .ask(
-                    &session,
+                    &AskOrigin::root(session.clone(), "build"),
                     None,
                     ask("bash", "git status --short", "git status *"),
                     &rules,
@@ -184,11 +194,15 @@ async fn broker_allows_denies_and_waits_for_replies() {
         panic!("expected permission.asked")
     };
     assert_eq!(broker.list().len(), 1);
-    assert!(broker.reply(&request.id, PermissionReply::Always, None));
+    assert!(
+        broker
+            .reply(&request.id, PermissionReply::Always, None)
+            .await
+    );
     waiting.await.unwrap().unwrap();
     broker
         .ask(
-            &session,
+            &AskOrigin::root(session.clone(), "build"),
             None,
             ask("bash", "git status", "git status *"),
             &rules,
@@ -196,7 +210,7 @@ async fn broker_allows_denies_and_waits_for_replies() {
         .await
         .unwrap();
     assert!(
-        !broker.reply(&request.id, PermissionReply::Once, None),
+        !broker.reply(&request.id, PermissionReply::Once, None).await,
         "answered once only"
     );
 
@@ -205,7 +219,12 @@ async fn broker_allows_denies_and_waits_for_replies() {
         let (broker, session, rules) = (broker.clone(), session.clone(), rules.clone());
         tokio::spawn(async move {
             broker
-                .ask(&session, None, ask("bash", "ls", "ls *"), &rules)
+                .ask(
+                    &AskOrigin::root(session.clone(), "build"),
+                    None,
+                    ask("bash", "ls", "ls *"),
+                    &rules,
+                )
                 .await
         })
     };
@@ -215,11 +234,13 @@ async fn broker_allows_denies_and_waits_for_replies() {
     let Event::PermissionAsked(r1) = next_event(&mut events).await else {
         panic!()
     };
-    broker.reply(
-        &r1.id,
-        PermissionReply::Reject,
-        Some("use rg instead".into()),
-    );
+    broker
+        .reply(
+            &r1.id,
+            PermissionReply::Reject,
+            Some("use rg instead".into()),
+        )
+        .await;
     assert_eq!(
         first.await.unwrap().unwrap_err().to_string(),
         "The user rejected permission to use this specific tool call with the following feedback: use rg instead"
@@ -228,7 +249,12 @@ async fn broker_allows_denies_and_waits_for_replies() {
         let (broker, session, rules) = (broker.clone(), session.clone(), rules.clone());
         tokio::spawn(async move {
             broker
-                .ask(&session, None, ask("bash", "make", "make *"), &rules)
+                .ask(
+                    &AskOrigin::root(session.clone(), "build"),
+                    None,
+                    ask("bash", "make", "make *"),
+                    &rules,
+                )
                 .await
         })
     };
@@ -236,7 +262,12 @@ async fn broker_allows_denies_and_waits_for_replies() {
         let (broker, session, rules) = (broker.clone(), session.clone(), rules.clone());
         tokio::spawn(async move {
             broker
-                .ask(&session, None, ask("bash", "cargo", "cargo *"), &rules)
+                .ask(
+                    &AskOrigin::root(session.clone(), "build"),
+                    None,
+                    ask("bash", "cargo", "cargo *"),
+                    &rules,
+                )
                 .await
         })
     };
@@ -244,7 +275,7 @@ async fn broker_allows_denies_and_waits_for_replies() {
         tokio::task::yield_now().await;
     }
     let id = broker.list()[0].id.clone();
-    broker.reply(&id, PermissionReply::Reject, None);
+    broker.reply(&id, PermissionReply::Reject, None).await;
     assert_eq!(a.await.unwrap().unwrap_err(), PermissionError::Rejected);
     assert_eq!(b.await.unwrap().unwrap_err(), PermissionError::Rejected);
     assert!(broker.list().is_empty());

@@ -120,7 +120,9 @@ fn permission_request(session: &SessionId) -> PermissionRequest {
         "patterns": ["git status"],
         "metadata": {"command": "git status"},
         "always": ["git status *"],
-        "tool": {"messageID": MessageId::new(), "callID": "call_1"}
+        "tool": {"messageID": MessageId::new(), "callID": "call_1"},
+        "rootSessionID": session,
+        "path": ["build"]
     }))
     .unwrap()
 }

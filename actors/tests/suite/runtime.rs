@@ -4,7 +4,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use taskforce_actors::store::{MessageWithParts, SessionFilter, SqliteStore, Store, StoreError};
+use taskforce_actors::store::{
+    Approval, MessageWithParts, SessionFilter, SqliteStore, Store, StoreError,
+};
 use taskforce_actors::{PromptInput, Runtime, RuntimeError, RuntimeOptions};
 use taskforce_agents::config::{LoadOptions, load};
 use taskforce_agents::id::{MessageId, PartId, SessionId};
@@ -51,10 +53,27 @@ impl Env {
 
     /// Runtime options for this project, with a hermetic environment.
     pub fn options(&self) -> RuntimeOptions {
+        self.options_in(&self.project)
+    }
+
+    /// Runtime options for another project with the same configuration beside this one,
+    /// sharing its data directory.
+    pub fn neighbour_options(&self) -> RuntimeOptions {
+        let neighbour = self.project.with_file_name("neighbour");
+        std::fs::create_dir_all(neighbour.join(".git")).unwrap();
+        std::fs::copy(
+            self.project.join("taskforce.toml"),
+            neighbour.join("taskforce.toml"),
+        )
+        .unwrap();
+        self.options_in(&neighbour)
+    }
+
+    fn options_in(&self, project: &std::path::Path) -> RuntimeOptions {
         let mut env = BTreeMap::new();
         env.insert("HOME".to_string(), self.home.display().to_string());
         let loaded = load(&LoadOptions {
-            cwd: self.project.clone(),
+            cwd: project.to_path_buf(),
             config_file: None,
             data_dir: Some(self.data.clone()),
             env: env.clone(),
@@ -818,6 +837,12 @@ impl Store for CrashingStore {
     }
     async fn put_todos(&self, s: &SessionId, t: &[Todo]) -> Result<(), StoreError> {
         self.0.put_todos(s, t).await
+    }
+    async fn approvals(&self, project: &str) -> Result<Vec<Approval>, StoreError> {
+        self.0.approvals(project).await
+    }
+    async fn add_approvals(&self, project: &str, a: &[Approval]) -> Result<(), StoreError> {
+        self.0.add_approvals(project, a).await
     }
 }
 

@@ -15,7 +15,9 @@ use taskforce_actors::agents::model::{
     UserMessage,
 };
 use taskforce_actors::agents::permission::{Action, Rule};
-use taskforce_actors::store::{MessageWithParts, SessionFilter, SqliteStore, Store, StoreError};
+use taskforce_actors::store::{
+    Approval, MessageWithParts, SessionFilter, SqliteStore, Store, StoreError,
+};
 use tempfile::TempDir;
 
 /// A fresh store in a fresh temporary directory (kept alive by the returned guard).
@@ -821,4 +823,60 @@ async fn queued_writes_land_in_order_and_a_bad_row_fails_alone() {
     assert_eq!(&parts[1..], &others[..]);
     assert_eq!(messages[2].parts.len(), 1);
     assert_eq!(count(&store, "part").await, 32);
+}
+
+fn approval(permission: &str, pattern: &str, created: u64) -> Approval {
+    Approval {
+        permission: permission.into(),
+        pattern: pattern.into(),
+        created,
+    }
+}
+
+#[tokio::test]
+async fn approvals_belong_to_their_project_keep_their_first_time_and_survive_reopening() {
+    let (dir, store) = open().await;
+    assert!(store.approvals("/p/one").await.unwrap().is_empty());
+    store.add_approvals("/p/one", &[]).await.unwrap();
+    store
+        .add_approvals(
+            "/p/one",
+            &[
+                approval("bash", "git status *", 20),
+                approval("edit", "*", 10),
+            ],
+        )
+        .await
+        .unwrap();
+    store
+        .add_approvals("/p/two", &[approval("read", "*", 5)])
+        .await
+        .unwrap();
+    // The same permission and pattern again: the first approval stays as it was.
+    store
+        .add_approvals(
+            "/p/one",
+            &[
+                approval("bash", "git status *", 99),
+                approval("bash", "ls *", 30),
+            ],
+        )
+        .await
+        .unwrap();
+    let expected = vec![
+        approval("edit", "*", 10),
+        approval("bash", "git status *", 20),
+        approval("bash", "ls *", 30),
+    ];
+    assert_eq!(store.approvals("/p/one").await.unwrap(), expected);
+    assert_eq!(count(&store, "permission_approval").await, 4);
+    store.close().await;
+    drop(store);
+    let store = SqliteStore::open(dir.path()).await.unwrap();
+    assert_eq!(store.approvals("/p/one").await.unwrap(), expected);
+    assert_eq!(
+        store.approvals("/p/two").await.unwrap(),
+        [approval("read", "*", 5)]
+    );
+    assert!(store.approvals("/p").await.unwrap().is_empty());
 }

@@ -31,7 +31,7 @@ pub async fn reply(
     Body(body): Body<ReplyBody>,
 ) -> Result<Json<bool>, ApiError> {
     let id: PermissionId = path_id("requestID", &id)?;
-    answer(&state, &id, body.reply, body.message)
+    answer(&state, &id, body.reply, body.message).await
 }
 
 /// Body of the deprecated `POST /session/:id/permissions/:permissionID`.
@@ -56,16 +56,16 @@ pub async fn respond(
     if !belongs {
         return Err(not_pending(&id));
     }
-    answer(&state, &id, body.response, None)
+    answer(&state, &id, body.response, None).await
 }
 
-fn answer(
+async fn answer(
     state: &AppState,
     id: &PermissionId,
     reply: PermissionReply,
     message: Option<String>,
 ) -> Result<Json<bool>, ApiError> {
-    if state.runtime.reply_permission(id, reply, message) {
+    if state.runtime.reply_permission(id, reply, message).await {
         Ok(Json(true))
     } else {
         Err(not_pending(id))

@@ -9,7 +9,7 @@
 //! go as JSON into `write_batch`, whose trigger applies them all or none (see
 //! `migrations/0002_write_batch.sql`). A caller that waits is answered after the commit, and
 //! since the queue is committed in order, that also covers everything queued before. Other
-//! writes (deletes, todo lists) run alone on the writer, in queue order.
+//! writes (deletes, todo lists, permission approvals) run alone on the writer, in queue order.
 //!
 //! Reads use a few dedicated `query_only` connections and, in WAL mode, never wait for the
 //! writer; a message with its parts is read in one statement, so it is one snapshot.
@@ -30,8 +30,9 @@ use taskforce_agents::model::{Message, Part, Session, Todo};
 use tokio::sync::{Mutex as AsyncMutex, MutexGuard as AsyncMutexGuard, OwnedMutexGuard};
 use tokio::sync::{mpsc, oneshot};
 
-use super::{MessageWithParts, SessionFilter, Store, StoreError};
+use super::{Approval, MessageWithParts, SessionFilter, Store, StoreError};
 
+mod approvals;
 mod rows;
 mod writer;
 
@@ -546,6 +547,22 @@ impl Store for SqliteStore {
         let todos = todos.to_vec();
         self.exclusive(context.clone(), move |conn| {
             Box::pin(replace_todos(conn, session, todos, context))
+        })
+        .await
+    }
+
+    async fn approvals(&self, project: &str) -> Result<Vec<Approval>, StoreError> {
+        approvals::read(&mut *self.readers.get().await, project).await
+    }
+
+    async fn add_approvals(&self, project: &str, approvals: &[Approval]) -> Result<(), StoreError> {
+        if approvals.is_empty() {
+            return Ok(());
+        }
+        let context = format!("cannot store the approvals of project {project}");
+        let (project, approvals) = (project.to_string(), approvals.to_vec());
+        self.exclusive(context.clone(), move |conn| {
+            Box::pin(approvals::insert(conn, project, approvals, context))
         })
         .await
     }
