@@ -6,6 +6,7 @@
 //! [`bus`] fans every state change out; the [`store`] keeps everything on disk.
 
 pub mod bus;
+mod complete;
 mod core;
 mod error;
 pub mod hooks;
@@ -17,6 +18,6 @@ pub mod supervisor;
 
 pub use error::RuntimeError;
 pub use hooks::{HookCall, Hooks};
-pub use runtime::{Runtime, RuntimeOptions, SessionPatch, SessionTree};
+pub use runtime::{GeneratedAgentFile, Runtime, RuntimeOptions, SessionPatch, SessionTree};
 pub use session::{PartInput, PromptInput, ShellInput};
 pub use taskforce_agents as agents;

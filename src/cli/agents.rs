@@ -1,9 +1,9 @@
-//! `taskforce agents list|show`.
+//! `taskforce agents list|show|create`.
 
 use clap::Subcommand;
 use taskforce_agents::agent::AgentInfo;
 
-use super::Context;
+use super::{Context, UsageError};
 
 /// `taskforce agents …`
 #[derive(Debug, Subcommand)]
@@ -22,11 +22,28 @@ pub enum AgentsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Have the model design a subagent and write it to `.taskforce/agent/<name>.md`.
+    Create {
+        /// What the agent should do.
+        #[arg(required = true, trailing_var_arg = true)]
+        description: Vec<String>,
+        /// The model that designs it (`provider/model`); the configured default otherwise.
+        #[arg(long)]
+        model: Option<String>,
+        /// Print `{identifier, whenToUse, systemPrompt, path}` as JSON.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 /// Runs an `agents` subcommand.
 pub fn run(context: &Context, command: AgentsCommand) -> anyhow::Result<()> {
     match command {
+        AgentsCommand::Create {
+            description,
+            model,
+            json,
+        } => create(context, &description.join(" "), model.as_deref(), json)?,
         AgentsCommand::List { json: true } => {
             let agents: Vec<&AgentInfo> = context.registry.list().collect();
             println!("{}", serde_json::to_string_pretty(&agents)?);
@@ -181,4 +198,36 @@ fn first_line(text: &str, max: usize) -> String {
         let cut: String = line.chars().take(max.saturating_sub(1)).collect();
         format!("{cut}…")
     }
+}
+
+/// `taskforce agents create`.
+fn create(
+    context: &Context,
+    description: &str,
+    model: Option<&str>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let model = model
+        .map(str::parse::<taskforce_agents::model::ModelRef>)
+        .transpose()
+        .map_err(UsageError::new)?;
+    if description.trim().is_empty() {
+        return Err(UsageError::new(anyhow::anyhow!("describe what the agent should do")).into());
+    }
+    let description = description.to_string();
+    let created = context.with_runtime(move |runtime| async move {
+        Ok(runtime.generate_agent(&description, model).await?)
+    })?;
+    if json {
+        let mut value = serde_json::to_value(&created.agent)?;
+        value["path"] = serde_json::Value::String(created.path.display().to_string());
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        println!(
+            "created agent {} in {}",
+            created.agent.identifier,
+            created.path.display()
+        );
+    }
+    Ok(())
 }

@@ -1,4 +1,4 @@
-//! `taskforce agents list|show`.
+//! `taskforce agents list|show|create`.
 
 use super::support::Sandbox;
 
@@ -202,4 +202,45 @@ fn claude_agent_alias_warnings_go_to_stderr() {
         out.stderr
     );
     assert_eq!(out.json()["mode"], "subagent");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn create_writes_the_agent_the_model_designed() {
+    use taskforce_agents::provider::fake_openai::{FakeOpenAi, Response};
+    let fake = FakeOpenAi::queue(vec![Response::text(
+        r#"{"identifier": "changelog-writer", "whenToUse": "Use this agent when a release needs notes.", "systemPrompt": "You write changelogs."}"#,
+    )])
+    .await
+    .unwrap();
+    let sandbox = Sandbox::new();
+    sandbox.file(
+        "taskforce.toml",
+        &format!(
+            "model = \"fake/gpt-test\"\n[provider.fake]\ntype = \"openai\"\nbase_url = \"{}\"\napi_key = \"sk-test\"\n",
+            fake.base_url()
+        ),
+    );
+    let out = tokio::task::spawn_blocking(move || {
+        let out = sandbox.run(&["agents", "create", "writes", "release", "notes"]);
+        (out, sandbox)
+    })
+    .await
+    .unwrap();
+    let (out, sandbox) = out;
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.starts_with("created agent changelog-writer in "),
+        "{}",
+        out.stdout
+    );
+    assert!(fake.requests()[0].contains("writes release notes"));
+    let shown = sandbox
+        .run(&["agents", "show", "changelog-writer", "--json"])
+        .json();
+    assert_eq!(shown["mode"], "subagent");
+    assert_eq!(
+        shown["description"],
+        "Use this agent when a release needs notes."
+    );
+    assert_eq!(sandbox.run(&["agents", "create", " "]).status, 2);
 }

@@ -1,9 +1,11 @@
 //! The public handle of a running taskforce: sessions, prompts, cancels, queries, events.
 
 mod command;
+mod generate;
 mod manage;
 mod tree;
 
+pub use generate::GeneratedAgentFile;
 pub use manage::SessionPatch;
 pub use tree::SessionTree;
 
@@ -402,7 +404,6 @@ impl Runtime {
     pub fn publish(&self, event: Event) {
         self.core.bus.publish(event);
     }
-
 
     /// Answers a pending permission ask; false when none is pending under that id. An "always"
     /// reply returns once its approvals are stored for the project.

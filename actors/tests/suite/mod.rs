@@ -1,5 +1,6 @@
 mod bus;
 mod commands;
+mod generate;
 #[cfg(feature = "openapi")]
 mod openapi;
 mod permissions;

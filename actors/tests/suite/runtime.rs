@@ -51,6 +51,18 @@ impl Env {
         std::fs::write(path, text).unwrap();
     }
 
+    /// The project directory.
+    pub fn project(&self) -> PathBuf {
+        self.project.clone()
+    }
+
+    /// The environment the runtime sees: only `HOME`, pointing into the sandbox.
+    pub fn hermetic_env(&self) -> BTreeMap<String, String> {
+        let mut env = BTreeMap::new();
+        env.insert("HOME".to_string(), self.home.display().to_string());
+        env
+    }
+
     /// Runtime options for this project, with a hermetic environment.
     pub fn options(&self) -> RuntimeOptions {
         self.options_in(&self.project)

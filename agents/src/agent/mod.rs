@@ -6,6 +6,7 @@ mod claude;
 mod config;
 mod defaults;
 mod error;
+mod generate;
 mod info;
 mod mode;
 mod registry;
@@ -15,6 +16,10 @@ pub use claude::{ClaudeAgent, from_claude};
 pub use config::AgentConfig;
 pub use defaults::{default_rules, tool_output_glob};
 pub use error::AgentError;
+pub use generate::{
+    GENERATE_PROMPT, GenerateError, GeneratedAgent, agent_markdown, generation_request,
+    parse_generated,
+};
 pub use info::{AgentInfo, RuleOrigin};
 pub use mode::AgentMode;
 pub use registry::Registry;
