@@ -12,14 +12,23 @@ use serde_json::{Map, Value, json};
 use taskforce_agents::id::{PartId, SessionId, now_ms};
 use taskforce_agents::model::{Message, PartKind, Session, ToolState};
 use taskforce_agents::permission::{Action, Rule};
-use taskforce_agents::tool::{Delegate, SubagentOutcome, SubagentRequest, ToolContext, ToolError};
+use taskforce_agents::tool::{
+    Delegate, DisplayItem, SubagentOutcome, SubagentRequest, SubagentStatus, TaskError, TaskUsage,
+    ToolContext, ToolError,
+};
 
-use super::{Activate, CancelTree, Supervisor};
+use super::{Activate, CancelTree, Supervisor, task_guard};
 use crate::RuntimeError;
 use crate::bus::{BusItem, Event, Filter};
 use crate::core::Core;
 use crate::session::{PartInput, PromptInput, Seed, Subtask};
 use crate::store::MessageWithParts;
+
+/// How long a cancelled child may take to record its end before its parent moves on.
+const CANCEL_GRACE: Duration = Duration::from_secs(2);
+
+/// The name of the error an aborted assistant message carries.
+const ABORTED: &str = "MessageAbortedError";
 
 /// Starts child sessions for task calls through the supervisor.
 pub struct SupervisorDelegate {
@@ -104,6 +113,13 @@ fn failed(e: impl std::fmt::Display) -> ToolError {
 
 #[async_trait]
 impl Delegate for SupervisorDelegate {
+    async fn admit(&self, _ctx: &ToolContext) -> Result<(), TaskError> {
+        match task_guard(&self.core, &self.parent).await {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
+    }
+
     async fn run_subagent(
         &self,
         ctx: &ToolContext,
@@ -172,50 +188,74 @@ impl Delegate for SupervisorDelegate {
             ..Default::default()
         };
         let started = now_ms();
+        let run = self.run_child(&child, new, &parent.id, input);
+        tokio::pin!(run);
         let result = tokio::select! {
-            r = self.run_child(&child, new, &parent.id, input) => r,
+            r = &mut run => r,
             () = ctx.abort.cancelled() => {
                 self.supervisor.do_send(CancelTree { id: child.id.clone() });
-                Err(ToolError::Aborted)
+                // Let the child record how it ended, but never wait long for it.
+                tokio::time::timeout(CANCEL_GRACE, &mut run)
+                    .await
+                    .unwrap_or(Err(ToolError::Aborted))
             }
         };
-        let message = match result {
-            Ok(message) => message,
-            Err(e) => {
-                follower.abort();
-                return Err(e);
+        let (message, status) = match result {
+            Ok(message) => {
+                let status = match &message.info {
+                    Message::Assistant(a) => match &a.error {
+                        None => SubagentStatus::Completed,
+                        Some(e) if e.name() == ABORTED => SubagentStatus::Cancelled,
+                        Some(e) => SubagentStatus::Failed(format!(
+                            "subagent session {} failed: {}",
+                            child.id,
+                            e.message().unwrap_or(e.name())
+                        )),
+                    },
+                    Message::User(_) => SubagentStatus::Completed,
+                };
+                (Some(message), status)
             }
+            Err(ToolError::Aborted) => (None, SubagentStatus::Cancelled),
+            Err(e) => (None, SubagentStatus::Failed(e.to_string())),
         };
         let followed = tokio::time::timeout(Duration::from_secs(1), &mut follower).await;
         follower.abort();
+        // What the child stored during this run: usage, display items, a fallback summary.
+        let history = match self.core.store.messages(&child.id).await {
+            Ok(history) => history,
+            Err(e) => {
+                tracing::warn!(session = %child.id, "reading the child's messages failed: {e}");
+                Vec::new()
+            }
+        };
+        let answers: Vec<&MessageWithParts> = history
+            .iter()
+            .filter(|m| matches!(&m.info, Message::Assistant(a) if a.time.created >= started))
+            .collect();
         let summary = match followed {
             Ok(Ok((summary, true))) => summary.into_values().collect(),
             // The follower missed events (or never saw the end): read what the child stored.
-            _ => {
-                let history = self.core.store.messages(&child.id).await.map_err(failed)?;
-                child_summary(&history, started)
-            }
+            _ => child_summary(&answers),
         };
-        if let Message::Assistant(a) = &message.info
-            && let Some(error) = &a.error
-        {
-            return Err(ToolError::Failed(format!(
-                "subagent session {} failed: {}",
-                child.id,
-                error.message().unwrap_or(error.name())
-            )));
-        }
         let text = message
-            .parts
             .iter()
-            .rev()
-            .find_map(|p| p.as_text().map(|t| t.text.clone()))
+            .chain(answers.iter().rev().copied())
+            .find_map(|m| {
+                m.parts
+                    .iter()
+                    .rev()
+                    .find_map(|p| p.as_text().map(|t| t.text.clone()))
+            })
             .unwrap_or_default();
         Ok(SubagentOutcome {
-            session_id: child.id,
+            session_id: child.id.clone(),
             text,
             model: request.model,
             summary,
+            status,
+            usage: usage_of(&answers),
+            display_items: display_items(&answers),
         })
     }
 }
@@ -278,13 +318,46 @@ fn summary_entry(id: &PartId, tool: &str, state: &ToolState) -> Value {
     json!({"id": id, "tool": tool, "state": s})
 }
 
-/// The summary of the child's tool parts from the answers written since `since` (epoch ms).
-fn child_summary(history: &[MessageWithParts], since: u64) -> Vec<Value> {
-    history
+/// The summary of the child's tool parts in `answers`.
+fn child_summary(answers: &[&MessageWithParts]) -> Vec<Value> {
+    answers
         .iter()
-        .filter(|m| matches!(&m.info, Message::Assistant(a) if a.time.created >= since))
         .flat_map(|m| m.parts.iter())
         .filter_map(|p| p.as_tool().map(|t| summary_entry(&p.id, &t.tool, &t.state)))
+        .collect()
+}
+
+/// The child's own tokens and cost summed over `answers`; turns = how many there are.
+fn usage_of(answers: &[&MessageWithParts]) -> TaskUsage {
+    let mut usage = TaskUsage::default();
+    for m in answers {
+        if let Message::Assistant(a) = &m.info {
+            usage.input += a.tokens.input;
+            usage.output += a.tokens.output;
+            usage.cache_read += a.tokens.cache.read;
+            usage.cache_write += a.tokens.cache.write;
+            usage.cost += a.cost;
+            usage.turns += 1;
+        }
+    }
+    usage
+}
+
+/// The texts and tool calls of `answers`, in order.
+fn display_items(answers: &[&MessageWithParts]) -> Vec<DisplayItem> {
+    answers
+        .iter()
+        .flat_map(|m| m.parts.iter())
+        .filter_map(|p| match &p.kind {
+            PartKind::Text(t) if !t.text.is_empty() => Some(DisplayItem::Text {
+                text: t.text.clone(),
+            }),
+            PartKind::Tool(t) => Some(DisplayItem::ToolCall {
+                name: t.tool.clone(),
+                args: Value::Object(t.state.input().clone()),
+            }),
+            _ => None,
+        })
         .collect()
 }
 

@@ -3,3 +3,4 @@ mod commands;
 mod retries;
 mod runtime;
 mod store;
+mod subagents;

@@ -1,0 +1,410 @@
+//! Subagent results end to end: the task tool's envelope (`details`), its error codes, nesting
+//! and output hygiene, over real HTTP to the fake OpenAI-compatible server.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use taskforce_actors::permission::PermissionReply;
+use taskforce_actors::{PromptInput, Runtime};
+use taskforce_agents::id::SessionId;
+use taskforce_agents::model::{Message, ToolState};
+use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_agents::tool::{TaskEnvelope, TaskErrorCode, TaskMode};
+
+use super::runtime::{Env, is_child, task_call, tool_parts};
+
+const GENERAL: &str =
+    r#"{"description":"Look around","prompt":"Find the answer","subagent_type":"general"}"#;
+
+/// The task part of `session`'s messages: its state.
+async fn task_state(rt: &Runtime, session: &SessionId) -> ToolState {
+    tool_parts(rt, session)
+        .await
+        .into_iter()
+        .find(|(tool, _)| tool == "task")
+        .map(|(_, state)| state)
+        .expect("a task part")
+}
+
+/// The metadata of a finished tool state.
+fn metadata_of(state: &ToolState) -> Map<String, Value> {
+    match state {
+        ToolState::Completed(c) => c.metadata.clone(),
+        ToolState::Error(e) => e.metadata.clone().unwrap_or_default(),
+        other => panic!("the task part is {}", other.status()),
+    }
+}
+
+/// The error text of a failed tool state.
+fn error_of(state: &ToolState) -> String {
+    match state {
+        ToolState::Error(e) => e.error.clone(),
+        other => panic!("the task part should be an error, is {}", other.status()),
+    }
+}
+
+/// The first tool result the model was sent (the task call's, in tests without other tools).
+fn task_result_seen(fake: &FakeOpenAi) -> String {
+    fake.requests()
+        .iter()
+        .flat_map(|r| r.messages().to_vec())
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| m["content"].as_str().map(String::from))
+        .next()
+        .unwrap_or_default()
+}
+
+async fn prompt(rt: &Runtime, text: &str) -> SessionId {
+    let s = rt.create_session(None, None).await.unwrap();
+    tokio::time::timeout(
+        Duration::from_secs(20),
+        rt.prompt(&s.id, PromptInput::text(text)),
+    )
+    .await
+    .expect("the parent never waits forever")
+    .unwrap();
+    s.id
+}
+
+#[actix_rt::test]
+async fn task_result_carries_the_envelope_with_the_childs_usage() {
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if is_child(req) {
+            if req.last_role() == Some("user") {
+                Response::tool_calls(&[("call_read", "read", r#"{"filePath":"notes.txt"}"#)])
+            } else {
+                Response::text("The answer is 42.")
+            }
+        } else if req.last_role() == Some("user") {
+            task_call(GENERAL)
+        } else {
+            Response::text("Done.")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(
+        &fake.base_url(),
+        "[provider.fake.models.\"gpt-test\"]\ncost = { input = 1.0, output = 2.0 }\n",
+    );
+    let rt = env.runtime().await;
+    let parent = prompt(&rt, "go").await;
+    let child = rt.children(&parent).await.unwrap().remove(0);
+
+    let state = task_state(&rt, &parent).await;
+    let ToolState::Completed(done) = &state else {
+        panic!("the task completed: {state:?}")
+    };
+    assert!(
+        done.output.starts_with("The answer is 42."),
+        "{}",
+        done.output
+    );
+    // The keys clients already read stay.
+    assert_eq!(done.metadata["sessionId"], child.id.to_string());
+    assert_eq!(done.metadata["model"]["modelID"], "gpt-test");
+    assert_eq!(done.metadata["summary"][0]["tool"], "read");
+
+    let details = &done.metadata["details"];
+    assert_eq!(details["mode"], "single");
+    assert_eq!(details["runId"].as_str().unwrap().len(), 8);
+    assert!(details.get("error").is_none(), "{details}");
+    let r = &details["results"][0];
+    assert_eq!(r["agent"], "general");
+    assert_eq!(r["task"], "Find the answer");
+    assert_eq!(r["exitCode"], 0);
+    assert_eq!(r["sessionId"], child.id.to_string());
+    assert_eq!(r["output"], "The answer is 42.");
+    assert_eq!(r["displayItems"][0]["type"], "toolCall");
+    assert_eq!(r["displayItems"][0]["name"], "read");
+    assert_eq!(r["displayItems"][0]["args"]["filePath"], "notes.txt");
+    assert_eq!(r["displayItems"][1]["type"], "text");
+
+    // Usage: the child's two answers (a tool call 10/5, the text 10/4), its own cost.
+    let envelope = TaskEnvelope::from_metadata(&done.metadata).expect("a typed envelope");
+    assert_eq!(envelope.mode, TaskMode::Single);
+    let usage = envelope.results[0].usage;
+    assert_eq!((usage.input, usage.output, usage.turns), (20, 9, 2));
+    assert_eq!((usage.cache_read, usage.cache_write), (0, 0));
+    let child_cost: f64 = rt
+        .messages(&child.id)
+        .await
+        .unwrap()
+        .iter()
+        .filter_map(|m| match &m.info {
+            Message::Assistant(a) => Some(a.cost),
+            Message::User(_) => None,
+        })
+        .sum();
+    assert!(child_cost > 0.0);
+    assert!((usage.cost - child_cost).abs() < 1e-12, "{usage:?}");
+    assert!((usage.cost - (20.0 * 1.0 + 9.0 * 2.0) / 1e6).abs() < 1e-12);
+}
+
+#[actix_rt::test]
+async fn unknown_agent_is_a_coded_error_the_model_reads() {
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if req.last_role() == Some("user") {
+            task_call(r#"{"description":"d","prompt":"p","subagent_type":"nope"}"#)
+        } else {
+            Response::text("ok")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let parent = prompt(&rt, "go").await;
+    let state = task_state(&rt, &parent).await;
+    assert_eq!(
+        error_of(&state),
+        "UNKNOWN_AGENT: Unknown agent type: nope is not a valid agent type"
+    );
+    let envelope = TaskEnvelope::from_metadata(&metadata_of(&state)).unwrap();
+    assert_eq!(envelope.mode, TaskMode::Single);
+    assert!(envelope.results.is_empty());
+    let error = envelope.error.unwrap();
+    assert_eq!(error.code, TaskErrorCode::UnknownAgent);
+    assert!(error.message.contains("nope is not a valid agent type"));
+    assert_eq!(
+        task_result_seen(&fake),
+        "UNKNOWN_AGENT: Unknown agent type: nope is not a valid agent type"
+    );
+}
+
+#[actix_rt::test]
+async fn missing_arguments_are_invalid_input() {
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if req.last_role() == Some("user") {
+            task_call(r#"{"description":"d","subagent_type":"general"}"#)
+        } else {
+            Response::text("ok")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let parent = prompt(&rt, "go").await;
+    let state = task_state(&rt, &parent).await;
+    assert!(
+        error_of(&state).starts_with("INVALID_INPUT: The task tool was called with invalid"),
+        "{}",
+        error_of(&state)
+    );
+    assert!(rt.children(&parent).await.unwrap().is_empty());
+}
+
+#[actix_rt::test]
+async fn disabled_subagents_hide_the_task_tool_and_refuse_calls() {
+    // The model calls task although it is not offered.
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if req.last_role() == Some("user") {
+            task_call(GENERAL)
+        } else {
+            Response::text("ok")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "[subagent]\nenabled = false\n");
+    let rt = env.runtime().await;
+    let parent = prompt(&rt, "go").await;
+    let first = &fake.requests()[0];
+    assert!(
+        !first.tool_names().contains(&"task"),
+        "{:?}",
+        first.tool_names()
+    );
+    assert!(first.tool_names().contains(&"read"));
+    let state = task_state(&rt, &parent).await;
+    assert!(
+        error_of(&state).starts_with("SUBAGENTS_DISABLED: "),
+        "{}",
+        error_of(&state)
+    );
+    let envelope = TaskEnvelope::from_metadata(&metadata_of(&state)).unwrap();
+    assert_eq!(envelope.mode, TaskMode::Management);
+    assert_eq!(
+        envelope.error.unwrap().code,
+        TaskErrorCode::SubagentsDisabled
+    );
+    assert!(rt.children(&parent).await.unwrap().is_empty());
+    assert!(task_result_seen(&fake).starts_with("SUBAGENTS_DISABLED: "));
+}
+
+#[actix_rt::test]
+async fn disable_task_agents_are_unlisted_and_refused() {
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if req.last_role() == Some("user") {
+            task_call(r#"{"description":"d","prompt":"p","subagent_type":"secret"}"#)
+        } else {
+            Response::text("ok")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    env.file(
+        ".taskforce/agent/secret.md",
+        "---\ndescription: Not for delegation\nmode: subagent\ndisable_task: true\n---\nSecret.",
+    );
+    let rt = env.runtime().await;
+    assert!(rt.registry().get("secret").unwrap().disable_task);
+    let parent = prompt(&rt, "go").await;
+    let first = &fake.requests()[0];
+    assert!(!first.contains("Not for delegation"));
+    assert!(first.contains("- general:"));
+    let state = task_state(&rt, &parent).await;
+    assert!(
+        error_of(&state).starts_with("SUBAGENT_DISABLED: "),
+        "{}",
+        error_of(&state)
+    );
+    let envelope = TaskEnvelope::from_metadata(&metadata_of(&state)).unwrap();
+    assert_eq!(
+        envelope.error.unwrap().code,
+        TaskErrorCode::SubagentDisabled
+    );
+    assert!(rt.children(&parent).await.unwrap().is_empty());
+}
+
+#[actix_rt::test]
+async fn a_failed_child_is_subagent_failed_with_exit_code_1() {
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if is_child(req) {
+            Response::error(400, "child exploded")
+        } else if req.last_role() == Some("user") {
+            task_call(GENERAL)
+        } else {
+            Response::text("the parent carried on")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let parent = prompt(&rt, "go").await;
+    let child = rt.children(&parent).await.unwrap().remove(0);
+    let state = task_state(&rt, &parent).await;
+    let text = error_of(&state);
+    assert!(text.starts_with("SUBAGENT_FAILED: "), "{text}");
+    assert!(text.contains("child exploded"), "{text}");
+    let metadata = metadata_of(&state);
+    assert_eq!(metadata["sessionId"], child.id.to_string());
+    let envelope = TaskEnvelope::from_metadata(&metadata).unwrap();
+    assert_eq!(
+        envelope.error.as_ref().unwrap().code,
+        TaskErrorCode::SubagentFailed
+    );
+    let r = &envelope.results[0];
+    assert_eq!(r.exit_code, 1);
+    assert_eq!(r.session_id, child.id.to_string());
+    assert!(r.error.as_deref().unwrap().contains("child exploded"));
+    assert_eq!(r.usage.turns, 1);
+    assert!(task_result_seen(&fake).starts_with("SUBAGENT_FAILED: "));
+}
+
+#[actix_rt::test]
+async fn a_rejected_task_ask_is_permission_denied() {
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if req.last_role() == Some("user") {
+            task_call(GENERAL)
+        } else {
+            Response::text("ok")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "[permission]\ntask = \"ask\"\n");
+    let rt = env.runtime().await;
+    let s = rt.create_session(None, None).await.unwrap();
+    let running = {
+        let rt = rt.clone();
+        let id = s.id.clone();
+        tokio::spawn(async move { rt.prompt(&id, PromptInput::text("go")).await })
+    };
+    let mut asked = None;
+    for _ in 0..200 {
+        if let Some(p) = rt.pending_permissions().into_iter().next() {
+            asked = Some(p);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let asked = asked.expect("the task call asked");
+    assert_eq!(asked.permission, "task");
+    assert!(rt.reply_permission(&asked.id, PermissionReply::Reject, None));
+    tokio::time::timeout(Duration::from_secs(10), running)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let state = task_state(&rt, &s.id).await;
+    assert_eq!(
+        error_of(&state),
+        "PERMISSION_DENIED: The user rejected permission to use this specific tool call."
+    );
+    let envelope = TaskEnvelope::from_metadata(&metadata_of(&state)).unwrap();
+    assert_eq!(
+        envelope.error.unwrap().code,
+        TaskErrorCode::PermissionDenied
+    );
+    assert!(rt.children(&s.id).await.unwrap().is_empty());
+    // A rejection still stops the loop: the model was not called again.
+    assert_eq!(fake.requests().len(), 1);
+}
+
+#[actix_rt::test]
+async fn a_child_cancelled_on_its_own_is_subagent_cancelled() {
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if is_child(req) {
+            Response::text("never finished").stall_after(2)
+        } else if req.last_role() == Some("user") {
+            task_call(GENERAL)
+        } else {
+            Response::text("the parent carried on")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let s = rt.create_session(None, None).await.unwrap();
+    let running = {
+        let rt = rt.clone();
+        let id = s.id.clone();
+        tokio::spawn(async move { rt.prompt(&id, PromptInput::text("go")).await })
+    };
+    assert!(fake.wait_for_requests(2, Duration::from_secs(10)).await);
+    let mut child = None;
+    for _ in 0..200 {
+        if let Some(c) = rt.children(&s.id).await.unwrap().into_iter().next() {
+            child = Some(c);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let child = child.expect("the child exists");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    rt.cancel(&child.id).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), running)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let state = task_state(&rt, &s.id).await;
+    assert!(
+        error_of(&state).starts_with("SUBAGENT_CANCELLED: Tool execution aborted"),
+        "{}",
+        error_of(&state)
+    );
+    let envelope = TaskEnvelope::from_metadata(&metadata_of(&state)).unwrap();
+    assert_eq!(
+        envelope.error.unwrap().code,
+        TaskErrorCode::SubagentCancelled
+    );
+    assert_eq!(envelope.results[0].exit_code, 130);
+    // The parent's loop went on and read the code.
+    assert!(task_result_seen(&fake).starts_with("SUBAGENT_CANCELLED: "));
+}
