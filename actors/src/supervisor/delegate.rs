@@ -17,7 +17,7 @@ use taskforce_agents::tool::{
     ToolContext, ToolError,
 };
 
-use super::{Activate, CancelTree, Supervisor, task_guard};
+use super::{Activate, CancelTree, Supervisor, session_depth, task_guard};
 use crate::RuntimeError;
 use crate::bus::{BusItem, Event, Filter};
 use crate::core::Core;
@@ -47,9 +47,13 @@ impl SupervisorDelegate {
         }
     }
 
-    /// The tools a child may not use: todos, task, and the primary-only tools.
-    fn denied_tools(&self) -> Vec<String> {
-        let mut tools: Vec<String> = ["todowrite", "todoread", "task"].map(String::from).to_vec();
+    /// The tools a child may not use: todos, the primary-only tools, and task unless the child
+    /// may delegate itself (`nests`: its depth is below `subagent.max_depth`).
+    fn denied_tools(&self, nests: bool) -> Vec<String> {
+        let mut tools: Vec<String> = ["todowrite", "todoread"].map(String::from).to_vec();
+        if !nests {
+            tools.push("task".into());
+        }
         for t in &self.core.config.experimental.primary_tools {
             if !tools.contains(t) {
                 tools.push(t.clone());
@@ -63,6 +67,7 @@ impl SupervisorDelegate {
         &self,
         parent: &Session,
         request: &SubagentRequest,
+        nests: bool,
     ) -> Result<(Session, bool), ToolError> {
         let store = &self.core.store;
         if let Some(raw) = &request.session_id
@@ -82,7 +87,7 @@ impl SupervisorDelegate {
             return Ok((existing, false));
         }
         let rules = self
-            .denied_tools()
+            .denied_tools(nests)
             .into_iter()
             .map(|t| Rule::new(t, "*", Action::Deny))
             .collect();
@@ -126,7 +131,12 @@ impl Delegate for SupervisorDelegate {
         request: SubagentRequest,
     ) -> Result<SubagentOutcome, ToolError> {
         let parent = &self.parent;
-        let (child, new) = self.child_session(parent, &request).await?;
+        // The child sits one below its parent; it keeps the task tool while that is above the
+        // limit (its own guard hides the tool once it is at the limit).
+        let child_depth = session_depth(&self.core, parent).await + 1;
+        let nests =
+            self.core.config.subagent.enabled && child_depth < self.core.config.subagent.max_depth;
+        let (child, new) = self.child_session(parent, &request, nests).await?;
         self.core.bus.register_parent(&child.id, &parent.id);
         let model_json = serde_json::to_value(&request.model).unwrap_or(Value::Null);
         ctx.metadata(
@@ -177,7 +187,7 @@ impl Delegate for SupervisorDelegate {
         });
 
         let mut tools = IndexMap::new();
-        for t in self.denied_tools() {
+        for t in self.denied_tools(nests) {
             tools.insert(t, false);
         }
         let input = PromptInput {

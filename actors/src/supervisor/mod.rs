@@ -5,7 +5,7 @@ mod delegate;
 mod guard;
 
 pub use delegate::SupervisorDelegate;
-pub(crate) use guard::task_guard;
+pub(crate) use guard::{session_depth, task_guard};
 
 use std::collections::HashMap;
 use std::sync::Arc;

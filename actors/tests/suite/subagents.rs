@@ -408,3 +408,131 @@ async fn a_child_cancelled_on_its_own_is_subagent_cancelled() {
     // The parent's loop went on and read the code.
     assert!(task_result_seen(&fake).starts_with("SUBAGENT_CANCELLED: "));
 }
+
+// ---------------------------------------------------------------- nesting
+
+/// A middle agent (delegates to `leaf`) and a leaf agent, told apart by their prompts.
+fn nesting_env(base_url: &str, max_depth: u32) -> Env {
+    let env = Env::new(base_url, &format!("[subagent]\nmax_depth = {max_depth}\n"));
+    env.file(
+        ".taskforce/agent/middle.md",
+        "---\ndescription: Splits work\nmode: subagent\n---\nMIDDLE-AGENT-PROMPT",
+    );
+    env.file(
+        ".taskforce/agent/leaf.md",
+        "---\ndescription: Does work\nmode: subagent\n---\nLEAF-AGENT-PROMPT",
+    );
+    env
+}
+
+/// Root → middle → leaf; the leaf calls task anyway, then answers.
+fn nesting_model(req: &RecordedRequest) -> Response {
+    let first = req.last_role() == Some("user");
+    if req.contains("LEAF-AGENT-PROMPT") {
+        if first {
+            task_call(r#"{"description":"deeper","prompt":"go deeper","subagent_type":"leaf"}"#)
+        } else {
+            Response::text("leaf done")
+        }
+    } else if req.contains("MIDDLE-AGENT-PROMPT") {
+        if first {
+            task_call(
+                r#"{"description":"to leaf","prompt":"do the leaf part","subagent_type":"leaf"}"#,
+            )
+        } else {
+            Response::text("middle done")
+        }
+    } else if first {
+        task_call(r#"{"description":"to middle","prompt":"split it","subagent_type":"middle"}"#)
+    } else {
+        Response::text("root done")
+    }
+}
+
+#[actix_rt::test]
+async fn max_depth_2_nests_root_child_grandchild_and_stops_there() {
+    let fake = FakeOpenAi::start(nesting_model).await.unwrap();
+    let env = nesting_env(&fake.base_url(), 2);
+    let rt = env.runtime().await;
+    let root = prompt(&rt, "go").await;
+    let middle = rt.children(&root).await.unwrap().remove(0);
+    assert!(
+        middle.title.contains("@middle subagent"),
+        "{}",
+        middle.title
+    );
+    let leaf = rt.children(&middle.id).await.unwrap().remove(0);
+    assert!(leaf.title.contains("@leaf subagent"), "{}", leaf.title);
+    assert!(
+        rt.children(&leaf.id).await.unwrap().is_empty(),
+        "depth 3 never starts"
+    );
+
+    let requests = fake.requests();
+    let (middles, rest): (Vec<_>, Vec<_>) = requests
+        .iter()
+        .partition(|r| r.contains("MIDDLE-AGENT-PROMPT"));
+    let leaves: Vec<_> = rest
+        .iter()
+        .filter(|r| r.contains("LEAF-AGENT-PROMPT"))
+        .collect();
+    assert!(!middles.is_empty() && !leaves.is_empty());
+    // Depth 1 < 2: the child keeps the task tool; depth 2: the grandchild has none.
+    for r in &middles {
+        assert!(r.tool_names().contains(&"task"), "{:?}", r.tool_names());
+    }
+    for r in &leaves {
+        assert!(!r.tool_names().contains(&"task"), "{:?}", r.tool_names());
+        assert!(r.tool_names().contains(&"read"));
+    }
+
+    // The grandchild's forced call got the code, as a management result.
+    let state = task_state(&rt, &leaf.id).await;
+    assert!(
+        error_of(&state).starts_with("SUBAGENT_DEPTH_EXCEEDED: "),
+        "{}",
+        error_of(&state)
+    );
+    let envelope = TaskEnvelope::from_metadata(&metadata_of(&state)).unwrap();
+    assert_eq!(envelope.mode, TaskMode::Management);
+    assert_eq!(
+        envelope.error.unwrap().code,
+        TaskErrorCode::SubagentDepthExceeded
+    );
+    assert!(envelope.results.is_empty());
+
+    // The answers flowed back up.
+    let ToolState::Completed(m) = task_state(&rt, &middle.id).await else {
+        panic!("the middle's task completed")
+    };
+    assert!(m.output.starts_with("leaf done"), "{}", m.output);
+    assert_eq!(m.metadata["details"]["results"][0]["agent"], "leaf");
+    let ToolState::Completed(r) = task_state(&rt, &root).await else {
+        panic!("the root's task completed")
+    };
+    assert!(r.output.starts_with("middle done"), "{}", r.output);
+}
+
+#[actix_rt::test]
+async fn default_depth_1_keeps_children_from_delegating() {
+    let fake = FakeOpenAi::start(nesting_model).await.unwrap();
+    let env = nesting_env(&fake.base_url(), 1);
+    let rt = env.runtime().await;
+    let root = prompt(&rt, "go").await;
+    let middle = rt.children(&root).await.unwrap().remove(0);
+    assert!(rt.children(&middle.id).await.unwrap().is_empty());
+    for r in fake
+        .requests()
+        .iter()
+        .filter(|r| r.contains("MIDDLE-AGENT-PROMPT"))
+    {
+        assert!(!r.tool_names().contains(&"task"), "{:?}", r.tool_names());
+    }
+    // The child's call anyway reads the depth code rather than "unavailable tool".
+    let state = task_state(&rt, &middle.id).await;
+    assert!(
+        error_of(&state).starts_with("SUBAGENT_DEPTH_EXCEEDED: "),
+        "{}",
+        error_of(&state)
+    );
+}
