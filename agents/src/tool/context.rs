@@ -33,6 +33,8 @@ pub struct ToolContext {
     pub project_root: PathBuf,
     /// The data directory (tool-output files live below it).
     pub data_dir: PathBuf,
+    /// The user's home directory, when known (shortened to `~` in subagent output).
+    pub home: Option<PathBuf>,
     /// Cancelled when the call must stop.
     pub abort: CancellationToken,
     /// Skip the task tool's permission ask (command subtasks and `@agent` mentions).

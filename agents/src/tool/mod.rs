@@ -12,6 +12,7 @@ mod grep;
 mod list;
 pub mod paths;
 mod read;
+pub mod redact;
 mod registry;
 mod run;
 mod task;

@@ -6,10 +6,12 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::envelope::{
-    DETAILS_KEY, EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, TaskEnvelope, TaskError, TaskErrorCode,
-    TaskMode, TaskResult,
+    DETAILS_KEY, DisplayItem, EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, TaskEnvelope, TaskError,
+    TaskErrorCode, TaskMode, TaskResult,
 };
+use super::redact::redact;
 use super::run::parse_args;
+use super::truncate::{self, Direction, MAX_BYTES, MAX_LINES};
 use super::{
     SubagentOutcome, SubagentRequest, SubagentStatus, TaskFailure, Tool, ToolContext, ToolError,
     ToolOutput,
@@ -226,6 +228,10 @@ fn failure(
 }
 
 /// The tool's answer for a child that ran: its output on success, a coded error otherwise.
+/// Everything taken from the child is redacted (see [`redact`]) before it reaches the parent;
+/// the model's copy of the output is then cut to [`MAX_LINES`] lines / [`MAX_BYTES`] bytes
+/// (`SUBAGENT_OUTPUT_TRUNCATED`), while `details.results[].output` keeps the whole redacted
+/// text. The child's own stored messages are left as they are.
 fn finish(
     mut envelope: TaskEnvelope,
     agent: &str,
@@ -234,6 +240,7 @@ fn finish(
     outcome: SubagentOutcome,
     ctx: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
+    let home = ctx.home.as_deref();
     let session_id = outcome.session_id.to_string();
     let mut metadata = Map::new();
     metadata.insert("summary".into(), Value::Array(outcome.summary));
@@ -245,7 +252,7 @@ fn finish(
             EXIT_FAILED,
             Some(TaskError::new(
                 TaskErrorCode::SubagentFailed,
-                message.clone(),
+                redact(message, home),
             )),
         ),
         SubagentStatus::Cancelled => (
@@ -256,7 +263,20 @@ fn finish(
             )),
         ),
     };
-    let text = outcome.text;
+    let text = redact(&outcome.text, home);
+    let display_items = outcome
+        .display_items
+        .into_iter()
+        .map(|item| match item {
+            DisplayItem::Text { text } => DisplayItem::Text {
+                text: redact(&text, home),
+            },
+            DisplayItem::ToolCall { name, args } => DisplayItem::ToolCall {
+                name,
+                args: redact_json(args, home),
+            },
+        })
+        .collect();
     envelope.results.push(TaskResult {
         agent: agent.to_string(),
         task: task.to_string(),
@@ -265,16 +285,53 @@ fn finish(
         usage: outcome.usage,
         error: error.as_ref().map(|e| e.message.clone()),
         output: (!text.is_empty() || error.is_none()).then(|| text.clone()),
-        display_items: Some(outcome.display_items),
+        display_items: Some(display_items),
     });
     if let Some(error) = error {
         let cause = ctx.abort.is_cancelled().then_some(ToolError::Aborted);
         return Err(failure(envelope, error, cause, metadata));
     }
+    let visible = match truncate::cut(&text, MAX_LINES, MAX_BYTES, Direction::Head) {
+        None => text,
+        Some(cut) => {
+            let error = TaskError::new(
+                TaskErrorCode::SubagentOutputTruncated,
+                format!(
+                    "the subagent's output was cut to {MAX_LINES} lines / {} KB for the model ({} {} removed); the full text is in details.results[0].output and in session {session_id}",
+                    MAX_BYTES / 1024,
+                    cut.removed,
+                    cut.unit
+                ),
+            );
+            let note = format!(
+                "{}\n\n... {} {} truncated ...\n\n[{error}. Continue that session with session_id {session_id} to ask for the part you need.]",
+                cut.preview, cut.removed, cut.unit
+            );
+            envelope.error = Some(error);
+            note
+        }
+    };
+    metadata.insert("truncated".into(), Value::Bool(envelope.error.is_some()));
     metadata.insert(DETAILS_KEY.into(), envelope.to_value());
     Ok(ToolOutput {
         title,
-        output: format!("{text}\n\n<task_metadata>\nsession_id: {session_id}\n</task_metadata>"),
+        output: format!("{visible}\n\n<task_metadata>\nsession_id: {session_id}\n</task_metadata>"),
         metadata,
     })
+}
+
+/// `value` with every string redacted.
+fn redact_json(value: Value, home: Option<&std::path::Path>) -> Value {
+    match value {
+        Value::String(s) => Value::String(redact(&s, home)),
+        Value::Array(items) => {
+            Value::Array(items.into_iter().map(|v| redact_json(v, home)).collect())
+        }
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (k, redact_json(v, home)))
+                .collect(),
+        ),
+        other => other,
+    }
 }

@@ -152,6 +152,7 @@ impl Env {
             directory: self.root().to_path_buf(),
             project_root: self.root().to_path_buf(),
             data_dir: self.data_dir.clone(),
+            home: None,
             abort: CancellationToken::new(),
             bypass_agent_check: false,
             subtask_model: None,
