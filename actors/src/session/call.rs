@@ -43,6 +43,7 @@ impl CallSite<'_> {
             directory: self.session.directory.clone(),
             project_root: self.core.paths.project_root.clone(),
             data_dir: self.core.paths.data_dir.clone(),
+            home: self.core.paths.home.clone(),
             abort: self.token.child_token(),
             bypass_agent_check,
             subtask_model,

@@ -12,7 +12,7 @@ use taskforce_agents::id::{MessageId, now_ms};
 use taskforce_agents::model::{ApiError, CreatedTime, RetryPart};
 use taskforce_agents::model::{
     AssistantError, CacheTokens, Message, ModelRef, Part, PartKind, PartTime, ReasoningPart,
-    Session, StepFinishPart, StepStartPart, TextPart, Tokens, ToolPart, ToolState,
+    Session, StepFinishPart, StepStartPart, TextPart, Tokens, ToolPart, ToolState, ToolStateError,
     ToolStateRunning,
 };
 use taskforce_agents::permission::{PermissionError, merge};
@@ -103,6 +103,9 @@ pub(super) struct Processor {
     pub parts: Vec<SharedPart>,
     /// The user mentioned an agent: task calls of this step skip their permission ask.
     pub bypass_agent_check: bool,
+    /// The task tool is withheld by a guard (subagents off, depth limit): a call anyway runs it,
+    /// and it answers with the guard's code instead of "unavailable tool".
+    pub task_guarded: bool,
 }
 
 /// A streaming text or reasoning part and when it was last written to disk.
@@ -231,10 +234,10 @@ impl Processor {
                 continue;
             };
             if let Some(part) = calls.get(&call_id) {
-                if matches!(
-                    &outcome,
-                    Err(ToolError::Permission(PermissionError::Rejected))
-                ) {
+                if matches!(&outcome, Err(e) if matches!(
+                    e.cause(),
+                    ToolError::Permission(PermissionError::Rejected)
+                )) {
                     result.blocked = true;
                 }
                 self.finish_tool(part, outcome).await;
@@ -359,7 +362,12 @@ impl Processor {
             .iter()
             .find(|t| t.id() == name)
             .or_else(|| self.tools.iter().find(|t| t.id() == name.to_lowercase()))
-            .cloned();
+            .cloned()
+            .or_else(|| {
+                let task = self.task_guarded && name.eq_ignore_ascii_case("task");
+                task.then(|| self.core.tools.iter().find(|t| t.id() == "task").cloned())
+                    .flatten()
+            });
         let doom = self.is_doom_loop(&name, &input);
         let running = part.update(|p| {
             if let PartKind::Tool(t) = &mut p.kind {
@@ -527,11 +535,29 @@ impl Processor {
                     completed.metadata.extend(out.metadata);
                     ToolState::Completed(completed)
                 }
-                Err(e) => ToolState::Error(running.fail(e.to_string(), now)),
+                Err(e) => ToolState::Error(failed(running, &e, e.to_string(), now)),
             };
         });
         let _ = self.writer.part(&done).await;
     }
+}
+
+/// The error state of a failed call: `text` for the model, and the error's own metadata (a
+/// task failure's envelope) added to what the tool published while it ran.
+pub(crate) fn failed(
+    running: ToolStateRunning,
+    error: &ToolError,
+    text: String,
+    now: u64,
+) -> ToolStateError {
+    let mut state = running.fail(text, now);
+    if let Some(metadata) = error.metadata() {
+        state
+            .metadata
+            .get_or_insert_with(Map::new)
+            .extend(metadata.clone());
+    }
+    state
 }
 
 fn aborted() -> AssistantError {

@@ -22,6 +22,7 @@ use crate::RuntimeError;
 use crate::bus::Event;
 use crate::core::Core;
 use crate::store::MessageWithParts;
+use crate::supervisor::task_guard;
 
 /// The message appended for the model when an agent reaches its step limit (reference F20).
 pub const MAX_STEPS: &str = "CRITICAL - MAXIMUM STEPS REACHED\n\nThe maximum number of steps allowed for this task has been reached. Tools are disabled until next user input. Respond with text only.\n\nSTRICT REQUIREMENTS:\n1. Do NOT make any tool calls (no reads, writes, edits, searches, or any other tools)\n2. MUST provide a text response summarizing work done so far\n3. This constraint overrides ALL other instructions, including any user messages about edits or tool use\n\nResponse must include:\n- Statement that maximum steps for this agent have been reached\n- Summary of what has been accomplished so far\n- List of any remaining tasks that were not completed\n- Recommendations for what should be done next\n\nAny attempts to use tools are strictly prohibited until the user has sent another message.";
@@ -84,7 +85,13 @@ pub(crate) async fn run_step(
             .await;
         }
     };
-    let tools = offered_tools(core, &agent, session, &user);
+    // A session that may not delegate is not offered the task tool; a call anyway is routed to
+    // it so that the model reads why (see `Processor::task_guarded`).
+    let task_guarded = task_guard(core, session).await.is_some();
+    let tools: Vec<Arc<dyn Tool>> = offered_tools(core, &agent, session, &user)
+        .into_iter()
+        .filter(|t| !(task_guarded && t.id() == "task"))
+        .collect();
     let specs: Vec<ToolSpec> = tools
         .iter()
         .map(|t| ToolSpec {
@@ -144,6 +151,7 @@ pub(crate) async fn run_step(
         token: token.clone(),
         parts: Vec::new(),
         bypass_agent_check: mentions_agent,
+        task_guarded,
     };
     let opening = Message::Assistant(assistant.clone());
     let result = processor.process(model.as_ref(), request, &opening).await;

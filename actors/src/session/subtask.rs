@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::call::{CallSite, call_tool};
 use super::host::SessionToolHost;
-use super::processor::SharedPart;
+use super::processor::{SharedPart, failed};
 use super::writer::{Item, Writer};
 use crate::RuntimeError;
 use crate::core::Core;
@@ -120,7 +120,7 @@ pub(crate) async fn run_subtask(
         Some(tool) => call_tool(core, tool.as_ref(), Value::Object(input), &ctx).await,
         None => Err(ToolError::Failed("the task tool is not available".into())),
     };
-    let aborted = matches!(outcome, Err(ToolError::Aborted)) || token.is_cancelled();
+    let aborted = matches!(&outcome, Err(e) if e.is_aborted()) || token.is_cancelled();
     let now = now_ms();
     let done = part.update(|p| {
         let Some(tool) = p.as_tool_mut() else { return };
@@ -134,8 +134,10 @@ pub(crate) async fn run_subtask(
                 completed.metadata.extend(out.metadata);
                 ToolState::Completed(completed)
             }
-            Err(ToolError::Aborted) => {
-                ToolState::Error(running.fail("Tool execution aborted", now))
+            // OpenCode's texts; a coded task failure keeps its code after the prefix
+            // (`Tool execution failed: SUBAGENT_FAILED: …`) and its envelope in the metadata.
+            Err(e) if e.is_aborted() => {
+                ToolState::Error(failed(running, &e, "Tool execution aborted".into(), now))
             }
             Err(e) => {
                 let message = e.to_string();
@@ -144,7 +146,7 @@ pub(crate) async fn run_subtask(
                 } else {
                     format!("Tool execution failed: {message}")
                 };
-                ToolState::Error(running.fail(text, now))
+                ToolState::Error(failed(running, &e, text, now))
             }
         };
     });

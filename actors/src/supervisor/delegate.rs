@@ -12,14 +12,23 @@ use serde_json::{Map, Value, json};
 use taskforce_agents::id::{PartId, SessionId, now_ms};
 use taskforce_agents::model::{Message, PartKind, Session, ToolState};
 use taskforce_agents::permission::{Action, Rule};
-use taskforce_agents::tool::{Delegate, SubagentOutcome, SubagentRequest, ToolContext, ToolError};
+use taskforce_agents::tool::{
+    Delegate, DisplayItem, SubagentOutcome, SubagentRequest, SubagentStatus, TaskError, TaskUsage,
+    ToolContext, ToolError,
+};
 
-use super::{Activate, CancelTree, Supervisor};
+use super::{Activate, CancelTree, Supervisor, session_depth, task_guard};
 use crate::RuntimeError;
 use crate::bus::{BusItem, Event, Filter};
 use crate::core::Core;
 use crate::session::{PartInput, PromptInput, Seed, Subtask};
 use crate::store::MessageWithParts;
+
+/// How long a cancelled child may take to record its end before its parent moves on.
+const CANCEL_GRACE: Duration = Duration::from_secs(2);
+
+/// The name of the error an aborted assistant message carries.
+const ABORTED: &str = "MessageAbortedError";
 
 /// Starts child sessions for task calls through the supervisor.
 pub struct SupervisorDelegate {
@@ -38,9 +47,13 @@ impl SupervisorDelegate {
         }
     }
 
-    /// The tools a child may not use: todos, task, and the primary-only tools.
-    fn denied_tools(&self) -> Vec<String> {
-        let mut tools: Vec<String> = ["todowrite", "todoread", "task"].map(String::from).to_vec();
+    /// The tools a child may not use: todos, the primary-only tools, and task unless the child
+    /// may delegate itself (`nests`: its depth is below `subagent.max_depth`).
+    fn denied_tools(&self, nests: bool) -> Vec<String> {
+        let mut tools: Vec<String> = ["todowrite", "todoread"].map(String::from).to_vec();
+        if !nests {
+            tools.push("task".into());
+        }
         for t in &self.core.config.experimental.primary_tools {
             if !tools.contains(t) {
                 tools.push(t.clone());
@@ -54,6 +67,7 @@ impl SupervisorDelegate {
         &self,
         parent: &Session,
         request: &SubagentRequest,
+        nests: bool,
     ) -> Result<(Session, bool), ToolError> {
         let store = &self.core.store;
         if let Some(raw) = &request.session_id
@@ -73,7 +87,7 @@ impl SupervisorDelegate {
             return Ok((existing, false));
         }
         let rules = self
-            .denied_tools()
+            .denied_tools(nests)
             .into_iter()
             .map(|t| Rule::new(t, "*", Action::Deny))
             .collect();
@@ -104,13 +118,25 @@ fn failed(e: impl std::fmt::Display) -> ToolError {
 
 #[async_trait]
 impl Delegate for SupervisorDelegate {
+    async fn admit(&self, _ctx: &ToolContext) -> Result<(), TaskError> {
+        match task_guard(&self.core, &self.parent).await {
+            Some(error) => Err(error),
+            None => Ok(()),
+        }
+    }
+
     async fn run_subagent(
         &self,
         ctx: &ToolContext,
         request: SubagentRequest,
     ) -> Result<SubagentOutcome, ToolError> {
         let parent = &self.parent;
-        let (child, new) = self.child_session(parent, &request).await?;
+        // The child sits one below its parent; it keeps the task tool while that is above the
+        // limit (its own guard hides the tool once it is at the limit).
+        let child_depth = session_depth(&self.core, parent).await + 1;
+        let nests =
+            self.core.config.subagent.enabled && child_depth < self.core.config.subagent.max_depth;
+        let (child, new) = self.child_session(parent, &request, nests).await?;
         self.core.bus.register_parent(&child.id, &parent.id);
         let model_json = serde_json::to_value(&request.model).unwrap_or(Value::Null);
         ctx.metadata(
@@ -161,7 +187,7 @@ impl Delegate for SupervisorDelegate {
         });
 
         let mut tools = IndexMap::new();
-        for t in self.denied_tools() {
+        for t in self.denied_tools(nests) {
             tools.insert(t, false);
         }
         let input = PromptInput {
@@ -172,50 +198,74 @@ impl Delegate for SupervisorDelegate {
             ..Default::default()
         };
         let started = now_ms();
+        let run = self.run_child(&child, new, &parent.id, input);
+        tokio::pin!(run);
         let result = tokio::select! {
-            r = self.run_child(&child, new, &parent.id, input) => r,
+            r = &mut run => r,
             () = ctx.abort.cancelled() => {
                 self.supervisor.do_send(CancelTree { id: child.id.clone() });
-                Err(ToolError::Aborted)
+                // Let the child record how it ended, but never wait long for it.
+                tokio::time::timeout(CANCEL_GRACE, &mut run)
+                    .await
+                    .unwrap_or(Err(ToolError::Aborted))
             }
         };
-        let message = match result {
-            Ok(message) => message,
-            Err(e) => {
-                follower.abort();
-                return Err(e);
+        let (message, status) = match result {
+            Ok(message) => {
+                let status = match &message.info {
+                    Message::Assistant(a) => match &a.error {
+                        None => SubagentStatus::Completed,
+                        Some(e) if e.name() == ABORTED => SubagentStatus::Cancelled,
+                        Some(e) => SubagentStatus::Failed(format!(
+                            "subagent session {} failed: {}",
+                            child.id,
+                            e.message().unwrap_or(e.name())
+                        )),
+                    },
+                    Message::User(_) => SubagentStatus::Completed,
+                };
+                (Some(message), status)
             }
+            Err(ToolError::Aborted) => (None, SubagentStatus::Cancelled),
+            Err(e) => (None, SubagentStatus::Failed(e.to_string())),
         };
         let followed = tokio::time::timeout(Duration::from_secs(1), &mut follower).await;
         follower.abort();
+        // What the child stored during this run: usage, display items, a fallback summary.
+        let history = match self.core.store.messages(&child.id).await {
+            Ok(history) => history,
+            Err(e) => {
+                tracing::warn!(session = %child.id, "reading the child's messages failed: {e}");
+                Vec::new()
+            }
+        };
+        let answers: Vec<&MessageWithParts> = history
+            .iter()
+            .filter(|m| matches!(&m.info, Message::Assistant(a) if a.time.created >= started))
+            .collect();
         let summary = match followed {
             Ok(Ok((summary, true))) => summary.into_values().collect(),
             // The follower missed events (or never saw the end): read what the child stored.
-            _ => {
-                let history = self.core.store.messages(&child.id).await.map_err(failed)?;
-                child_summary(&history, started)
-            }
+            _ => child_summary(&answers),
         };
-        if let Message::Assistant(a) = &message.info
-            && let Some(error) = &a.error
-        {
-            return Err(ToolError::Failed(format!(
-                "subagent session {} failed: {}",
-                child.id,
-                error.message().unwrap_or(error.name())
-            )));
-        }
         let text = message
-            .parts
             .iter()
-            .rev()
-            .find_map(|p| p.as_text().map(|t| t.text.clone()))
+            .chain(answers.iter().rev().copied())
+            .find_map(|m| {
+                m.parts
+                    .iter()
+                    .rev()
+                    .find_map(|p| p.as_text().map(|t| t.text.clone()))
+            })
             .unwrap_or_default();
         Ok(SubagentOutcome {
-            session_id: child.id,
+            session_id: child.id.clone(),
             text,
             model: request.model,
             summary,
+            status,
+            usage: usage_of(&answers),
+            display_items: display_items(&answers),
         })
     }
 }
@@ -278,13 +328,46 @@ fn summary_entry(id: &PartId, tool: &str, state: &ToolState) -> Value {
     json!({"id": id, "tool": tool, "state": s})
 }
 
-/// The summary of the child's tool parts from the answers written since `since` (epoch ms).
-fn child_summary(history: &[MessageWithParts], since: u64) -> Vec<Value> {
-    history
+/// The summary of the child's tool parts in `answers`.
+fn child_summary(answers: &[&MessageWithParts]) -> Vec<Value> {
+    answers
         .iter()
-        .filter(|m| matches!(&m.info, Message::Assistant(a) if a.time.created >= since))
         .flat_map(|m| m.parts.iter())
         .filter_map(|p| p.as_tool().map(|t| summary_entry(&p.id, &t.tool, &t.state)))
+        .collect()
+}
+
+/// The child's own tokens and cost summed over `answers`; turns = how many there are.
+fn usage_of(answers: &[&MessageWithParts]) -> TaskUsage {
+    let mut usage = TaskUsage::default();
+    for m in answers {
+        if let Message::Assistant(a) = &m.info {
+            usage.input += a.tokens.input;
+            usage.output += a.tokens.output;
+            usage.cache_read += a.tokens.cache.read;
+            usage.cache_write += a.tokens.cache.write;
+            usage.cost += a.cost;
+            usage.turns += 1;
+        }
+    }
+    usage
+}
+
+/// The texts and tool calls of `answers`, in order.
+fn display_items(answers: &[&MessageWithParts]) -> Vec<DisplayItem> {
+    answers
+        .iter()
+        .flat_map(|m| m.parts.iter())
+        .filter_map(|p| match &p.kind {
+            PartKind::Text(t) if !t.text.is_empty() => Some(DisplayItem::Text {
+                text: t.text.clone(),
+            }),
+            PartKind::Tool(t) => Some(DisplayItem::ToolCall {
+                name: t.tool.clone(),
+                args: Value::Object(t.state.input().clone()),
+            }),
+            _ => None,
+        })
         .collect()
 }
 

@@ -2,8 +2,10 @@
 //! cancels whole subtrees.
 
 mod delegate;
+mod guard;
 
 pub use delegate::SupervisorDelegate;
+pub(crate) use guard::{session_depth, task_guard};
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -205,11 +205,15 @@ async fn a_failing_subtask_never_stops_the_loop() {
         panic!("the task part is an error")
     };
     assert!(
-        e.error.starts_with("Tool execution failed: "),
+        e.error
+            .starts_with("Tool execution failed: SUBAGENT_FAILED: "),
         "{}",
         e.error
     );
     assert!(e.error.contains("child exploded"), "{}", e.error);
+    let details = &e.metadata.as_ref().unwrap()["details"];
+    assert_eq!(details["error"]["code"], "SUBAGENT_FAILED");
+    assert_eq!(details["results"][0]["exitCode"], 1);
 }
 
 #[actix_rt::test]
@@ -355,7 +359,8 @@ async fn agent_mentions_hint_the_model_and_skip_the_task_ask() {
         panic!("denied without a mention")
     };
     assert!(
-        e.error.starts_with("The user has specified a rule"),
+        e.error
+            .starts_with("PERMISSION_DENIED: The user has specified a rule"),
         "{}",
         e.error
     );

@@ -7,3 +7,4 @@ mod permissions;
 mod retries;
 mod runtime;
 mod store;
+mod subagents;

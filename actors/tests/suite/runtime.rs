@@ -388,7 +388,16 @@ async fn cancelling_the_parent_stops_a_stalled_child_within_a_second() {
     let ToolState::Error(e) = &tool_parts(&rt, &parent.id).await[0].1 else {
         panic!("the task part should be an error")
     };
-    assert_eq!(e.error, "Tool execution aborted");
+    assert!(
+        e.error
+            .starts_with("SUBAGENT_CANCELLED: Tool execution aborted"),
+        "{}",
+        e.error
+    );
+    let details = &e.metadata.as_ref().unwrap()["details"];
+    assert_eq!(details["error"]["code"], "SUBAGENT_CANCELLED");
+    assert_eq!(details["results"][0]["sessionId"], child.id.to_string());
+    assert_eq!(details["results"][0]["exitCode"], 130);
     let child_messages = rt.messages(&child.id).await.unwrap();
     let Message::Assistant(a) = &child_messages.last().unwrap().info else {
         panic!("the child's last message is its answer")

@@ -36,6 +36,9 @@ pub struct AgentConfig {
     /// `true` removes the agent, built-ins included.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub disable: Option<bool>,
+    /// `true`: the task tool refuses to start this agent (`SUBAGENT_DISABLED`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disable_task: Option<bool>,
     /// When to use the agent; shown to models choosing a subagent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,

@@ -50,6 +50,10 @@ pub struct AgentInfo {
     /// The most agentic steps per prompt.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steps: Option<u32>,
+    /// Whether the task tool refuses to start this agent (`SUBAGENT_DISABLED`); it is also
+    /// left out of the task tool's agent listing.
+    #[serde(default, rename = "disableTask", skip_serializing_if = "is_false")]
+    pub disable_task: bool,
     /// Tools hidden from this agent's model because its rules deny them outright.
     #[cfg_attr(feature = "openapi", schema(required = true))]
     #[serde(default, rename = "disabledTools")]
@@ -57,6 +61,10 @@ pub struct AgentInfo {
     /// Where each rule of `permission` came from, index for index.
     #[serde(skip)]
     pub origins: Vec<RuleOrigin>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// Where a rule of an agent's ruleset came from; answers "why was this denied?".
@@ -105,6 +113,7 @@ impl AgentInfo {
             prompt: None,
             options: Map::new(),
             steps: None,
+            disable_task: false,
             disabled_tools: Vec::new(),
             origins: Vec::new(),
         }

@@ -161,6 +161,9 @@ fn apply_fields(info: &mut AgentInfo, config: &AgentConfig) {
     if let Some(h) = config.hidden {
         info.hidden = h;
     }
+    if let Some(d) = config.disable_task {
+        info.disable_task = d;
+    }
     if let Some(s) = config.step_limit() {
         info.steps = Some(s);
     }

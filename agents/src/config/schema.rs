@@ -163,6 +163,9 @@ pub struct CostConfig {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct SubagentConfig {
+    /// `false` switches subagents off: the task tool is not offered and calls get
+    /// `SUBAGENTS_DISABLED`.
+    pub enabled: bool,
     /// How deep task calls nest: 1 means subagents cannot call task.
     pub max_depth: u32,
     /// Running children per parent; more wait their turn.
@@ -178,6 +181,7 @@ pub struct SubagentConfig {
 impl Default for SubagentConfig {
     fn default() -> Self {
         SubagentConfig {
+            enabled: true,
             max_depth: 1,
             max_concurrent: 8,
             timeout: Duration::from_secs(15 * 60),

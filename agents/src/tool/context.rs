@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::ToolError;
+use super::envelope::{DisplayItem, TaskError, TaskUsage};
 use crate::agent::{AgentInfo, Registry};
 use crate::id::{MessageId, SessionId};
 use crate::model::{ModelRef, Todo};
@@ -32,6 +33,8 @@ pub struct ToolContext {
     pub project_root: PathBuf,
     /// The data directory (tool-output files live below it).
     pub data_dir: PathBuf,
+    /// The user's home directory, when known (shortened to `~` in subagent output).
+    pub home: Option<PathBuf>,
     /// Cancelled when the call must stop.
     pub abort: CancellationToken,
     /// Skip the task tool's permission ask (command subtasks and `@agent` mentions).
@@ -91,23 +94,63 @@ pub struct SubagentRequest {
     pub model: ModelRef,
 }
 
-/// What a finished subagent returns.
+/// How a child's run ended.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub enum SubagentStatus {
+    /// The child finished its answer.
+    #[default]
+    Completed,
+    /// The run failed (model, provider or runtime error); the message says why.
+    Failed(String),
+    /// The child was cancelled.
+    Cancelled,
+}
+
+/// What a subagent run returns once its child session exists (however the run ended).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SubagentOutcome {
     /// The child session.
     pub session_id: SessionId,
-    /// The last text of the child's final assistant message.
+    /// The last text of the child's final assistant message (partial when the run failed).
     pub text: String,
     /// The model the child ran on.
     pub model: ModelRef,
     /// The child's tool calls: `[{id, tool, state: {status, title?}}]`.
     pub summary: Vec<Value>,
+    /// How the run ended.
+    pub status: SubagentStatus,
+    /// The child's own tokens, cost and assistant messages over this run.
+    pub usage: TaskUsage,
+    /// The child's texts and tool calls over this run, for rich rendering.
+    pub display_items: Vec<DisplayItem>,
+}
+
+impl SubagentOutcome {
+    /// A completed run answering `text`, with no usage or display items recorded.
+    pub fn completed(session_id: SessionId, text: impl Into<String>, model: ModelRef) -> Self {
+        SubagentOutcome {
+            session_id,
+            text: text.into(),
+            model,
+            summary: Vec::new(),
+            status: SubagentStatus::Completed,
+            usage: TaskUsage::default(),
+            display_items: Vec::new(),
+        }
+    }
 }
 
 /// Runs subagents in child sessions; implemented by the runtime (the supervisor).
 #[async_trait]
 pub trait Delegate: Send + Sync {
-    /// Runs the child to its end; cancelling `ctx.abort` cancels the child.
+    /// Whether `ctx`'s session may start a subagent at all (subagents enabled, depth below the
+    /// limit); checked before anything else. The error carries the code to report.
+    async fn admit(&self, _ctx: &ToolContext) -> Result<(), TaskError> {
+        Ok(())
+    }
+
+    /// Runs the child to its end; cancelling `ctx.abort` cancels the child. `Err` only when no
+    /// child could be started or resumed; a child that ran answers `Ok` with its status.
     async fn run_subagent(
         &self,
         ctx: &ToolContext,

@@ -6,11 +6,13 @@ mod bash;
 pub(crate) use bash::kill_group;
 mod context;
 mod edit;
+pub mod envelope;
 mod glob;
 mod grep;
 mod list;
 pub mod paths;
 mod read;
+pub mod redact;
 mod registry;
 mod run;
 mod task;
@@ -21,8 +23,13 @@ pub mod truncate;
 mod write;
 
 pub use bash::{ARITY, BashTool, command_prefix};
-pub use context::{Delegate, SubagentOutcome, SubagentRequest, ToolContext, ToolHost};
+pub use context::{
+    Delegate, SubagentOutcome, SubagentRequest, SubagentStatus, ToolContext, ToolHost,
+};
 pub use edit::EditTool;
+pub use envelope::{
+    DisplayItem, TaskEnvelope, TaskError, TaskErrorCode, TaskMode, TaskResult, TaskUsage,
+};
 pub use glob::GlobTool;
 pub use grep::GrepTool;
 pub use list::ListTool;
@@ -86,6 +93,52 @@ pub enum ToolError {
     /// The call ran and failed.
     #[error("{0}")]
     Failed(String),
+    /// The task tool failed with a code; the text the model sees is `CODE: message`.
+    #[error("{}", .0.error)]
+    Task(Box<TaskFailure>),
+}
+
+/// A coded task failure: the error, the metadata (with the envelope under `details`) to keep
+/// on the tool part, and the underlying error, if any.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskFailure {
+    /// The code and message.
+    pub error: TaskError,
+    /// The tool part's metadata (`details`, and `sessionId`/`model`/`summary` once a child ran).
+    pub metadata: Map<String, Value>,
+    /// The error this one wraps (a permission refusal, an abort), if any.
+    pub cause: Option<ToolError>,
+}
+
+impl ToolError {
+    /// The innermost error: what a coded task failure wraps, else the error itself.
+    pub fn cause(&self) -> &ToolError {
+        match self {
+            ToolError::Task(f) => f.cause.as_ref().map_or(self, ToolError::cause),
+            other => other,
+        }
+    }
+
+    /// The metadata to keep on the failed tool part (coded task failures only).
+    pub fn metadata(&self) -> Option<&Map<String, Value>> {
+        match self {
+            ToolError::Task(f) => Some(&f.metadata),
+            _ => None,
+        }
+    }
+
+    /// The task failure's code and message, when this is one.
+    pub fn task_error(&self) -> Option<&TaskError> {
+        match self {
+            ToolError::Task(f) => Some(&f.error),
+            _ => None,
+        }
+    }
+
+    /// Whether the call ended because its own abort signal fired.
+    pub fn is_aborted(&self) -> bool {
+        matches!(self.cause(), ToolError::Aborted)
+    }
 }
 
 /// A tool the model can call.
@@ -102,4 +155,10 @@ pub trait Tool: Send + Sync {
 
     /// Runs the call.
     async fn execute(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError>;
+
+    /// Whether the tool watches `ctx.abort` itself and returns promptly when it fires, so that
+    /// it can report how it ended (the task tool); other tools are dropped on abort.
+    fn handles_abort(&self) -> bool {
+        false
+    }
 }

@@ -70,7 +70,8 @@ fn json_kind(value: &Value) -> &'static str {
 }
 
 /// Runs one call of `tool`: parses `args`, executes, stops with [`ToolError::Aborted`] as soon
-/// as `ctx.abort` is cancelled (dropping the execution), then truncates the output (reference
+/// as `ctx.abort` is cancelled (dropping the execution, unless the tool
+/// [handles the abort](Tool::handles_abort) itself), then truncates the output (reference
 /// §8.6) unless the tool already set `truncated` in its metadata.
 pub async fn run_tool(
     tool: &dyn Tool,
@@ -81,10 +82,14 @@ pub async fn run_tool(
     if ctx.abort.is_cancelled() {
         return Err(ToolError::Aborted);
     }
-    let output = tokio::select! {
-        biased;
-        () = ctx.abort.cancelled() => return Err(ToolError::Aborted),
-        result = tool.execute(args, ctx) => result?,
+    let output = if tool.handles_abort() {
+        tool.execute(args, ctx).await?
+    } else {
+        tokio::select! {
+            biased;
+            () = ctx.abort.cancelled() => return Err(ToolError::Aborted),
+            result = tool.execute(args, ctx) => result?,
+        }
     };
     if output.metadata.contains_key("truncated") {
         return Ok(output);

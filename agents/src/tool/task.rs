@@ -5,8 +5,17 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::envelope::{
+    DETAILS_KEY, DisplayItem, EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, TaskEnvelope, TaskError,
+    TaskErrorCode, TaskMode, TaskResult,
+};
+use super::redact::redact;
 use super::run::parse_args;
-use super::{SubagentRequest, Tool, ToolContext, ToolError, ToolOutput};
+use super::truncate::{self, Direction, MAX_BYTES, MAX_LINES};
+use super::{
+    SubagentOutcome, SubagentRequest, SubagentStatus, TaskFailure, Tool, ToolContext, ToolError,
+    ToolOutput,
+};
 use crate::agent::{AgentInfo, Registry};
 use crate::permission::{self, Action, PermissionAsk};
 
@@ -40,7 +49,7 @@ struct Args {
 pub(crate) fn agent_lines(caller: &AgentInfo, registry: &Registry) -> Vec<String> {
     registry
         .list()
-        .filter(|agent| agent.is_subagent())
+        .filter(|agent| agent.is_subagent() && !agent.disable_task)
         .filter(|agent| {
             permission::evaluate("task", &agent.name, &[&caller.permission]).action != Action::Deny
         })
@@ -84,7 +93,27 @@ impl Tool for TaskTool {
     }
 
     async fn execute(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: Args = parse_args(ID, args)?;
+        let mut envelope = TaskEnvelope::new(TaskMode::Single);
+        // Guards first: a session that may not delegate learns it whatever it asked for.
+        let Some(delegate) = ctx.delegate.clone() else {
+            envelope.mode = TaskMode::Management;
+            let error = TaskError::new(
+                TaskErrorCode::SubagentsDisabled,
+                "subagents are not available here",
+            );
+            return Err(failure(envelope, error, None, Map::new()));
+        };
+        if let Err(error) = delegate.admit(ctx).await {
+            envelope.mode = TaskMode::Management;
+            return Err(failure(envelope, error, None, Map::new()));
+        }
+        let args: Args = match parse_args(ID, args) {
+            Ok(args) => args,
+            Err(e) => {
+                let error = TaskError::new(TaskErrorCode::InvalidInput, e.to_string());
+                return Err(failure(envelope, error, Some(e), Map::new()));
+            }
+        };
         if !ctx.bypass_agent_check {
             let mut metadata = Map::new();
             metadata.insert(
@@ -95,20 +124,47 @@ impl Tool for TaskTool {
                 "subagent_type".into(),
                 Value::String(args.subagent_type.clone()),
             );
-            ctx.ask(PermissionAsk {
+            let ask = ctx.ask(PermissionAsk {
                 permission: "task".into(),
                 patterns: vec![args.subagent_type.clone()],
                 always: vec!["*".into()],
                 metadata,
-            })
-            .await?;
+            });
+            let asked = tokio::select! {
+                biased;
+                () = ctx.abort.cancelled() => Err(ToolError::Aborted),
+                r = ask => r,
+            };
+            if let Err(e) = asked {
+                let code = if e.is_aborted() {
+                    TaskErrorCode::SubagentCancelled
+                } else {
+                    TaskErrorCode::PermissionDenied
+                };
+                let error = TaskError::new(code, e.to_string());
+                return Err(failure(envelope, error, Some(e), Map::new()));
+            }
         }
-        let agent = ctx.registry.get(&args.subagent_type).ok_or_else(|| {
-            ToolError::Failed(format!(
-                "Unknown agent type: {} is not a valid agent type",
-                args.subagent_type
-            ))
-        })?;
+        let Some(agent) = ctx.registry.get(&args.subagent_type) else {
+            let error = TaskError::new(
+                TaskErrorCode::UnknownAgent,
+                format!(
+                    "Unknown agent type: {} is not a valid agent type",
+                    args.subagent_type
+                ),
+            );
+            return Err(failure(envelope, error, None, Map::new()));
+        };
+        if agent.disable_task {
+            let error = TaskError::new(
+                TaskErrorCode::SubagentDisabled,
+                format!(
+                    "Agent {} may not be started by the task tool (disable_task: true)",
+                    agent.name
+                ),
+            );
+            return Err(failure(envelope, error, None, Map::new()));
+        }
         let model = ctx
             .subtask_model
             .clone()
@@ -118,38 +174,164 @@ impl Tool for TaskTool {
         live.insert("model".into(), json!(model));
         ctx.metadata(Some(args.description.clone()), live);
 
-        let delegate = ctx
-            .delegate
-            .as_ref()
-            .ok_or_else(|| ToolError::Failed("subagents are not available here".into()))?;
-        let outcome = delegate
-            .run_subagent(
-                ctx,
-                SubagentRequest {
-                    description: args.description.clone(),
-                    prompt: args.prompt,
-                    agent: agent.name.clone(),
-                    session_id: args.session_id.or(args.task_id),
-                    command: args.command,
-                    model,
-                },
-            )
-            .await?;
+        let request = SubagentRequest {
+            description: args.description.clone(),
+            prompt: args.prompt.clone(),
+            agent: agent.name.clone(),
+            session_id: args.session_id.or(args.task_id),
+            command: args.command,
+            model,
+        };
+        let outcome = match delegate.run_subagent(ctx, request).await {
+            Ok(outcome) => outcome,
+            Err(e) => {
+                let code = if e.is_aborted() {
+                    TaskErrorCode::SubagentCancelled
+                } else if matches!(e.cause(), ToolError::Permission(_)) {
+                    TaskErrorCode::PermissionDenied
+                } else {
+                    TaskErrorCode::SubagentFailed
+                };
+                let error = TaskError::new(code, e.to_string());
+                return Err(failure(envelope, error, Some(e), Map::new()));
+            }
+        };
+        finish(
+            envelope,
+            &agent.name,
+            &args.prompt,
+            args.description,
+            outcome,
+            ctx,
+        )
+    }
 
-        let mut metadata = Map::new();
-        metadata.insert("summary".into(), Value::Array(outcome.summary));
-        metadata.insert(
-            "sessionId".into(),
-            Value::String(outcome.session_id.to_string()),
-        );
-        metadata.insert("model".into(), json!(outcome.model));
-        Ok(ToolOutput {
-            title: args.description,
-            output: format!(
-                "{}\n\n<task_metadata>\nsession_id: {}\n</task_metadata>",
-                outcome.text, outcome.session_id
-            ),
-            metadata,
+    fn handles_abort(&self) -> bool {
+        true
+    }
+}
+
+/// The coded error of a failed call, its envelope under `details` beside `metadata`.
+fn failure(
+    mut envelope: TaskEnvelope,
+    error: TaskError,
+    cause: Option<ToolError>,
+    mut metadata: Map<String, Value>,
+) -> ToolError {
+    envelope.error = Some(error.clone());
+    metadata.insert(DETAILS_KEY.into(), envelope.to_value());
+    ToolError::Task(Box::new(TaskFailure {
+        error,
+        metadata,
+        cause,
+    }))
+}
+
+/// The tool's answer for a child that ran: its output on success, a coded error otherwise.
+/// Everything taken from the child is redacted (see [`redact`]) before it reaches the parent;
+/// the model's copy of the output is then cut to [`MAX_LINES`] lines / [`MAX_BYTES`] bytes
+/// (`SUBAGENT_OUTPUT_TRUNCATED`), while `details.results[].output` keeps the whole redacted
+/// text. The child's own stored messages are left as they are.
+fn finish(
+    mut envelope: TaskEnvelope,
+    agent: &str,
+    task: &str,
+    title: String,
+    outcome: SubagentOutcome,
+    ctx: &ToolContext,
+) -> Result<ToolOutput, ToolError> {
+    let home = ctx.home.as_deref();
+    let session_id = outcome.session_id.to_string();
+    let mut metadata = Map::new();
+    metadata.insert("summary".into(), Value::Array(outcome.summary));
+    metadata.insert("sessionId".into(), Value::String(session_id.clone()));
+    metadata.insert("model".into(), json!(outcome.model));
+    let (exit_code, error) = match &outcome.status {
+        SubagentStatus::Completed => (EXIT_OK, None),
+        SubagentStatus::Failed(message) => (
+            EXIT_FAILED,
+            Some(TaskError::new(
+                TaskErrorCode::SubagentFailed,
+                redact(message, home),
+            )),
+        ),
+        SubagentStatus::Cancelled => (
+            EXIT_CANCELLED,
+            Some(TaskError::new(
+                TaskErrorCode::SubagentCancelled,
+                format!("Tool execution aborted: subagent session {session_id} was cancelled"),
+            )),
+        ),
+    };
+    let text = redact(&outcome.text, home);
+    let display_items = outcome
+        .display_items
+        .into_iter()
+        .map(|item| match item {
+            DisplayItem::Text { text } => DisplayItem::Text {
+                text: redact(&text, home),
+            },
+            DisplayItem::ToolCall { name, args } => DisplayItem::ToolCall {
+                name,
+                args: redact_json(args, home),
+            },
         })
+        .collect();
+    envelope.results.push(TaskResult {
+        agent: agent.to_string(),
+        task: task.to_string(),
+        exit_code,
+        session_id: session_id.clone(),
+        usage: outcome.usage,
+        error: error.as_ref().map(|e| e.message.clone()),
+        output: (!text.is_empty() || error.is_none()).then(|| text.clone()),
+        display_items: Some(display_items),
+    });
+    if let Some(error) = error {
+        let cause = ctx.abort.is_cancelled().then_some(ToolError::Aborted);
+        return Err(failure(envelope, error, cause, metadata));
+    }
+    let visible = match truncate::cut(&text, MAX_LINES, MAX_BYTES, Direction::Head) {
+        None => text,
+        Some(cut) => {
+            let error = TaskError::new(
+                TaskErrorCode::SubagentOutputTruncated,
+                format!(
+                    "the subagent's output was cut to {MAX_LINES} lines / {} KB for the model ({} {} removed); the full text is in details.results[0].output and in session {session_id}",
+                    MAX_BYTES / 1024,
+                    cut.removed,
+                    cut.unit
+                ),
+            );
+            let note = format!(
+                "{}\n\n... {} {} truncated ...\n\n[{error}. Continue that session with session_id {session_id} to ask for the part you need.]",
+                cut.preview, cut.removed, cut.unit
+            );
+            envelope.error = Some(error);
+            note
+        }
+    };
+    metadata.insert("truncated".into(), Value::Bool(envelope.error.is_some()));
+    metadata.insert(DETAILS_KEY.into(), envelope.to_value());
+    Ok(ToolOutput {
+        title,
+        output: format!("{visible}\n\n<task_metadata>\nsession_id: {session_id}\n</task_metadata>"),
+        metadata,
+    })
+}
+
+/// `value` with every string redacted.
+fn redact_json(value: Value, home: Option<&std::path::Path>) -> Value {
+    match value {
+        Value::String(s) => Value::String(redact(&s, home)),
+        Value::Array(items) => {
+            Value::Array(items.into_iter().map(|v| redact_json(v, home)).collect())
+        }
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (k, redact_json(v, home)))
+                .collect(),
+        ),
+        other => other,
     }
 }

@@ -127,6 +127,7 @@ impl Project {
             directory: self.root.clone(),
             project_root: self.root.clone(),
             data_dir: self.data.clone(),
+            home: None,
             abort: CancellationToken::new(),
             bypass_agent_check: false,
             subtask_model: None,

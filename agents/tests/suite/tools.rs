@@ -76,14 +76,12 @@ impl Delegate for Recorder {
     ) -> Result<SubagentOutcome, ToolError> {
         let model = request.model.clone();
         self.requests.lock().unwrap().push(request);
-        Ok(SubagentOutcome {
-            session_id: self.child.clone(),
-            text: "All done: 3 files found.".into(),
-            model,
-            summary: vec![
-                json!({"id": "prt_1", "tool": "grep", "state": {"status": "completed", "title": "x"}}),
-            ],
-        })
+        let mut outcome =
+            SubagentOutcome::completed(self.child.clone(), "All done: 3 files found.", model);
+        outcome.summary = vec![
+            json!({"id": "prt_1", "tool": "grep", "state": {"status": "completed", "title": "x"}}),
+        ];
+        Ok(outcome)
     }
 }
 
@@ -154,6 +152,7 @@ impl Env {
             directory: self.root().to_path_buf(),
             project_root: self.root().to_path_buf(),
             data_dir: self.data_dir.clone(),
+            home: None,
             abort: CancellationToken::new(),
             bypass_agent_check: false,
             subtask_model: None,
@@ -1024,6 +1023,12 @@ async fn task_uses_the_agents_own_model() {
         out.metadata["model"],
         json!({"providerID": "special", "modelID": "pinned-model"})
     );
+    let details = &out.metadata["details"];
+    assert_eq!(details["mode"], "single");
+    assert_eq!(details["results"][0]["agent"], "pinned");
+    assert_eq!(details["results"][0]["task"], "p");
+    assert_eq!(details["results"][0]["exitCode"], 0);
+    assert_eq!(details["results"][0]["output"], "All done: 3 files found.");
     let request = env.requests().pop().unwrap();
     assert_eq!(request.model, ModelRef::new("special", "pinned-model"));
     assert_eq!(request.session_id.as_deref(), Some("ses_x"));
@@ -1039,7 +1044,10 @@ async fn task_unknown_agent_fails_without_delegating() {
         )
         .await,
     );
-    assert_eq!(err, "Unknown agent type: nobody is not a valid agent type");
+    assert_eq!(
+        err,
+        "UNKNOWN_AGENT: Unknown agent type: nobody is not a valid agent type"
+    );
     assert!(env.requests().is_empty());
     // The permission check comes first (F3).
     assert_eq!(env.asks()[0].patterns, vec!["nobody"]);
@@ -1057,9 +1065,13 @@ async fn task_permission_is_asked_unless_bypassed() {
     let args = json!({"description": "d", "prompt": "p", "subagent_type": "general"});
     let err = env.run("task", args.clone()).await.unwrap_err();
     assert!(
-        matches!(err, ToolError::Permission(PermissionError::Denied { .. })),
+        matches!(
+            err.cause(),
+            ToolError::Permission(PermissionError::Denied { .. })
+        ),
         "{err}"
     );
+    assert!(err.to_string().starts_with("PERMISSION_DENIED: "), "{err}");
     assert!(env.requests().is_empty());
 
     let mut ctx = env.ctx();
@@ -1071,5 +1083,8 @@ async fn task_permission_is_asked_unless_bypassed() {
 
     ctx.delegate = None;
     let err = run_tool(task.as_ref(), args, &ctx).await.unwrap_err();
-    assert_eq!(err.to_string(), "subagents are not available here");
+    assert_eq!(
+        err.to_string(),
+        "SUBAGENTS_DISABLED: subagents are not available here"
+    );
 }

@@ -1,0 +1,57 @@
+//! The guards in front of the task tool: whether a session may start subagents at all, and how
+//! deep it sits in its session tree.
+
+use taskforce_agents::model::Session;
+use taskforce_agents::tool::{TaskError, TaskErrorCode};
+
+use crate::core::Core;
+
+/// The deepest parent chain followed; deeper trees count as this deep.
+const MAX_WALK: u32 = 256;
+
+/// Why `session` may not call the task tool, if it may not: subagents switched off, or the
+/// session already at `subagent.max_depth` (root = depth 0; a session at depth d may delegate
+/// while d < max_depth). Sessions that fail the guard are not offered the tool; a call anyway
+/// gets this error.
+pub(crate) async fn task_guard(core: &Core, session: &Session) -> Option<TaskError> {
+    let limits = &core.config.subagent;
+    if !limits.enabled {
+        return Some(TaskError::new(
+            TaskErrorCode::SubagentsDisabled,
+            "subagents are disabled in this configuration (subagent.enabled = false)",
+        ));
+    }
+    let depth = session_depth(core, session).await;
+    if depth >= limits.max_depth {
+        return Some(TaskError::new(
+            TaskErrorCode::SubagentDepthExceeded,
+            format!(
+                "this session is at depth {depth} of its session tree and subagent.max_depth is {}: it cannot start subagents; do the work yourself",
+                limits.max_depth
+            ),
+        ));
+    }
+    None
+}
+
+/// How many ancestors `session` has (root = 0), from the parent links in the store; an
+/// ancestor missing from the store ends the chain (its child counts it, nothing above it).
+pub(crate) async fn session_depth(core: &Core, session: &Session) -> u32 {
+    let mut depth = 0;
+    let mut parent = session.parent_id.clone();
+    while let Some(id) = parent {
+        depth += 1;
+        if depth >= MAX_WALK {
+            break;
+        }
+        parent = match core.store.session(&id).await {
+            Ok(Some(s)) => s.parent_id,
+            Ok(None) => None,
+            Err(e) => {
+                tracing::warn!(session = %id, "reading a session's parent failed: {e}");
+                None
+            }
+        };
+    }
+    depth
+}

@@ -1,0 +1,670 @@
+//! Subagent results end to end: the task tool's envelope (`details`), its error codes, nesting
+//! and output hygiene, over real HTTP to the fake OpenAI-compatible server.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use taskforce_actors::permission::PermissionReply;
+use taskforce_actors::{PromptInput, Runtime};
+use taskforce_agents::id::SessionId;
+use taskforce_agents::model::{Message, ToolState};
+use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_agents::tool::{TaskEnvelope, TaskErrorCode, TaskMode};
+
+use super::runtime::{Env, is_child, task_call, tool_parts};
+
+const GENERAL: &str =
+    r#"{"description":"Look around","prompt":"Find the answer","subagent_type":"general"}"#;
+
+/// The task part of `session`'s messages: its state.
+async fn task_state(rt: &Runtime, session: &SessionId) -> ToolState {
+    tool_parts(rt, session)
+        .await
+        .into_iter()
+        .find(|(tool, _)| tool == "task")
+        .map(|(_, state)| state)
+        .expect("a task part")
+}
+
+/// The metadata of a finished tool state.
+fn metadata_of(state: &ToolState) -> Map<String, Value> {
+    match state {
+        ToolState::Completed(c) => c.metadata.clone(),
+        ToolState::Error(e) => e.metadata.clone().unwrap_or_default(),
+        other => panic!("the task part is {}", other.status()),
+    }
+}
+
+/// The error text of a failed tool state.
+fn error_of(state: &ToolState) -> String {
+    match state {
+        ToolState::Error(e) => e.error.clone(),
+        other => panic!("the task part should be an error, is {}", other.status()),
+    }
+}
+
+/// The first tool result the model was sent (the task call's, in tests without other tools).
+fn task_result_seen(fake: &FakeOpenAi) -> String {
+    fake.requests()
+        .iter()
+        .flat_map(|r| r.messages().to_vec())
+        .filter(|m| m["role"] == "tool")
+        .filter_map(|m| m["content"].as_str().map(String::from))
+        .next()
+        .unwrap_or_default()
+}
+
+async fn prompt(rt: &Runtime, text: &str) -> SessionId {
+    let s = rt.create_session(None, None).await.unwrap();
+    tokio::time::timeout(
+        Duration::from_secs(20),
+        rt.prompt(&s.id, PromptInput::text(text)),
+    )
+    .await
+    .expect("the parent never waits forever")
+    .unwrap();
+    s.id
+}
+
+#[actix_rt::test]
+async fn task_result_carries_the_envelope_with_the_childs_usage() {
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if is_child(req) {
+            if req.last_role() == Some("user") {
+                Response::tool_calls(&[("call_read", "read", r#"{"filePath":"notes.txt"}"#)])
+            } else {
+                Response::text("The answer is 42.")
+            }
+        } else if req.last_role() == Some("user") {
+            task_call(GENERAL)
+        } else {
+            Response::text("Done.")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(
+        &fake.base_url(),
+        "[provider.fake.models.\"gpt-test\"]\ncost = { input = 1.0, output = 2.0 }\n",
+    );
+    let rt = env.runtime().await;
+    let parent = prompt(&rt, "go").await;
+    let child = rt.children(&parent).await.unwrap().remove(0);
+
+    let state = task_state(&rt, &parent).await;
+    let ToolState::Completed(done) = &state else {
+        panic!("the task completed: {state:?}")
+    };
+    assert!(
+        done.output.starts_with("The answer is 42."),
+        "{}",
+        done.output
+    );
+    // The keys clients already read stay.
+    assert_eq!(done.metadata["sessionId"], child.id.to_string());
+    assert_eq!(done.metadata["model"]["modelID"], "gpt-test");
+    assert_eq!(done.metadata["summary"][0]["tool"], "read");
+
+    let details = &done.metadata["details"];
+    assert_eq!(details["mode"], "single");
+    assert_eq!(details["runId"].as_str().unwrap().len(), 8);
+    assert!(details.get("error").is_none(), "{details}");
+    let r = &details["results"][0];
+    assert_eq!(r["agent"], "general");
+    assert_eq!(r["task"], "Find the answer");
+    assert_eq!(r["exitCode"], 0);
+    assert_eq!(r["sessionId"], child.id.to_string());
+    assert_eq!(r["output"], "The answer is 42.");
+    assert_eq!(r["displayItems"][0]["type"], "toolCall");
+    assert_eq!(r["displayItems"][0]["name"], "read");
+    assert_eq!(r["displayItems"][0]["args"]["filePath"], "notes.txt");
+    assert_eq!(r["displayItems"][1]["type"], "text");
+
+    // Usage: the child's two answers (a tool call 10/5, the text 10/4), its own cost.
+    let envelope = TaskEnvelope::from_metadata(&done.metadata).expect("a typed envelope");
+    assert_eq!(envelope.mode, TaskMode::Single);
+    let usage = envelope.results[0].usage;
+    assert_eq!((usage.input, usage.output, usage.turns), (20, 9, 2));
+    assert_eq!((usage.cache_read, usage.cache_write), (0, 0));
+    let child_cost: f64 = rt
+        .messages(&child.id)
+        .await
+        .unwrap()
+        .iter()
+        .filter_map(|m| match &m.info {
+            Message::Assistant(a) => Some(a.cost),
+            Message::User(_) => None,
+        })
+        .sum();
+    assert!(child_cost > 0.0);
+    assert!((usage.cost - child_cost).abs() < 1e-12, "{usage:?}");
+    assert!((usage.cost - (20.0 * 1.0 + 9.0 * 2.0) / 1e6).abs() < 1e-12);
+}
+
+#[actix_rt::test]
+async fn unknown_agent_is_a_coded_error_the_model_reads() {
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if req.last_role() == Some("user") {
+            task_call(r#"{"description":"d","prompt":"p","subagent_type":"nope"}"#)
+        } else {
+            Response::text("ok")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let parent = prompt(&rt, "go").await;
+    let state = task_state(&rt, &parent).await;
+    assert_eq!(
+        error_of(&state),
+        "UNKNOWN_AGENT: Unknown agent type: nope is not a valid agent type"
+    );
+    let envelope = TaskEnvelope::from_metadata(&metadata_of(&state)).unwrap();
+    assert_eq!(envelope.mode, TaskMode::Single);
+    assert!(envelope.results.is_empty());
+    let error = envelope.error.unwrap();
+    assert_eq!(error.code, TaskErrorCode::UnknownAgent);
+    assert!(error.message.contains("nope is not a valid agent type"));
+    assert_eq!(
+        task_result_seen(&fake),
+        "UNKNOWN_AGENT: Unknown agent type: nope is not a valid agent type"
+    );
+}
+
+#[actix_rt::test]
+async fn missing_arguments_are_invalid_input() {
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if req.last_role() == Some("user") {
+            task_call(r#"{"description":"d","subagent_type":"general"}"#)
+        } else {
+            Response::text("ok")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let parent = prompt(&rt, "go").await;
+    let state = task_state(&rt, &parent).await;
+    assert!(
+        error_of(&state).starts_with("INVALID_INPUT: The task tool was called with invalid"),
+        "{}",
+        error_of(&state)
+    );
+    assert!(rt.children(&parent).await.unwrap().is_empty());
+}
+
+#[actix_rt::test]
+async fn disabled_subagents_hide_the_task_tool_and_refuse_calls() {
+    // The model calls task although it is not offered.
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if req.last_role() == Some("user") {
+            task_call(GENERAL)
+        } else {
+            Response::text("ok")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "[subagent]\nenabled = false\n");
+    let rt = env.runtime().await;
+    let parent = prompt(&rt, "go").await;
+    let first = &fake.requests()[0];
+    assert!(
+        !first.tool_names().contains(&"task"),
+        "{:?}",
+        first.tool_names()
+    );
+    assert!(first.tool_names().contains(&"read"));
+    let state = task_state(&rt, &parent).await;
+    assert!(
+        error_of(&state).starts_with("SUBAGENTS_DISABLED: "),
+        "{}",
+        error_of(&state)
+    );
+    let envelope = TaskEnvelope::from_metadata(&metadata_of(&state)).unwrap();
+    assert_eq!(envelope.mode, TaskMode::Management);
+    assert_eq!(
+        envelope.error.unwrap().code,
+        TaskErrorCode::SubagentsDisabled
+    );
+    assert!(rt.children(&parent).await.unwrap().is_empty());
+    assert!(task_result_seen(&fake).starts_with("SUBAGENTS_DISABLED: "));
+}
+
+#[actix_rt::test]
+async fn disable_task_agents_are_unlisted_and_refused() {
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if req.last_role() == Some("user") {
+            task_call(r#"{"description":"d","prompt":"p","subagent_type":"secret"}"#)
+        } else {
+            Response::text("ok")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    env.file(
+        ".taskforce/agent/secret.md",
+        "---\ndescription: Not for delegation\nmode: subagent\ndisable_task: true\n---\nSecret.",
+    );
+    let rt = env.runtime().await;
+    assert!(rt.registry().get("secret").unwrap().disable_task);
+    let parent = prompt(&rt, "go").await;
+    let first = &fake.requests()[0];
+    assert!(!first.contains("Not for delegation"));
+    assert!(first.contains("- general:"));
+    let state = task_state(&rt, &parent).await;
+    assert!(
+        error_of(&state).starts_with("SUBAGENT_DISABLED: "),
+        "{}",
+        error_of(&state)
+    );
+    let envelope = TaskEnvelope::from_metadata(&metadata_of(&state)).unwrap();
+    assert_eq!(
+        envelope.error.unwrap().code,
+        TaskErrorCode::SubagentDisabled
+    );
+    assert!(rt.children(&parent).await.unwrap().is_empty());
+}
+
+#[actix_rt::test]
+async fn a_failed_child_is_subagent_failed_with_exit_code_1() {
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if is_child(req) {
+            Response::error(400, "child exploded")
+        } else if req.last_role() == Some("user") {
+            task_call(GENERAL)
+        } else {
+            Response::text("the parent carried on")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let parent = prompt(&rt, "go").await;
+    let child = rt.children(&parent).await.unwrap().remove(0);
+    let state = task_state(&rt, &parent).await;
+    let text = error_of(&state);
+    assert!(text.starts_with("SUBAGENT_FAILED: "), "{text}");
+    assert!(text.contains("child exploded"), "{text}");
+    let metadata = metadata_of(&state);
+    assert_eq!(metadata["sessionId"], child.id.to_string());
+    let envelope = TaskEnvelope::from_metadata(&metadata).unwrap();
+    assert_eq!(
+        envelope.error.as_ref().unwrap().code,
+        TaskErrorCode::SubagentFailed
+    );
+    let r = &envelope.results[0];
+    assert_eq!(r.exit_code, 1);
+    assert_eq!(r.session_id, child.id.to_string());
+    assert!(r.error.as_deref().unwrap().contains("child exploded"));
+    assert_eq!(r.usage.turns, 1);
+    assert!(task_result_seen(&fake).starts_with("SUBAGENT_FAILED: "));
+}
+
+#[actix_rt::test]
+async fn a_rejected_task_ask_is_permission_denied() {
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if req.last_role() == Some("user") {
+            task_call(GENERAL)
+        } else {
+            Response::text("ok")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "[permission]\ntask = \"ask\"\n");
+    let rt = env.runtime().await;
+    let s = rt.create_session(None, None).await.unwrap();
+    let running = {
+        let rt = rt.clone();
+        let id = s.id.clone();
+        tokio::spawn(async move { rt.prompt(&id, PromptInput::text("go")).await })
+    };
+    let mut asked = None;
+    for _ in 0..200 {
+        if let Some(p) = rt.pending_permissions().into_iter().next() {
+            asked = Some(p);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let asked = asked.expect("the task call asked");
+    assert_eq!(asked.permission, "task");
+    assert!(rt.reply_permission(&asked.id, PermissionReply::Reject, None));
+    tokio::time::timeout(Duration::from_secs(10), running)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let state = task_state(&rt, &s.id).await;
+    assert_eq!(
+        error_of(&state),
+        "PERMISSION_DENIED: The user rejected permission to use this specific tool call."
+    );
+    let envelope = TaskEnvelope::from_metadata(&metadata_of(&state)).unwrap();
+    assert_eq!(
+        envelope.error.unwrap().code,
+        TaskErrorCode::PermissionDenied
+    );
+    assert!(rt.children(&s.id).await.unwrap().is_empty());
+    // A rejection still stops the loop: the model was not called again.
+    assert_eq!(fake.requests().len(), 1);
+}
+
+#[actix_rt::test]
+async fn a_child_cancelled_on_its_own_is_subagent_cancelled() {
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if is_child(req) {
+            Response::text("never finished").stall_after(2)
+        } else if req.last_role() == Some("user") {
+            task_call(GENERAL)
+        } else {
+            Response::text("the parent carried on")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let s = rt.create_session(None, None).await.unwrap();
+    let running = {
+        let rt = rt.clone();
+        let id = s.id.clone();
+        tokio::spawn(async move { rt.prompt(&id, PromptInput::text("go")).await })
+    };
+    assert!(fake.wait_for_requests(2, Duration::from_secs(10)).await);
+    let mut child = None;
+    for _ in 0..200 {
+        if let Some(c) = rt.children(&s.id).await.unwrap().into_iter().next() {
+            child = Some(c);
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let child = child.expect("the child exists");
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    rt.cancel(&child.id).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), running)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let state = task_state(&rt, &s.id).await;
+    assert!(
+        error_of(&state).starts_with("SUBAGENT_CANCELLED: Tool execution aborted"),
+        "{}",
+        error_of(&state)
+    );
+    let envelope = TaskEnvelope::from_metadata(&metadata_of(&state)).unwrap();
+    assert_eq!(
+        envelope.error.unwrap().code,
+        TaskErrorCode::SubagentCancelled
+    );
+    assert_eq!(envelope.results[0].exit_code, 130);
+    // The parent's loop went on and read the code.
+    assert!(task_result_seen(&fake).starts_with("SUBAGENT_CANCELLED: "));
+}
+
+// ---------------------------------------------------------------- nesting
+
+/// A middle agent (delegates to `leaf`) and a leaf agent, told apart by their prompts.
+fn nesting_env(base_url: &str, max_depth: u32) -> Env {
+    let env = Env::new(base_url, &format!("[subagent]\nmax_depth = {max_depth}\n"));
+    env.file(
+        ".taskforce/agent/middle.md",
+        "---\ndescription: Splits work\nmode: subagent\n---\nMIDDLE-AGENT-PROMPT",
+    );
+    env.file(
+        ".taskforce/agent/leaf.md",
+        "---\ndescription: Does work\nmode: subagent\n---\nLEAF-AGENT-PROMPT",
+    );
+    env
+}
+
+/// Root → middle → leaf; the leaf calls task anyway, then answers.
+fn nesting_model(req: &RecordedRequest) -> Response {
+    let first = req.last_role() == Some("user");
+    if req.contains("LEAF-AGENT-PROMPT") {
+        if first {
+            task_call(r#"{"description":"deeper","prompt":"go deeper","subagent_type":"leaf"}"#)
+        } else {
+            Response::text("leaf done")
+        }
+    } else if req.contains("MIDDLE-AGENT-PROMPT") {
+        if first {
+            task_call(
+                r#"{"description":"to leaf","prompt":"do the leaf part","subagent_type":"leaf"}"#,
+            )
+        } else {
+            Response::text("middle done")
+        }
+    } else if first {
+        task_call(r#"{"description":"to middle","prompt":"split it","subagent_type":"middle"}"#)
+    } else {
+        Response::text("root done")
+    }
+}
+
+#[actix_rt::test]
+async fn max_depth_2_nests_root_child_grandchild_and_stops_there() {
+    let fake = FakeOpenAi::start(nesting_model).await.unwrap();
+    let env = nesting_env(&fake.base_url(), 2);
+    let rt = env.runtime().await;
+    let root = prompt(&rt, "go").await;
+    let middle = rt.children(&root).await.unwrap().remove(0);
+    assert!(
+        middle.title.contains("@middle subagent"),
+        "{}",
+        middle.title
+    );
+    let leaf = rt.children(&middle.id).await.unwrap().remove(0);
+    assert!(leaf.title.contains("@leaf subagent"), "{}", leaf.title);
+    assert!(
+        rt.children(&leaf.id).await.unwrap().is_empty(),
+        "depth 3 never starts"
+    );
+
+    let requests = fake.requests();
+    let (middles, rest): (Vec<_>, Vec<_>) = requests
+        .iter()
+        .partition(|r| r.contains("MIDDLE-AGENT-PROMPT"));
+    let leaves: Vec<_> = rest
+        .iter()
+        .filter(|r| r.contains("LEAF-AGENT-PROMPT"))
+        .collect();
+    assert!(!middles.is_empty() && !leaves.is_empty());
+    // Depth 1 < 2: the child keeps the task tool; depth 2: the grandchild has none.
+    for r in &middles {
+        assert!(r.tool_names().contains(&"task"), "{:?}", r.tool_names());
+    }
+    for r in &leaves {
+        assert!(!r.tool_names().contains(&"task"), "{:?}", r.tool_names());
+        assert!(r.tool_names().contains(&"read"));
+    }
+
+    // The grandchild's forced call got the code, as a management result.
+    let state = task_state(&rt, &leaf.id).await;
+    assert!(
+        error_of(&state).starts_with("SUBAGENT_DEPTH_EXCEEDED: "),
+        "{}",
+        error_of(&state)
+    );
+    let envelope = TaskEnvelope::from_metadata(&metadata_of(&state)).unwrap();
+    assert_eq!(envelope.mode, TaskMode::Management);
+    assert_eq!(
+        envelope.error.unwrap().code,
+        TaskErrorCode::SubagentDepthExceeded
+    );
+    assert!(envelope.results.is_empty());
+
+    // The answers flowed back up.
+    let ToolState::Completed(m) = task_state(&rt, &middle.id).await else {
+        panic!("the middle's task completed")
+    };
+    assert!(m.output.starts_with("leaf done"), "{}", m.output);
+    assert_eq!(m.metadata["details"]["results"][0]["agent"], "leaf");
+    let ToolState::Completed(r) = task_state(&rt, &root).await else {
+        panic!("the root's task completed")
+    };
+    assert!(r.output.starts_with("middle done"), "{}", r.output);
+}
+
+#[actix_rt::test]
+async fn default_depth_1_keeps_children_from_delegating() {
+    let fake = FakeOpenAi::start(nesting_model).await.unwrap();
+    let env = nesting_env(&fake.base_url(), 1);
+    let rt = env.runtime().await;
+    let root = prompt(&rt, "go").await;
+    let middle = rt.children(&root).await.unwrap().remove(0);
+    assert!(rt.children(&middle.id).await.unwrap().is_empty());
+    for r in fake
+        .requests()
+        .iter()
+        .filter(|r| r.contains("MIDDLE-AGENT-PROMPT"))
+    {
+        assert!(!r.tool_names().contains(&"task"), "{:?}", r.tool_names());
+    }
+    // The child's call anyway reads the depth code rather than "unavailable tool".
+    let state = task_state(&rt, &middle.id).await;
+    assert!(
+        error_of(&state).starts_with("SUBAGENT_DEPTH_EXCEEDED: "),
+        "{}",
+        error_of(&state)
+    );
+}
+
+// ---------------------------------------------------------------- output hygiene
+
+const OPENAI_KEY: &str = "sk-proj-Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z";
+const GITHUB_TOKEN: &str = "ghp_16C7e42F292c6912E7710c838347Ae178B4a";
+
+/// A child answer with secrets and the home directory on its first line, then `lines` lines.
+fn leaky_answer(home: &str, lines: usize) -> String {
+    let mut text = format!(
+        "Found {OPENAI_KEY} and {GITHUB_TOKEN} in {home}/project/.env\nexport DB_PASSWORD=hunter2"
+    );
+    for i in 0..lines {
+        text.push_str(&format!("\nline {i}"));
+    }
+    text
+}
+
+/// Runs a delegation whose child answers [`leaky_answer`]; the `Env` keeps the project alive.
+async fn leaky_run(lines: usize) -> (FakeOpenAi, Runtime, SessionId, String, Env) {
+    // The home directory is only known once the runtime is up; the model reads it from there.
+    let home = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let model_home = home.clone();
+    let fake = FakeOpenAi::start(move |req: &RecordedRequest| {
+        if is_child(req) {
+            let home = model_home.lock().unwrap().clone();
+            Response::text(&leaky_answer(&home, lines))
+        } else if req.last_role() == Some("user") {
+            task_call(GENERAL)
+        } else {
+            Response::text("Done.")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let h = rt.paths().home.clone().unwrap().display().to_string();
+    *home.lock().unwrap() = h.clone();
+    let parent = prompt(&rt, "go").await;
+    (fake, rt, parent, h, env)
+}
+
+#[actix_rt::test]
+async fn child_output_is_redacted_before_it_reaches_the_parent() {
+    let (fake, rt, parent, home, _env) = leaky_run(3).await;
+    let ToolState::Completed(done) = task_state(&rt, &parent).await else {
+        panic!("the task completed")
+    };
+    for leak in [OPENAI_KEY, GITHUB_TOKEN, "hunter2", home.as_str()] {
+        assert!(
+            !done.output.contains(leak),
+            "{leak} leaked: {}",
+            done.output
+        );
+    }
+    assert!(
+        done.output.starts_with(
+            "Found [REDACTED] and [REDACTED] in ~/project/.env\nexport DB_PASSWORD=[REDACTED]\nline 0"
+        ),
+        "{}",
+        done.output
+    );
+    assert_eq!(done.metadata["truncated"], false);
+    let envelope = TaskEnvelope::from_metadata(&done.metadata).unwrap();
+    assert!(envelope.error.is_none());
+    let output = envelope.results[0].output.clone().unwrap();
+    assert!(!output.contains(OPENAI_KEY) && output.contains("~/project/.env"));
+    for item in envelope.results[0].display_items.as_ref().unwrap() {
+        assert!(!format!("{item:?}").contains(OPENAI_KEY), "{item:?}");
+    }
+    // The parent's model never saw the secrets.
+    let second = fake
+        .requests()
+        .into_iter()
+        .filter(|r| !is_child(r))
+        .nth(1)
+        .unwrap();
+    assert!(!second.contains(OPENAI_KEY) && !second.contains(GITHUB_TOKEN));
+    assert!(second.contains("[REDACTED]"));
+    // The child's own stored answer is not rewritten.
+    let child = rt.children(&parent).await.unwrap().remove(0);
+    let stored: String = rt
+        .messages(&child.id)
+        .await
+        .unwrap()
+        .iter()
+        .flat_map(|m| m.parts.iter())
+        .filter_map(|p| p.as_text().map(|t| t.text.clone()))
+        .collect();
+    assert!(stored.contains(OPENAI_KEY), "{stored}");
+}
+
+#[actix_rt::test]
+async fn long_child_output_is_cut_for_the_model_and_kept_whole_in_details() {
+    let (fake, rt, parent, _, _env) = leaky_run(2500).await;
+    let child = rt.children(&parent).await.unwrap().remove(0);
+    let ToolState::Completed(done) = task_state(&rt, &parent).await else {
+        panic!("the task completed")
+    };
+    assert_eq!(done.metadata["truncated"], true);
+    assert!(
+        done.output.lines().count() < 2020,
+        "{}",
+        done.output.lines().count()
+    );
+    assert!(done.output.contains("line 1997"));
+    assert!(!done.output.contains("line 2400"));
+    assert!(done.output.contains("SUBAGENT_OUTPUT_TRUNCATED"));
+    assert!(done.output.contains(&format!("session_id: {}", child.id)));
+    assert!(!done.output.contains(OPENAI_KEY));
+
+    let envelope = TaskEnvelope::from_metadata(&done.metadata).unwrap();
+    let error = envelope.error.unwrap();
+    assert_eq!(error.code, TaskErrorCode::SubagentOutputTruncated);
+    assert!(error.message.contains(&child.id.to_string()));
+    let r = &envelope.results[0];
+    assert_eq!(r.exit_code, 0);
+    let output = r.output.as_deref().unwrap();
+    assert_eq!(output.lines().count(), 2502);
+    assert!(output.ends_with("line 2499"));
+    assert!(!output.contains(OPENAI_KEY));
+
+    // The parent's model got the cut copy.
+    let second = fake
+        .requests()
+        .into_iter()
+        .filter(|r| !is_child(r))
+        .nth(1)
+        .unwrap();
+    assert!(second.contains("SUBAGENT_OUTPUT_TRUNCATED"));
+    assert!(!second.contains("line 2499"));
+}
