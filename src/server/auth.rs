@@ -15,18 +15,25 @@ use super::error::ApiError;
 /// The user name basic auth expects.
 pub const USER: &str = "taskforce";
 
-/// The expected `Authorization` value, when a password is set.
+/// The expected basic-auth credentials (`base64(taskforce:password)`), when a password is set.
 #[derive(Clone)]
 pub struct Password(Option<Arc<str>>);
 
 impl Password {
-    /// `Basic base64(taskforce:password)` for `password`.
+    /// The credentials for `password`.
     pub fn new(password: Option<String>) -> Self {
         Password(password.filter(|p| !p.is_empty()).map(|p| {
-            let token = base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{p}"));
-            Arc::from(format!("Basic {token}"))
+            Arc::from(base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{p}")))
         }))
     }
+}
+
+/// The credentials of a `Basic` `Authorization` value (the scheme is case-insensitive).
+fn basic_credentials(value: &str) -> Option<&str> {
+    let (scheme, credentials) = value.trim().split_once(' ')?;
+    scheme
+        .eq_ignore_ascii_case("basic")
+        .then(|| credentials.trim())
 }
 
 /// Rejects requests without the right credentials (preflight `OPTIONS` passes).
@@ -40,7 +47,8 @@ pub async fn basic(State(expected): State<Password>, request: Request, next: Nex
     let given = request
         .headers()
         .get(header::AUTHORIZATION)
-        .and_then(|v| v.to_str().ok());
+        .and_then(|v| v.to_str().ok())
+        .and_then(basic_credentials);
     if given.is_some_and(|g| constant_time_eq(g.as_bytes(), expected.as_bytes())) {
         return next.run(request).await;
     }
@@ -100,7 +108,17 @@ pub fn is_local_origin(origin: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::is_local_origin;
+    use super::{basic_credentials, is_local_origin};
+
+    #[test]
+    fn the_basic_scheme_is_case_insensitive() {
+        for value in ["Basic abc=", "basic abc=", "BASIC  abc= ", " Basic abc="] {
+            assert_eq!(basic_credentials(value), Some("abc="), "{value:?}");
+        }
+        for value in ["Bearer abc=", "Basicabc=", "abc="] {
+            assert_eq!(basic_credentials(value), None, "{value:?}");
+        }
+    }
 
     #[test]
     fn only_local_origins_pass() {

@@ -46,6 +46,18 @@ impl ApiError {
     }
 }
 
+/// A known path asked with a method it does not take: 405 in the usual error shape.
+pub(crate) async fn method_not_allowed(
+    method: axum::http::Method,
+    uri: axum::http::Uri,
+) -> ApiError {
+    ApiError {
+        status: StatusCode::METHOD_NOT_ALLOWED,
+        name: "MethodNotAllowed",
+        message: format!("{} does not take {method}", uri.path()),
+    }
+}
+
 impl From<RuntimeError> for ApiError {
     fn from(error: RuntimeError) -> Self {
         let message = error.to_string();

@@ -70,6 +70,7 @@ pub fn router(runtime: Runtime, options: &ServerOptions) -> Router {
         heartbeat: options.heartbeat,
     };
     routes::all()
+        .method_not_allowed_fallback(error::method_not_allowed)
         .with_state(state)
         .layer(DefaultBodyLimit::max(options.body_limit))
         .layer(auth::cors())

@@ -1,0 +1,277 @@
+//! The event streams: first frame, ids, the global flavor, heartbeats, `Last-Event-ID` replay
+//! and resync.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use super::{Frame, Harness, Sse, answers, harness, id_of};
+
+/// Creates a session titled `title`; answers its id.
+async fn create(h: &Harness, title: &str) -> String {
+    id_of(&h.session(json!({ "title": title })).await)
+}
+
+/// Reads `stream` up to the `session.updated` of `session` (created or patched).
+async fn through_update(stream: &mut Sse, session: &str) -> Vec<Frame> {
+    stream.until(|f| f.is("session.updated", session)).await
+}
+
+#[track_caller]
+fn consecutive(frames: &[Frame]) -> Vec<u64> {
+    let ids: Vec<u64> = frames
+        .iter()
+        .map(|f| {
+            f.id.unwrap_or_else(|| panic!("an event frame has an id: {f:?}"))
+        })
+        .collect();
+    for pair in ids.windows(2) {
+        assert_eq!(pair[1], pair[0] + 1, "ids go up by one: {ids:?}");
+    }
+    ids
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_event_stream_starts_connected_then_numbers_every_event() {
+    let h = harness().start(answers("streamed answer")).await;
+    let mut events = Sse::open(&h, "/event", None).await;
+    assert_eq!(
+        events.next().await,
+        Frame {
+            id: None,
+            data: json!({"type": "server.connected", "properties": {}})
+        }
+    );
+    let s = create(&h, "watched").await;
+    let frames = through_update(&mut events, &s).await;
+    assert_eq!(frames.len(), 2, "{frames:?}");
+    assert_eq!(frames[0].kind(), "session.created");
+    assert_eq!(frames[0].properties()["info"]["title"], "watched");
+    assert_eq!(frames[0].properties()["info"]["id"], s.as_str());
+    let mut ids = consecutive(&frames);
+
+    h.prompt(&s, "hello").await;
+    let more = events.until(|f| f.is("session.idle", &s)).await;
+    ids.extend(consecutive(&more));
+    consecutive(&[frames, more.clone()].concat());
+    for frame in &more {
+        let keys: Vec<&String> = frame.data.as_object().unwrap().keys().collect();
+        assert_eq!(keys, ["type", "properties"], "{frame:?}");
+    }
+    assert!(more.iter().any(|f| {
+        f.kind() == "message.part.updated" && f.properties()["part"]["text"] == "streamed answer"
+    }));
+    assert!(ids[0] >= 1);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_global_stream_wraps_the_same_events_with_the_directory() {
+    let h = harness().start(answers("unused")).await;
+    let mut local = Sse::open(&h, "/event", None).await;
+    let mut global = Sse::open(&h, "/global/event", None).await;
+    local.next().await;
+    assert_eq!(
+        global.next().await,
+        Frame {
+            id: None,
+            data: json!({"payload": {"type": "server.connected", "properties": {}}})
+        }
+    );
+    let s = create(&h, "seen twice").await;
+    let from_local = through_update(&mut local, &s).await;
+    let from_global = through_update(&mut global, &s).await;
+    assert_eq!(from_global.len(), from_local.len());
+    let directory = h.runtime.paths().project_root.display().to_string();
+    for (g, l) in from_global.iter().zip(&from_local) {
+        assert_eq!(g.id, l.id, "the same event has the same id on both streams");
+        assert_eq!(
+            g.data,
+            json!({"directory": directory, "payload": l.data}),
+            "{g:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn heartbeats_arrive_on_the_configured_period() {
+    let h = harness()
+        .options(|o| o.heartbeat = Duration::from_millis(150))
+        .start(answers("unused"))
+        .await;
+    let mut local = Sse::open(&h, "/event", None).await;
+    let mut global = Sse::open(&h, "/global/event", None).await;
+    local.next().await;
+    global.next().await;
+    for _ in 0..2 {
+        let beat = local
+            .next_within(Duration::from_secs(3))
+            .await
+            .expect("a heartbeat");
+        assert_eq!(
+            beat,
+            Frame {
+                id: None,
+                data: json!({"type": "server.heartbeat", "properties": {}})
+            }
+        );
+        let beat = global
+            .next_within(Duration::from_secs(3))
+            .await
+            .expect("a heartbeat");
+        assert_eq!(
+            beat,
+            Frame {
+                id: None,
+                data: json!({"payload": {"type": "server.heartbeat", "properties": {}}})
+            }
+        );
+    }
+    // Events still come between heartbeats, numbered.
+    let s = create(&h, "between beats").await;
+    let frames = local.until(|f| f.is("session.created", &s)).await;
+    assert!(frames.last().unwrap().id.is_some());
+    assert!(
+        frames
+            .iter()
+            .all(|f| f.kind() == "server.heartbeat" || f.id.is_some())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn reconnecting_with_last_event_id_replays_exactly_the_missed_events() {
+    let h = harness().start(answers("replayed answer")).await;
+    // The witness stays connected and sees everything.
+    let mut witness = Sse::open(&h, "/event", None).await;
+    witness.next().await;
+
+    let mut client = Sse::open(&h, "/event", None).await;
+    client.next().await;
+    let first = create(&h, "before the drop").await;
+    let seen = through_update(&mut client, &first).await;
+    let last_seen = seen.last().unwrap().id.unwrap();
+    drop(client);
+
+    // While the client is away: sessions, a patch, a whole prompt.
+    let second = create(&h, "while away").await;
+    h.patch(
+        &format!("/session/{first}"),
+        json!({"title": "renamed while away"}),
+    )
+    .await
+    .ok();
+    h.prompt(&second, "hi").await;
+    let marker = create(&h, "last missed").await;
+    let everything = through_update(&mut witness, &marker).await;
+    let missed: Vec<Frame> = everything
+        .into_iter()
+        .filter(|f| f.id.unwrap() > last_seen)
+        .collect();
+    assert!(missed.len() > 8, "{missed:?}");
+    assert_eq!(missed[0].id, Some(last_seen + 1));
+    let marker_id = missed.last().unwrap().id.unwrap();
+    // What the witness saw after the marker.
+    let mut later: Vec<Frame> = Vec::new();
+
+    for path in ["/event", "/global/event"] {
+        let mut back = Sse::open(&h, path, Some(last_seen)).await;
+        assert_eq!(back.next().await.kind(), "server.connected");
+        let replayed = through_update(&mut back, &marker).await;
+        let ids: Vec<Option<u64>> = replayed.iter().map(|f| f.id).collect();
+        let expected: Vec<Option<u64>> = missed.iter().map(|f| f.id).collect();
+        assert_eq!(ids, expected, "{path}: exactly the missed ids, in order");
+        for (got, want) in replayed.iter().zip(&missed) {
+            let payload = if path == "/event" {
+                &got.data
+            } else {
+                &got.data["payload"]
+            };
+            assert_eq!(payload, &want.data);
+        }
+        consecutive(&replayed);
+
+        // Then live events follow without a duplicate or a gap.
+        let after = create(&h, &format!("after reconnecting to {path}")).await;
+        let live = through_update(&mut back, &after).await;
+        later.extend(through_update(&mut witness, &after).await);
+        assert_eq!(
+            live.iter().map(|f| f.id).collect::<Vec<_>>(),
+            later.iter().map(|f| f.id).collect::<Vec<_>>(),
+            "{path}: every event after the marker, once"
+        );
+        assert_eq!(live[0].id, Some(marker_id + 1));
+    }
+
+    // Nothing missed: a reconnect at the newest id gets only live events.
+    let newest = create(&h, "newest").await;
+    let newest_id = through_update(&mut witness, &newest)
+        .await
+        .last()
+        .unwrap()
+        .id
+        .unwrap();
+    let mut current = Sse::open(&h, "/event", Some(newest_id)).await;
+    assert_eq!(current.next().await.kind(), "server.connected");
+    assert!(
+        current
+            .next_within(Duration::from_millis(300))
+            .await
+            .is_none(),
+        "nothing to replay"
+    );
+    let later = create(&h, "later").await;
+    let frames = through_update(&mut current, &later).await;
+    assert_eq!(frames[0].id, Some(newest_id + 1));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_id_older_than_the_replay_ring_gets_a_resync() {
+    let h = harness()
+        .options(|o| o.replay = 3)
+        .start(answers("unused"))
+        .await;
+    let mut witness = Sse::open(&h, "/event", None).await;
+    witness.next().await;
+    let first = create(&h, "first").await;
+    let old = through_update(&mut witness, &first).await[0].id.unwrap();
+    for n in 0..3 {
+        let s = create(&h, &format!("filler {n}")).await;
+        through_update(&mut witness, &s).await;
+    }
+
+    for (path, resync) in [
+        ("/event", "/properties/reason"),
+        ("/global/event", "/payload/properties/reason"),
+    ] {
+        let mut back = Sse::open(&h, path, Some(old)).await;
+        assert_eq!(back.next().await.kind(), "server.connected");
+        let frame = back.next().await;
+        assert_eq!(frame.kind(), "server.resync", "{frame:?}");
+        assert_eq!(frame.id, None);
+        assert!(frame.data.pointer(resync).unwrap().is_string(), "{frame:?}");
+        // Live events follow the resync.
+        let s = create(&h, &format!("after resync on {path}")).await;
+        let witnessed = through_update(&mut witness, &s).await;
+        let live = through_update(&mut back, &s).await;
+        assert_eq!(
+            live.iter().map(|f| f.id).collect::<Vec<_>>(),
+            witnessed.iter().map(|f| f.id).collect::<Vec<_>>()
+        );
+    }
+
+    // An id the server never sent is a resync too.
+    let mut future = Sse::open(&h, "/event", Some(1_000_000)).await;
+    future.next().await;
+    assert_eq!(future.next().await.kind(), "server.resync");
+
+    // The ring still has the newest three: a recent id replays without a resync.
+    let s = create(&h, "recent").await;
+    let recent = through_update(&mut witness, &s).await;
+    let from = recent[0].id.unwrap() - 1;
+    let mut back = Sse::open(&h, "/event", Some(from)).await;
+    back.next().await;
+    let replayed = through_update(&mut back, &s).await;
+    assert_eq!(
+        replayed.iter().map(|f| f.id).collect::<Vec<_>>(),
+        recent.iter().map(|f| f.id).collect::<Vec<_>>()
+    );
+}
