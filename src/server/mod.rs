@@ -5,6 +5,7 @@ mod auth;
 mod error;
 mod events;
 mod extract;
+pub mod openapi;
 mod routes;
 mod sse;
 

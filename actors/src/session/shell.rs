@@ -26,6 +26,7 @@ use crate::store::MessageWithParts;
 
 /// A shell command for a session, in OpenCode's `/session/:id/shell` body shape.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ShellInput {
     /// The agent the messages are recorded under.
     pub agent: String,

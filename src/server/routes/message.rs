@@ -14,17 +14,28 @@ use taskforce_agents::model::{Message, ModelRef};
 use super::super::AppState;
 use super::super::error::ApiError;
 use super::super::extract::{Body, Query, path_id};
+#[allow(unused_imports)]
+use super::super::openapi::ErrorBody;
 use super::global::to_value;
 use super::session::session_id;
 
 /// Query of `GET /session/:id/message`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
     /// Keep only the newest this many.
     limit: Option<usize>,
 }
 
 /// `GET /session/:id/message`: `[{info, parts}]`, oldest first.
+#[utoipa::path(
+    get,
+    path = "/session/{sessionID}/message",
+    operation_id = "session.messages",
+    summary = "Messages with their parts, oldest first",
+    params(("sessionID" = String, Path, description = "The session"), ListQuery),
+    responses((status = 200, body = Vec<MessageWithParts>), (status = 400, description = "Bad request: the message names the field", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody))
+)]
 pub async fn list(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -40,6 +51,14 @@ pub async fn list(
 }
 
 /// `GET /session/:id/message/:messageID`.
+#[utoipa::path(
+    get,
+    path = "/session/{sessionID}/message/{messageID}",
+    operation_id = "session.message",
+    summary = "One message with its parts",
+    params(("sessionID" = String, Path, description = "The session"), ("messageID" = String, Path, description = "The message")),
+    responses((status = 200, body = MessageWithParts), (status = 400, description = "Bad request: the message names the field", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody))
+)]
 pub async fn get(
     State(state): State<AppState>,
     Path((id, message)): Path<(String, String)>,
@@ -52,6 +71,15 @@ pub async fn get(
 
 /// `POST /session/:id/message`: prompts and answers `{info, parts}` of the final assistant
 /// message once the loop is done (the user message itself with `noReply`).
+#[utoipa::path(
+    post,
+    path = "/session/{sessionID}/message",
+    operation_id = "session.prompt",
+    summary = "Prompt and wait for the final assistant message",
+    params(("sessionID" = String, Path, description = "The session")),
+    request_body = PromptInput,
+    responses((status = 200, body = MessageWithParts), (status = 400, description = "Bad request: the message names the field", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody))
+)]
 pub async fn prompt(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -85,6 +113,15 @@ fn check_prompt(input: &PromptInput) -> Result<(), ApiError> {
 }
 
 /// `POST /session/:id/prompt_async`: queues the prompt and answers 204 at once.
+#[utoipa::path(
+    post,
+    path = "/session/{sessionID}/prompt_async",
+    operation_id = "session.prompt_async",
+    summary = "Prompt without waiting",
+    params(("sessionID" = String, Path, description = "The session")),
+    request_body = PromptInput,
+    responses((status = 204, description = "Queued"), (status = 400, description = "Bad request: the message names the field", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody))
+)]
 pub async fn prompt_async(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -96,7 +133,7 @@ pub async fn prompt_async(
 }
 
 /// Body of `POST /session/:id/command`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct CommandBody {
     /// The command's name, without `/`.
     command: String,
@@ -113,6 +150,15 @@ pub struct CommandBody {
 }
 
 /// `POST /session/:id/command`: runs a slash command and answers its final message.
+#[utoipa::path(
+    post,
+    path = "/session/{sessionID}/command",
+    operation_id = "session.command",
+    summary = "Run a slash command",
+    params(("sessionID" = String, Path, description = "The session")),
+    request_body = CommandBody,
+    responses((status = 200, body = MessageWithParts), (status = 400, description = "Bad request: the message names the field", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody))
+)]
 pub async fn command(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -144,6 +190,15 @@ pub async fn command(
 }
 
 /// `POST /session/:id/shell`: runs a command for the user; answers the assistant message.
+#[utoipa::path(
+    post,
+    path = "/session/{sessionID}/shell",
+    operation_id = "session.shell",
+    summary = "Run a shell command for the user",
+    params(("sessionID" = String, Path, description = "The session")),
+    request_body = ShellInput,
+    responses((status = 200, body = Message), (status = 400, description = "Bad request: the message names the field", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody), (status = 500, description = "The session is busy", body = ErrorBody))
+)]
 pub async fn shell(
     State(state): State<AppState>,
     Path(id): Path<String>,

@@ -1,9 +1,9 @@
 //! The route table (reference §5.2).
 
-mod global;
-mod message;
-mod permission;
-mod session;
+pub(crate) mod global;
+pub(crate) mod message;
+pub(crate) mod permission;
+pub(crate) mod session;
 
 use axum::Router;
 use axum::routing::{get, post};
@@ -15,6 +15,7 @@ use super::error::ApiError;
 pub(crate) fn all() -> Router<AppState> {
     Router::new()
         .route("/global/health", get(global::health))
+        .route("/doc", get(doc))
         .route("/global/event", get(global::global_events))
         .route("/event", get(global::events))
         .route("/agent", get(global::agents))
@@ -23,31 +24,42 @@ pub(crate) fn all() -> Router<AppState> {
         .route("/session", get(session::list).post(session::create))
         .route("/session/status", get(session::status))
         .route(
-            "/session/{id}",
+            "/session/{sessionID}",
             get(session::get)
                 .patch(session::update)
                 .delete(session::delete),
         )
-        .route("/session/{id}/children", get(session::children))
-        .route("/session/{id}/todo", get(session::todo))
-        .route("/session/{id}/tree", get(session::tree))
-        .route("/session/{id}/fork", post(session::fork))
-        .route("/session/{id}/abort", post(session::abort))
+        .route("/session/{sessionID}/children", get(session::children))
+        .route("/session/{sessionID}/todo", get(session::todo))
+        .route("/session/{sessionID}/tree", get(session::tree))
+        .route("/session/{sessionID}/fork", post(session::fork))
+        .route("/session/{sessionID}/abort", post(session::abort))
         .route(
-            "/session/{id}/message",
+            "/session/{sessionID}/message",
             get(message::list).post(message::prompt),
         )
-        .route("/session/{id}/prompt_async", post(message::prompt_async))
-        .route("/session/{id}/message/{message}", get(message::get))
-        .route("/session/{id}/command", post(message::command))
-        .route("/session/{id}/shell", post(message::shell))
         .route(
-            "/session/{id}/permissions/{permission}",
+            "/session/{sessionID}/prompt_async",
+            post(message::prompt_async),
+        )
+        .route(
+            "/session/{sessionID}/message/{messageID}",
+            get(message::get),
+        )
+        .route("/session/{sessionID}/command", post(message::command))
+        .route("/session/{sessionID}/shell", post(message::shell))
+        .route(
+            "/session/{sessionID}/permissions/{permissionID}",
             post(permission::respond),
         )
         .route("/permission", get(permission::list))
-        .route("/permission/{id}/reply", post(permission::reply))
+        .route("/permission/{requestID}/reply", post(permission::reply))
         .fallback(not_found)
+}
+
+/// `GET /doc`: the OpenAPI 3.1 document.
+async fn doc() -> axum::Json<utoipa::openapi::OpenApi> {
+    axum::Json(super::openapi::document())
 }
 
 async fn not_found(uri: axum::http::Uri) -> ApiError {

@@ -9,15 +9,24 @@ use taskforce_agents::id::PermissionId;
 use super::super::AppState;
 use super::super::error::ApiError;
 use super::super::extract::{Body, path_id};
+#[allow(unused_imports)]
+use super::super::openapi::ErrorBody;
 use super::session::session_id;
 
 /// `GET /permission`: every pending ask, oldest first.
+#[utoipa::path(
+    get,
+    path = "/permission",
+    operation_id = "permission.list",
+    summary = "Every pending permission ask",
+    responses((status = 200, body = Vec<PermissionRequest>))
+)]
 pub async fn list(State(state): State<AppState>) -> Json<Vec<PermissionRequest>> {
     Json(state.runtime.pending_permissions())
 }
 
 /// Body of `POST /permission/:id/reply`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct ReplyBody {
     reply: PermissionReply,
     /// With `reject`: a correction the model sees, and the loop continues.
@@ -25,6 +34,15 @@ pub struct ReplyBody {
 }
 
 /// `POST /permission/:id/reply`.
+#[utoipa::path(
+    post,
+    path = "/permission/{requestID}/reply",
+    operation_id = "permission.reply",
+    summary = "Answer a permission ask",
+    params(("requestID" = String, Path, description = "The ask")),
+    request_body = ReplyBody,
+    responses((status = 200, body = bool), (status = 400, description = "Bad request: the message names the field", body = ErrorBody), (status = 404, description = "No such pending ask", body = ErrorBody))
+)]
 pub async fn reply(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -35,12 +53,21 @@ pub async fn reply(
 }
 
 /// Body of the deprecated `POST /session/:id/permissions/:permissionID`.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
 pub struct RespondBody {
     response: PermissionReply,
 }
 
 /// `POST /session/:id/permissions/:permissionID` (deprecated form of reply).
+#[utoipa::path(
+    post,
+    path = "/session/{sessionID}/permissions/{permissionID}",
+    operation_id = "permission.respond",
+    summary = "Answer a permission ask (deprecated)",
+    params(("sessionID" = String, Path, description = "The session"), ("permissionID" = String, Path, description = "The ask")),
+    request_body = RespondBody,
+    responses((status = 200, body = bool), (status = 400, description = "Bad request: the message names the field", body = ErrorBody), (status = 404, description = "No such pending ask", body = ErrorBody))
+)]
 pub async fn respond(
     State(state): State<AppState>,
     Path((session, id)): Path<(String, String)>,

@@ -15,11 +15,22 @@ use taskforce_agents::permission::Rule;
 use super::super::AppState;
 use super::super::error::ApiError;
 use super::super::extract::{Body, OptionalBody, Query, path_id};
+#[allow(unused_imports)]
+use super::super::openapi::ErrorBody;
 use super::global::to_value;
 use super::{DirectoryQuery, check_directory};
+#[allow(unused_imports)]
+use std::collections::HashMap;
+#[allow(unused_imports)]
+use taskforce_actors::SessionTree;
+#[allow(unused_imports)]
+use taskforce_actors::bus::SessionStatus;
+#[allow(unused_imports)]
+use taskforce_agents::model::Todo;
 
 /// Query of `GET /session`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct ListQuery {
     directory: Option<String>,
     /// Only sessions without a parent.
@@ -33,6 +44,14 @@ pub struct ListQuery {
 }
 
 /// `GET /session`: sessions, most recently updated first.
+#[utoipa::path(
+    get,
+    path = "/session",
+    operation_id = "session.list",
+    summary = "Sessions, most recently updated first",
+    params(ListQuery),
+    responses((status = 200, body = Vec<Session>), (status = 400, description = "Bad request: the message names the field", body = ErrorBody))
+)]
 pub async fn list(
     State(state): State<AppState>,
     Query(q): Query<ListQuery>,
@@ -49,7 +68,7 @@ pub async fn list(
 }
 
 /// Body of `POST /session`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 pub struct CreateBody {
     #[serde(rename = "parentID")]
     parent_id: Option<SessionId>,
@@ -58,6 +77,15 @@ pub struct CreateBody {
 }
 
 /// `POST /session`: a new session (a child when `parentID` is given).
+#[utoipa::path(
+    post,
+    path = "/session",
+    operation_id = "session.create",
+    summary = "Create a session",
+    params(("directory" = Option<String>, Query, description = "The project directory (must be the served one)")),
+    request_body = Option<CreateBody>,
+    responses((status = 200, body = Session), (status = 400, description = "Bad request: the message names the field", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody))
+)]
 pub async fn create(
     State(state): State<AppState>,
     Query(q): Query<DirectoryQuery>,
@@ -73,6 +101,14 @@ pub async fn create(
 }
 
 /// `GET /session/status`: the status of every session that is not idle.
+#[utoipa::path(
+    get,
+    path = "/session/status",
+    operation_id = "session.status",
+    summary = "Status of every session that is not idle",
+    params(("directory" = Option<String>, Query, description = "The project directory (must be the served one)")),
+    responses((status = 200, body = HashMap<String, SessionStatus>))
+)]
 pub async fn status(
     State(state): State<AppState>,
     Query(q): Query<DirectoryQuery>,
@@ -87,6 +123,14 @@ pub(crate) fn session_id(raw: &str) -> Result<SessionId, ApiError> {
 }
 
 /// `GET /session/:id`.
+#[utoipa::path(
+    get,
+    path = "/session/{sessionID}",
+    operation_id = "session.get",
+    summary = "One session",
+    params(("sessionID" = String, Path, description = "The session")),
+    responses((status = 200, body = Session), (status = 400, description = "Bad request: the message names the field", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody))
+)]
 pub async fn get(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -95,19 +139,28 @@ pub async fn get(
 }
 
 /// Body of `PATCH /session/:id`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 pub struct UpdateBody {
     title: Option<String>,
     time: Option<UpdateTime>,
 }
 
 /// The `time` of a session patch.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 pub struct UpdateTime {
     archived: Option<u64>,
 }
 
 /// `PATCH /session/:id`: a new title or archive time.
+#[utoipa::path(
+    patch,
+    path = "/session/{sessionID}",
+    operation_id = "session.update",
+    summary = "Change a session's title or archive time",
+    params(("sessionID" = String, Path, description = "The session")),
+    request_body = UpdateBody,
+    responses((status = 200, body = Session), (status = 400, description = "Bad request: the message names the field", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody))
+)]
 pub async fn update(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -126,6 +179,14 @@ pub async fn update(
 }
 
 /// `DELETE /session/:id`: the session and its subtree.
+#[utoipa::path(
+    delete,
+    path = "/session/{sessionID}",
+    operation_id = "session.delete",
+    summary = "Delete a session and its subtree",
+    params(("sessionID" = String, Path, description = "The session")),
+    responses((status = 200, body = bool), (status = 400, description = "Bad request: the message names the field", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody))
+)]
 pub async fn delete(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -135,6 +196,14 @@ pub async fn delete(
 }
 
 /// `GET /session/:id/children`.
+#[utoipa::path(
+    get,
+    path = "/session/{sessionID}/children",
+    operation_id = "session.children",
+    summary = "The direct children of a session",
+    params(("sessionID" = String, Path, description = "The session")),
+    responses((status = 200, body = Vec<Session>), (status = 400, description = "Bad request: the message names the field", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody))
+)]
 pub async fn children(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -143,6 +212,14 @@ pub async fn children(
 }
 
 /// `GET /session/:id/todo`.
+#[utoipa::path(
+    get,
+    path = "/session/{sessionID}/todo",
+    operation_id = "session.todo",
+    summary = "The session's todo list",
+    params(("sessionID" = String, Path, description = "The session")),
+    responses((status = 200, body = Vec<Todo>), (status = 400, description = "Bad request: the message names the field", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody))
+)]
 pub async fn todo(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -153,6 +230,14 @@ pub async fn todo(
 }
 
 /// `GET /session/:id/tree` (ours): the subtree with status, agent and usage per node.
+#[utoipa::path(
+    get,
+    path = "/session/{sessionID}/tree",
+    operation_id = "session.tree",
+    summary = "The subtree with status, agent and usage per node (taskforce)",
+    params(("sessionID" = String, Path, description = "The session")),
+    responses((status = 200, body = SessionTree), (status = 400, description = "Bad request: the message names the field", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody))
+)]
 pub async fn tree(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -163,13 +248,22 @@ pub async fn tree(
 }
 
 /// Body of `POST /session/:id/fork`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Deserialize, utoipa::ToSchema)]
 pub struct ForkBody {
     #[serde(rename = "messageID")]
     message_id: Option<MessageId>,
 }
 
 /// `POST /session/:id/fork`: a copy of the messages before `messageID`.
+#[utoipa::path(
+    post,
+    path = "/session/{sessionID}/fork",
+    operation_id = "session.fork",
+    summary = "Copy the messages before `messageID` into a new session",
+    params(("sessionID" = String, Path, description = "The session")),
+    request_body = Option<ForkBody>,
+    responses((status = 200, body = Session), (status = 400, description = "Bad request: the message names the field", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody))
+)]
 pub async fn fork(
     State(state): State<AppState>,
     Path(id): Path<String>,
@@ -184,6 +278,14 @@ pub async fn fork(
 }
 
 /// `POST /session/:id/abort`: cancels the session's loop and its descendants'.
+#[utoipa::path(
+    post,
+    path = "/session/{sessionID}/abort",
+    operation_id = "session.abort",
+    summary = "Cancel the session's loop and its descendants'",
+    params(("sessionID" = String, Path, description = "The session")),
+    responses((status = 200, body = bool), (status = 400, description = "Bad request: the message names the field", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody))
+)]
 pub async fn abort(
     State(state): State<AppState>,
     Path(id): Path<String>,
