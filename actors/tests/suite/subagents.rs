@@ -334,7 +334,10 @@ async fn a_rejected_task_ask_is_permission_denied() {
     }
     let asked = asked.expect("the task call asked");
     assert_eq!(asked.permission, "task");
-    assert!(rt.reply_permission(&asked.id, PermissionReply::Reject, None));
+    assert!(
+        rt.reply_permission(&asked.id, PermissionReply::Reject, None)
+            .await
+    );
     tokio::time::timeout(Duration::from_secs(10), running)
         .await
         .unwrap()
