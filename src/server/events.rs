@@ -54,27 +54,20 @@ struct Ring {
 pub struct EventLog {
     ring: Arc<Mutex<Ring>>,
     live: broadcast::Sender<Item>,
+    /// The project directory as a JSON string, for `/global/event` frames.
+    directory: Arc<str>,
 }
 
 impl EventLog {
     /// Starts following every event of `runtime`, keeping the last `capacity` for replay.
     pub fn start(runtime: &Runtime, directory: String, capacity: usize) -> Self {
-        let (live, _) = broadcast::channel(capacity.max(16));
-        let log = EventLog {
-            ring: Arc::new(Mutex::new(Ring {
-                frames: VecDeque::with_capacity(capacity),
-                capacity: capacity.max(1),
-                last: 0,
-                lost_through: 0,
-            })),
-            live,
-        };
+        let log = EventLog::new(directory, capacity);
         let mut subscription = runtime.subscribe(Filter::All);
         let follower = log.clone();
         tokio::spawn(async move {
             while let Some(item) = subscription.next().await {
                 match item {
-                    BusItem::Event(envelope) => follower.push(&envelope, &directory),
+                    BusItem::Event(envelope) => follower.push(&envelope),
                     BusItem::Lagged(_) => follower.gap(),
                 }
             }
@@ -82,11 +75,30 @@ impl EventLog {
         log
     }
 
+    /// An empty log for `directory` keeping the last `capacity` events.
+    pub(crate) fn new(directory: String, capacity: usize) -> Self {
+        // The live channel is shorter than the ring: a client that falls behind it catches up
+        // from the ring, and only one that falls behind the ring too must resync.
+        let (live, _) = broadcast::channel(capacity.clamp(16, 1024));
+        EventLog {
+            ring: Arc::new(Mutex::new(Ring {
+                frames: VecDeque::with_capacity(capacity.min(16_384)),
+                capacity: capacity.max(1),
+                last: 0,
+                lost_through: 0,
+            })),
+            live,
+            directory: Arc::from(
+                serde_json::to_string(&directory).unwrap_or_else(|_| "\"\"".into()),
+            ),
+        }
+    }
+
     fn lock(&self) -> MutexGuard<'_, Ring> {
         self.ring.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    fn push(&self, envelope: &Envelope, directory: &str) {
+    pub(crate) fn push(&self, envelope: &Envelope) {
         let payload = match serde_json::to_string(&envelope.event) {
             Ok(json) => json,
             Err(e) => {
@@ -94,7 +106,7 @@ impl EventLog {
                 return;
             }
         };
-        let directory = serde_json::to_string(directory).unwrap_or_else(|_| "\"\"".into());
+        let directory = &self.directory;
         let frame = Arc::new(Frame {
             seq: envelope.seq,
             local: Bytes::from(format!("id: {}\ndata: {payload}\n\n", envelope.seq)),

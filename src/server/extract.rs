@@ -19,7 +19,7 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for Body<T> {
             let status = e.status();
             ApiError {
                 status,
-                name: "BadRequest",
+                name: rejection_name(status),
                 message: format!("request body: {}", e.body_text()),
             }
         })?;
@@ -38,13 +38,22 @@ impl<S: Send + Sync, T: DeserializeOwned + Default> FromRequest<S> for OptionalB
             .await
             .map_err(|e| ApiError {
                 status: e.status(),
-                name: "BadRequest",
+                name: rejection_name(e.status()),
                 message: format!("request body: {}", e.body_text()),
             })?;
         if bytes.iter().all(u8::is_ascii_whitespace) {
             return Ok(OptionalBody(T::default()));
         }
         parse_body(&bytes).map(OptionalBody)
+    }
+}
+
+/// `PayloadTooLarge` for 413, else `BadRequest`.
+fn rejection_name(status: axum::http::StatusCode) -> &'static str {
+    if status == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+        "PayloadTooLarge"
+    } else {
+        "BadRequest"
     }
 }
 

@@ -148,3 +148,76 @@ async fn next_frame(s: &mut State) -> Option<Bytes> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use futures::StreamExt;
+    use taskforce_actors::bus::{Envelope, Event};
+    use taskforce_agents::id::SessionId;
+
+    use super::*;
+
+    fn idle(seq: u64) -> Envelope {
+        Envelope {
+            seq,
+            event: Event::SessionIdle {
+                session_id: SessionId::new(),
+            },
+        }
+    }
+
+    fn ids(frames: &[Bytes]) -> Vec<Option<u64>> {
+        frames
+            .iter()
+            .map(|f| {
+                let text = std::str::from_utf8(f).unwrap();
+                text.strip_prefix("id: ")
+                    .and_then(|rest| rest.split('\n').next())
+                    .and_then(|n| n.parse().ok())
+            })
+            .collect()
+    }
+
+    #[tokio::test]
+    async fn a_client_behind_the_live_channel_catches_up_from_the_ring_without_a_gap() {
+        let log = EventLog::new("/p".into(), 100);
+        let mut stream = Box::pin(stream(&log, None, Flavor::Local, Duration::from_secs(60)));
+        // 50 events while the client reads nothing: more than the live channel holds (16).
+        for seq in 1..=50 {
+            log.push(&idle(seq));
+        }
+        let frames: Vec<Bytes> = (&mut stream).take(51).map(|f| f.unwrap()).collect().await;
+        assert!(
+            std::str::from_utf8(&frames[0])
+                .unwrap()
+                .contains("server.connected")
+        );
+        let expected: Vec<Option<u64>> = (1..=50).map(Some).collect();
+        assert_eq!(ids(&frames[1..]), expected);
+        // Live events continue after the catch-up, once each.
+        log.push(&idle(51));
+        let next = stream.next().await.unwrap().unwrap();
+        assert_eq!(ids(&[next]), [Some(51)]);
+    }
+
+    #[tokio::test]
+    async fn a_client_behind_the_ring_too_is_told_to_resync() {
+        let log = EventLog::new("/p".into(), 20);
+        let mut stream = Box::pin(stream(&log, None, Flavor::Global, Duration::from_secs(60)));
+        for seq in 1..=60 {
+            log.push(&idle(seq));
+        }
+        let connected = stream.next().await.unwrap().unwrap();
+        assert!(
+            std::str::from_utf8(&connected)
+                .unwrap()
+                .contains("server.connected")
+        );
+        let resync = stream.next().await.unwrap().unwrap();
+        let text = std::str::from_utf8(&resync).unwrap();
+        assert!(
+            text.starts_with("data: {\"payload\":{\"type\":\"server.resync\""),
+            "{text}"
+        );
+    }
+}

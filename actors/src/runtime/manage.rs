@@ -58,10 +58,14 @@ impl Runtime {
         let mut renamed: Vec<(MessageId, MessageId)> = Vec::new();
         let mut copies: Vec<Message> = Vec::new();
         let mut parts: Vec<Part> = Vec::new();
-        for m in messages
-            .into_iter()
-            .take_while(|m| before.is_none_or(|b| m.info.id() < b))
-        {
+        let end = match before {
+            Some(b) => messages
+                .iter()
+                .position(|m| m.info.id() == b)
+                .ok_or_else(|| RuntimeError::MessageNotFound(b.to_string()))?,
+            None => messages.len(),
+        };
+        for m in messages.into_iter().take(end) {
             let new_id = MessageId::new();
             renamed.push((m.info.id().clone(), new_id.clone()));
             let info = match m.info {

@@ -235,6 +235,10 @@ impl Runtime {
         if let Some(agent) = &input.agent {
             self.core.registry.require(agent)?;
         }
+        // An unknown model is the caller's mistake, reported now rather than by the loop.
+        if let Some(model) = &input.model {
+            self.core.providers.model(model)?;
+        }
         if input.no_reply {
             return self
                 .send_to_actor(session, || Exclusive(Job::Message(input.clone())))

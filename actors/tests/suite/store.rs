@@ -269,7 +269,7 @@ async fn every_type_round_trips() {
 }
 
 #[tokio::test]
-async fn messages_and_parts_come_back_in_id_order() {
+async fn messages_come_back_oldest_first_and_parts_in_id_order() {
     let (_dir, store) = open().await;
     let session = root("ordering", 1);
     store.put_session(&session).await.unwrap();

@@ -278,7 +278,10 @@ async fn a_body_over_the_limit_is_413() {
     let s = h.session_id().await;
     let path = format!("/session/{s}/message");
     let big = json!({"parts": [{"type": "text", "text": "x".repeat(4096)}]});
-    let message = h.post(&path, big.clone()).await.error(413, "BadRequest");
+    let message = h
+        .post(&path, big.clone())
+        .await
+        .error(413, "PayloadTooLarge");
     assert!(message.contains("request body"), "{message}");
     // Without a Content-Length (chunked) the limit holds too.
     let chunks: Vec<Result<Vec<u8>, std::io::Error>> = big
@@ -290,7 +293,7 @@ async fn a_body_over_the_limit_is_413() {
     let answer = h
         .post_raw(&path, reqwest::Body::wrap_stream(stream::iter(chunks)))
         .await;
-    answer.error(413, "BadRequest");
+    answer.error(413, "PayloadTooLarge");
     assert!(h.fake.requests().is_empty());
     // A small body passes.
     let answer = h.prompt(&s, "short").await;

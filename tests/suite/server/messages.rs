@@ -309,3 +309,54 @@ async fn a_running_shell_command_shows_busy_and_abort_stops_it() {
     h.poll("/session/status", |b| b == &json!({})).await;
     assert!(h.fake.requests().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn message_ids_in_opencodes_scheme_keep_the_history_in_order() {
+    let h = harness().start(answers("ok")).await;
+    let s = h.session_id().await;
+    // OpenCode's ascending ids (`msg_` + hex time + random) sort after taskforce's ULIDs, and a
+    // later one before an earlier one's reply would, if the store ordered by id.
+    for (id, text) in [
+        ("msg_9b1f3a7c2e01ABCDEFGHIJKLMN", "first"),
+        ("msg_9b1f3a7c2e02ABCDEFGHIJKLMN", "second"),
+    ] {
+        h.post(
+            &format!("/session/{s}/message"),
+            json!({"messageID": id, "parts": [{"type": "text", "text": text}]}),
+        )
+        .await
+        .ok();
+    }
+    let messages = h.messages(&s).await;
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| m["info"]["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["user", "assistant", "user", "assistant"]);
+    assert_eq!(text_of(&messages[0]), "first");
+    assert_eq!(text_of(&messages[2]), "second");
+    // The second model request saw the first exchange before the second question.
+    let second = &h.fake.requests()[1];
+    let body = serde_json::to_string(second.messages()).unwrap();
+    let first_at = body.find("first").unwrap();
+    let second_at = body.find("second").unwrap();
+    assert!(first_at < second_at, "{body}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unknown_model_is_400_before_anything_runs() {
+    let h = harness().start(answers("never")).await;
+    let s = h.session_id().await;
+    for path in ["message", "prompt_async"] {
+        let message = h
+            .post(
+                &format!("/session/{s}/{path}"),
+                json!({"model": {"providerID": "nope", "modelID": "x"}, "parts": [{"type": "text", "text": "hi"}]}),
+            )
+            .await
+            .error(400, "ProviderModelNotFoundError");
+        assert!(message.contains("nope"), "{message}");
+    }
+    assert!(h.messages(&s).await.is_empty());
+    assert!(h.fake.requests().is_empty());
+}

@@ -405,10 +405,14 @@ impl Store for SqliteStore {
         let context = format!("cannot read the messages of session {session}");
         // One statement, so one snapshot and one round trip to the database thread.
         let rows = sqlx::query(
-            "SELECT 0 AS kind, id, data FROM message WHERE session_id = ?1 \
+            // Messages by creation time, ties in the order they were first stored (upserts
+            // keep the rowid), so that client-chosen ids of another scheme (OpenCode's) cannot
+            // reorder the history; parts by id.
+            "SELECT 0 AS kind, time_created AS t, rowid AS ord, id, data FROM message \
+             WHERE session_id = ?1 \
              UNION ALL \
-             SELECT 1 AS kind, id, data FROM part WHERE session_id = ?1 \
-             ORDER BY kind, id",
+             SELECT 1 AS kind, 0 AS t, 0 AS ord, id, data FROM part WHERE session_id = ?1 \
+             ORDER BY kind, t, ord, id",
         )
         .bind(session.as_str())
         .fetch_all(&mut *self.readers.get().await)
