@@ -401,7 +401,10 @@ async fn openapi_a_permission_ask_validates() {
         "PermissionRequest",
         &serde_json::to_value(&pending[0]).unwrap(),
     );
-    assert!(rt.reply_permission(&pending[0].id, PermissionReply::Reject, None));
+    assert!(
+        rt.reply_permission(&pending[0].id, PermissionReply::Reject, None)
+            .await
+    );
     events.extend(
         events_until(
             &mut sub,
