@@ -403,7 +403,6 @@ impl Runtime {
         self.core.bus.publish(event);
     }
 
-
     /// Answers a pending permission ask; false when none is pending under that id. An "always"
     /// reply returns once its approvals are stored for the project.
     pub async fn reply_permission(
