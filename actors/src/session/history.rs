@@ -2,9 +2,10 @@
 
 use serde_json::Value;
 use taskforce_agents::id::MessageId;
-use taskforce_agents::model::{Message, PartKind, ToolState};
+use taskforce_agents::model::{Message, ModelRef, PartKind, ReasoningPart, ToolState};
 use taskforce_agents::provider::{ChatMessage, Content, Role};
 
+use super::processor::REASONING_PROVIDER;
 use crate::store::MessageWithParts;
 
 /// What an interrupted tool call reads as.
@@ -16,10 +17,12 @@ pub const CLEARED: &str = "[Old tool result content cleared]";
 /// What a compaction part reads as.
 const COMPACTION: &str = "What did we do so far?";
 
-/// Converts the history; user text newer than `queued_after` is wrapped as a queued message.
+/// Converts the history for a call to `model`; user text newer than `queued_after` is wrapped as
+/// a queued message. Reasoning keeps its provider signature only when `model` produced it.
 pub(crate) fn to_model_messages(
     messages: &[MessageWithParts],
     queued_after: Option<&MessageId>,
+    model: &ModelRef,
 ) -> Vec<ChatMessage> {
     let mut out = Vec::with_capacity(messages.len() * 2);
     for m in messages {
@@ -77,10 +80,15 @@ pub(crate) fn to_model_messages(
                 if a.error.is_some() && !(aborted && useful) {
                     continue;
                 }
+                let same_model = a.provider_id == model.provider_id && a.model_id == model.model_id;
                 let mut content = Vec::new();
                 let mut results = Vec::new();
                 for p in &m.parts {
                     match &p.kind {
+                        PartKind::Reasoning(r) => content.push(Content::Reasoning {
+                            text: r.text.clone(),
+                            signature: same_model.then(|| signature(r)).flatten(),
+                        }),
                         PartKind::Text(t) if !t.text.is_empty() => content.push(Content::Text {
                             text: t.text.clone(),
                         }),
@@ -110,7 +118,11 @@ pub(crate) fn to_model_messages(
                         _ => {}
                     }
                 }
-                if !content.is_empty() {
+                // Reasoning alone is no message.
+                if content
+                    .iter()
+                    .any(|c| !matches!(c, Content::Reasoning { .. }))
+                {
                     out.push(ChatMessage {
                         role: Role::Assistant,
                         content,
@@ -128,6 +140,16 @@ pub(crate) fn to_model_messages(
     out
 }
 
+/// The provider signature stored on a reasoning part.
+fn signature(r: &ReasoningPart) -> Option<String> {
+    r.metadata
+        .as_ref()?
+        .get(REASONING_PROVIDER)?
+        .get("signature")?
+        .as_str()
+        .map(str::to_string)
+}
+
 /// A user message that arrived while the agent was working (reference F22).
 fn queued(text: &str) -> String {
     format!(
@@ -140,14 +162,19 @@ mod tests {
     use serde_json::json;
     use taskforce_agents::id::SessionId;
     use taskforce_agents::model::{
-        AssistantError, AssistantMessage, CompactionPart, MessagePath, ModelRef, Part, PartKind,
-        StepStartPart, SubtaskPart, TextPart, ToolPart, ToolState, UserMessage,
+        AssistantError, AssistantMessage, CompactionPart, MessagePath, Part, PartKind,
+        ReasoningPart, StepStartPart, SubtaskPart, TextPart, ToolPart, ToolState, UserMessage,
     };
 
     use super::*;
 
     fn session() -> SessionId {
         SessionId::new()
+    }
+
+    /// The model the history is converted for (the one `assistant` messages come from).
+    fn model() -> ModelRef {
+        ModelRef::new("p", "m")
     }
 
     fn user(session: &SessionId, parts: Vec<PartKind>) -> MessageWithParts {
@@ -230,7 +257,7 @@ mod tests {
                 ],
             ),
         ];
-        let out = to_model_messages(&history, None);
+        let out = to_model_messages(&history, None, &model());
         assert_eq!(
             out.iter().map(|m| m.role).collect::<Vec<_>>(),
             [Role::User, Role::Assistant, Role::Tool]
@@ -260,7 +287,7 @@ mod tests {
                 vec![TextPart::new("half an answer").into()],
             ),
         ];
-        let out = to_model_messages(&history, None);
+        let out = to_model_messages(&history, None, &model());
         assert_eq!(out, [ChatMessage::text(Role::User, "hi")]);
     }
 
@@ -282,7 +309,7 @@ mod tests {
                 ],
             ),
         ];
-        let out = to_model_messages(&history, None);
+        let out = to_model_messages(&history, None, &model());
         assert_eq!(
             results(&out),
             [
@@ -311,7 +338,7 @@ mod tests {
             user(&s, vec![subtask.into()]),
             user(&s, vec![CompactionPart { auto: true }.into()]),
         ];
-        let out = to_model_messages(&history, None);
+        let out = to_model_messages(&history, None, &model());
         assert_eq!(
             out,
             [
@@ -335,7 +362,7 @@ mod tests {
                 TextPart::new("  ").into(),
             ],
         );
-        let out = to_model_messages(&[first, answer, queued], Some(&after));
+        let out = to_model_messages(&[first, answer, queued], Some(&after), &model());
         assert_eq!(out[0], ChatMessage::text(Role::User, "start"));
         let texts: Vec<String> = out[2]
             .content
@@ -356,6 +383,42 @@ mod tests {
     }
 
     #[test]
+    fn reasoning_keeps_its_signature_only_for_the_same_model() {
+        let s = session();
+        let mut thought = ReasoningPart::new("thinking hard", 1);
+        thought.metadata = json!({"anthropic": {"signature": "sig-1"}})
+            .as_object()
+            .cloned();
+        let history = vec![
+            user(&s, vec![TextPart::new("hi").into()]),
+            assistant(
+                &s,
+                None,
+                vec![thought.into(), TextPart::new("hello").into()],
+            ),
+            // Reasoning alone is no message.
+            assistant(&s, None, vec![ReasoningPart::new("only this", 1).into()]),
+        ];
+        let same = to_model_messages(&history, None, &model());
+        assert_eq!(same.len(), 2);
+        assert_eq!(
+            same[1].content[0],
+            Content::Reasoning {
+                text: "thinking hard".into(),
+                signature: Some("sig-1".into())
+            }
+        );
+        let other = to_model_messages(&history, None, &ModelRef::new("p", "other"));
+        assert_eq!(
+            other[1].content[0],
+            Content::Reasoning {
+                text: "thinking hard".into(),
+                signature: None
+            }
+        );
+    }
+
+    #[test]
     fn ignored_text_and_inlined_files_are_dropped() {
         let s = session();
         let mut ignored = TextPart::new("ignore me");
@@ -370,7 +433,7 @@ mod tests {
                     .into(),
             ],
         )];
-        let out = to_model_messages(&history, None);
+        let out = to_model_messages(&history, None, &model());
         assert_eq!(out.len(), 1);
         assert_eq!(out[0].content.len(), 2);
         assert!(matches!(&out[0].content[1], Content::File { mime, .. } if mime == "image/png"));

@@ -9,7 +9,9 @@ use taskforce_actors::store::MessageWithParts;
 use taskforce_actors::{PromptInput, Runtime};
 use taskforce_agents::model::{Message, PartKind, ToolState};
 use taskforce_agents::provider::Usage;
-use taskforce_agents::provider::fake_anthropic::{FakeAnthropic, RecordedRequest, Response};
+use taskforce_agents::provider::fake_anthropic::{
+    self as fa, FAKE_SIGNATURE, FakeAnthropic, RecordedRequest, Response,
+};
 
 use super::runtime::{Env, tool_parts};
 
@@ -212,6 +214,14 @@ async fn thinking_becomes_a_reasoning_part() {
         .collect();
     assert_eq!(reasoning.len(), 1);
     assert_eq!(reasoning[0].trim_end(), "The user greets me.");
+    let signature = answer.parts.iter().find_map(|p| match &p.kind {
+        PartKind::Reasoning(r) => r.metadata.clone(),
+        _ => None,
+    });
+    assert_eq!(
+        signature.map(Value::Object),
+        Some(json!({"anthropic": {"signature": FAKE_SIGNATURE}}))
+    );
     assert_eq!(texts(&answer), ["Hi!"]);
     let kinds: Vec<&str> = answer.parts.iter().map(|p| p.type_name()).collect();
     assert_eq!(kinds, ["step-start", "reasoning", "text", "step-finish"]);
@@ -265,4 +275,39 @@ async fn a_prompt_too_long_ends_in_context_overflow_without_retry() {
         "{as_json}"
     );
     assert!(retries(&answer).is_empty());
+}
+
+#[actix_rt::test]
+async fn thinking_before_a_tool_call_is_sent_back_signed() {
+    let (fake, count) = server(|_, req| {
+        if has_tool_result(req) {
+            return Response::text("Done.");
+        }
+        Response::Stream(vec![
+            fa::message_start(Usage::default()),
+            fa::thinking_start(0),
+            fa::thinking_delta(0, "I need the notes."),
+            fa::signature_delta(0, "sig-abc"),
+            fa::block_stop(0),
+            fa::tool_use_start(1, "toolu_9", "read"),
+            fa::input_json_delta(1, r#"{"filePath":"notes.txt"}"#),
+            fa::block_stop(1),
+            fa::message_delta("tool_use", 12),
+            fa::message_stop(),
+        ])
+    })
+    .await;
+    let env = env(&fake);
+    let rt = env.runtime().await;
+    let answer = ask(&rt, "read the notes").await;
+    assert_eq!(count.load(Ordering::SeqCst), 2);
+    assert_eq!(texts(&answer), ["Done."]);
+    let second = &fake.requests()[1];
+    let assistant = &second.messages()[1]["content"];
+    assert_eq!(
+        assistant[0],
+        json!({"type": "thinking", "thinking": "I need the notes.", "signature": "sig-abc"})
+    );
+    assert_eq!(assistant[1]["type"], "tool_use");
+    assert_eq!(assistant[1]["id"], "toolu_9");
 }

@@ -4,8 +4,9 @@
 //! `anthropic-version: 2023-06-01`, read as server-sent events and turned into
 //! [`ModelEvent`](super::ModelEvent)s:
 //!
-//! - `text_delta` → `TextDelta`; `thinking_delta` → `ReasoningDelta` (signatures and redacted
-//!   thinking are not kept).
+//! - `text_delta` → `TextDelta`; `thinking_delta` → `ReasoningDelta`; `signature_delta` →
+//!   `ReasoningSignature` (stored on the reasoning part and sent back as a signed `thinking`
+//!   block, which extended thinking with tools requires). Redacted thinking is not kept.
 //! - a `tool_use` block → `ToolCallStart` when it opens, its `input_json_delta` pieces gathered,
 //!   and one complete `ToolCall` when it closes (no pieces → the block's own `input`, else `{}`).
 //! - `message_start` / `message_delta` usage → `Usage`, just before `Finish` at `message_stop`:

@@ -103,7 +103,8 @@ fn messages(request: &ModelRequest) -> Vec<Value> {
     trim_prefill(&mut wire);
     let start = wire.len().saturating_sub(CACHED_MESSAGES);
     for (_, blocks) in &mut wire[start..] {
-        if let Some(last) = blocks.last_mut() {
+        // Thinking blocks cannot carry a cache mark; the last block that can gets it.
+        if let Some(last) = blocks.iter_mut().rev().find(|b| b["type"] != "thinking") {
             mark(last);
         }
     }
@@ -167,6 +168,16 @@ fn blocks(message: &ChatMessage) -> (&'static str, Vec<Value>) {
                 "input": tool_input(input),
             })),
             Content::ToolCall { .. } => None,
+            // Thinking goes back only with its signature, which the API checks.
+            Content::Reasoning {
+                text,
+                signature: Some(signature),
+            } if role == "assistant" => Some(json!({
+                "type": "thinking",
+                "thinking": text,
+                "signature": signature,
+            })),
+            Content::Reasoning { .. } => None,
             Content::ToolResult {
                 call_id,
                 output,
@@ -424,6 +435,67 @@ mod tests {
         };
         let b = body("m", &request);
         assert_eq!(b["messages"][1]["content"][0]["text"], "Stop now.");
+    }
+
+    #[test]
+    fn signed_reasoning_goes_back_as_thinking() {
+        let request = ModelRequest {
+            messages: vec![
+                ChatMessage::text(Role::User, "hi"),
+                ChatMessage {
+                    role: Role::Assistant,
+                    content: vec![
+                        Content::Reasoning {
+                            text: "hmm".into(),
+                            signature: Some("sig".into()),
+                        },
+                        Content::Reasoning {
+                            text: "unsigned".into(),
+                            signature: None,
+                        },
+                        call("toolu_1"),
+                    ],
+                },
+                ChatMessage {
+                    role: Role::Tool,
+                    content: vec![result("toolu_1", "ok", false)],
+                },
+            ],
+            ..ModelRequest::default()
+        };
+        let b = body("m", &request);
+        let assistant = &b["messages"][1]["content"];
+        assert_eq!(
+            assistant[0],
+            json!({"type": "thinking", "thinking": "hmm", "signature": "sig"})
+        );
+        assert_eq!(assistant[1]["type"], "tool_use");
+        assert_eq!(assistant[1]["cache_control"], json!({"type": "ephemeral"}));
+        assert_eq!(assistant.as_array().map(Vec::len), Some(2));
+        // A message of thinking alone gets no mark (the API refuses one there).
+        let request = ModelRequest {
+            messages: vec![
+                ChatMessage::text(Role::User, "hi"),
+                ChatMessage {
+                    role: Role::Assistant,
+                    content: vec![Content::Reasoning {
+                        text: "x".into(),
+                        signature: Some("s".into()),
+                    }],
+                },
+            ],
+            ..ModelRequest::default()
+        };
+        let b = body("m", &request);
+        assert!(
+            b["messages"][1]["content"][0]
+                .get("cache_control")
+                .is_none()
+        );
+        assert_eq!(
+            b["messages"][0]["content"][0]["cache_control"]["type"],
+            "ephemeral"
+        );
     }
 
     #[test]

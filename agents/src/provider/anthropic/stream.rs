@@ -103,7 +103,11 @@ enum BlockDelta {
         #[serde(default)]
         partial_json: String,
     },
-    /// `signature_delta`, `citations_delta` and anything newer.
+    SignatureDelta {
+        #[serde(default)]
+        signature: String,
+    },
+    /// `citations_delta` and anything newer.
     #[serde(other)]
     Other,
 }
@@ -216,6 +220,9 @@ impl Decoder {
                 }
                 BlockDelta::ThinkingDelta { thinking } if !thinking.is_empty() => {
                     out.push_back(ModelEvent::ReasoningDelta(thinking));
+                }
+                BlockDelta::SignatureDelta { signature } if !signature.is_empty() => {
+                    out.push_back(ModelEvent::ReasoningSignature(signature));
                 }
                 BlockDelta::InputJsonDelta { partial_json } => {
                     if let Some(call) = self.calls.get_mut(&index) {
@@ -493,6 +500,7 @@ mod tests {
             vec![
                 ModelEvent::ReasoningDelta("Let me ".into()),
                 ModelEvent::ReasoningDelta("think.".into()),
+                ModelEvent::ReasoningSignature("EqQBCgIYAhIM".into()),
                 ModelEvent::TextDelta("Hel".into()),
                 ModelEvent::TextDelta("lo".into()),
                 ModelEvent::Usage(Usage {

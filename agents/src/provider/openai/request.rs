@@ -81,7 +81,7 @@ fn push_message(out: &mut Vec<Value>, message: &ChatMessage) {
                         "tool_call_id": call_id,
                         "content": output,
                     })),
-                    Content::ToolCall { .. } => {}
+                    Content::ToolCall { .. } | Content::Reasoning { .. } => {}
                     other => rest.push(other),
                 }
             }
