@@ -16,7 +16,7 @@ mod writer;
 
 pub use actor::{Cancel, Exclusive, IsBusy, Prompt, Seed, SessionActor, Shutdown, Subtask};
 pub use exclusive::Job;
-pub use history::{INTERRUPTED, SUBTASK_BY_USER};
+pub use history::{CLEARED, INTERRUPTED, SUBTASK_BY_USER};
 pub use input::{PartInput, PromptInput};
 pub use shell::ShellInput;
 pub use step::MAX_STEPS;

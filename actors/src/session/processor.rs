@@ -38,6 +38,17 @@ const MAX_RETRY_DELAY: std::time::Duration = std::time::Duration::from_secs(30);
 /// How many identical consecutive tool calls count as a doom loop (reference S14).
 const DOOM_LOOP_THRESHOLD: usize = 3;
 
+/// The key of a reasoning part's metadata holding its provider signature (as OpenCode stores
+/// the AI SDK's provider metadata: `{"anthropic": {"signature": …}}`).
+pub(crate) const REASONING_PROVIDER: &str = "anthropic";
+
+/// The metadata value recording a reasoning signature.
+fn signed(signature: String) -> Value {
+    let mut m = Map::new();
+    m.insert("signature".into(), Value::String(signature));
+    Value::Object(m)
+}
+
 /// Token counts of a model call as OpenCode's message tokens.
 pub(super) fn tokens(usage: &Usage) -> Tokens {
     Tokens {
@@ -196,6 +207,17 @@ impl Processor {
                     }
                     Some(Ok(ModelEvent::ReasoningDelta(delta))) => {
                         self.stream_text(&mut reasoning, delta, true).await;
+                    }
+                    Some(Ok(ModelEvent::ReasoningSignature(signature))) => {
+                        if let Some(streaming) = &reasoning {
+                            streaming.part.update(|p| {
+                                if let PartKind::Reasoning(r) = &mut p.kind {
+                                    r.metadata
+                                        .get_or_insert_with(Map::new)
+                                        .insert(REASONING_PROVIDER.into(), signed(signature));
+                                }
+                            });
+                        }
                     }
                     Some(Ok(ModelEvent::ToolCallStart { id, name })) => {
                         // Pending lasts until the arguments are in: published, not written.

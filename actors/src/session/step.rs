@@ -117,7 +117,7 @@ pub(crate) async fn run_step(
     } else {
         None
     };
-    let mut history = to_model_messages(messages, queued_after.as_ref());
+    let mut history = to_model_messages(messages, queued_after.as_ref(), &model_ref);
     if agent.steps.is_some_and(|max| step >= max) {
         history.push(ChatMessage::text(Role::Assistant, MAX_STEPS));
     }

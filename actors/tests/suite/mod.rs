@@ -1,3 +1,4 @@
+mod anthropic;
 mod bus;
 mod commands;
 mod generate;

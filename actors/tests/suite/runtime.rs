@@ -23,19 +23,20 @@ pub struct Env {
 
 impl Env {
     pub fn new(base_url: &str, extra: &str) -> Env {
+        Env::with_config(&format!(
+            "model = \"fake/gpt-test\"\n\n[provider.fake]\ntype = \"openai\"\nbase_url = \"{base_url}\"\napi_key = \"sk-test\"\n{extra}"
+        ))
+    }
+
+    /// A project whose `taskforce.toml` is `config`.
+    pub fn with_config(config: &str) -> Env {
         let dir = tempfile::tempdir().unwrap();
         let project = dir.path().join("project");
         let home = dir.path().join("home");
         std::fs::create_dir_all(project.join(".git")).unwrap();
         std::fs::create_dir_all(&home).unwrap();
         std::fs::write(project.join("notes.txt"), "hello from the project\n").unwrap();
-        std::fs::write(
-            project.join("taskforce.toml"),
-            format!(
-                "model = \"fake/gpt-test\"\n\n[provider.fake]\ntype = \"openai\"\nbase_url = \"{base_url}\"\napi_key = \"sk-test\"\n{extra}"
-            ),
-        )
-        .unwrap();
+        std::fs::write(project.join("taskforce.toml"), config).unwrap();
         Env {
             data: dir.path().join("data"),
             project,

@@ -81,14 +81,14 @@ impl RecordedRequest {
         self.messages().last()?.get("role")?.as_str()
     }
 
-    /// The names of the offered tools.
+    /// The names of the offered tools (OpenAI's `function.name`, or Anthropic's `name`).
     pub fn tool_names(&self) -> Vec<&str> {
         self.body["tools"]
             .as_array()
             .map(|tools| {
                 tools
                     .iter()
-                    .filter_map(|t| t["function"]["name"].as_str())
+                    .filter_map(|t| t["function"]["name"].as_str().or(t["name"].as_str()))
                     .collect()
             })
             .unwrap_or_default()
@@ -169,7 +169,7 @@ impl Response {
                 chunks
                     .into_iter()
                     .flat_map(|c| match c {
-                        Chunk::Data(_) => vec![Chunk::Sleep(delay), c],
+                        Chunk::Data(_) | Chunk::Frame(_) => vec![Chunk::Sleep(delay), c],
                         other => vec![other],
                     })
                     .collect(),
@@ -188,7 +188,7 @@ impl Response {
                     if sent == k {
                         break;
                     }
-                    if matches!(c, Chunk::Data(_)) {
+                    if matches!(c, Chunk::Data(_) | Chunk::Frame(_)) {
                         sent += 1;
                     }
                     out.push(c);
@@ -206,6 +206,8 @@ impl Response {
 pub enum Chunk {
     /// A frame `data: <payload>\n\n`.
     Data(String),
+    /// A whole server-sent-event frame written as is (`event: …\ndata: …\n\n`).
+    Frame(String),
     /// Wait before the next step.
     Sleep(Duration),
     /// Send nothing more and keep the connection open until the client closes it.
@@ -651,13 +653,15 @@ async fn write_stream(
         }
         match chunk {
             Chunk::Data(payload) => {
-                let frame = format!("data: {payload}\n\n");
-                let bytes = format!("{:x}\r\n{frame}\r\n", frame.len());
-                let written = async {
-                    writer.write_all(bytes.as_bytes()).await?;
-                    writer.flush().await
-                };
-                if written.await.is_err() {
+                if write_frame(writer, &format!("data: {payload}\n\n"))
+                    .await
+                    .is_err()
+                {
+                    return Outcome::ClientGone;
+                }
+            }
+            Chunk::Frame(frame) => {
+                if write_frame(writer, &frame).await.is_err() {
                     return Outcome::ClientGone;
                 }
             }
@@ -683,6 +687,13 @@ async fn write_stream(
     }
 }
 
+/// Writes one frame as one HTTP chunk.
+async fn write_frame(writer: &mut OwnedWriteHalf, frame: &str) -> std::io::Result<()> {
+    let bytes = format!("{:x}\r\n{frame}\r\n", frame.len());
+    writer.write_all(bytes.as_bytes()).await?;
+    writer.flush().await
+}
+
 /// The reason phrase of a status.
 fn reason(status: u16) -> &'static str {
     match status {
@@ -698,6 +709,7 @@ fn reason(status: u16) -> &'static str {
         502 => "Bad Gateway",
         503 => "Service Unavailable",
         504 => "Gateway Timeout",
+        529 => "Overloaded",
         _ => "Status",
     }
 }

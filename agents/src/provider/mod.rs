@@ -1,19 +1,23 @@
 //! Model providers: the `LanguageModel` trait, the provider-neutral request and event types,
-//! and the adapters (`openai`, `scripted`), the [`Providers`] registry built from the
-//! configuration, [`cost`] accounting, and [`fake_openai`], a local fake endpoint for tests.
+//! and the adapters (`openai`, `anthropic`, `scripted`), the [`Providers`] registry built from
+//! the configuration, [`cost`] accounting, and [`fake_openai`] / [`fake_anthropic`], local fake
+//! endpoints for tests.
 //!
 //! A model call is `LanguageModel::stream(request)`: a stream of [`ModelEvent`]s ending with
 //! [`ModelEvent::Finish`]. Dropping the stream cancels the call (an HTTP adapter drops its
 //! connection).
 
+pub mod anthropic;
 mod cost;
 mod error;
+pub mod fake_anthropic;
 pub mod fake_openai;
 pub mod openai;
 mod registry;
 pub mod scripted;
 mod types;
 
+pub use anthropic::{AnthropicModel, AnthropicProvider, AnthropicSettings};
 pub use cost::cost;
 pub use openai::{OpenAiModel, OpenAiProvider, OpenAiSettings};
 pub use registry::{DEFAULT_SCRIPT, Providers, SCRIPTED_PROVIDER};

@@ -24,8 +24,8 @@
 //!
 //! The model id sent is the one this instance was made for (`ModelRequest::model` is not read).
 
-mod errors;
-mod request;
+pub(super) mod errors;
+pub(super) mod request;
 mod stream;
 
 use std::collections::BTreeMap;
@@ -258,7 +258,7 @@ impl LanguageModel for OpenAiModel {
 }
 
 /// A reqwest error with its causes, which hold the useful part ("connection refused").
-fn describe(error: &reqwest::Error) -> String {
+pub(super) fn describe(error: &reqwest::Error) -> String {
     let mut message = error.to_string();
     let mut source = std::error::Error::source(error);
     while let Some(cause) = source {

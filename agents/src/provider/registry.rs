@@ -1,11 +1,10 @@
 //! The configured providers and the models they serve.
 //!
-//! [`Providers::new`] reads `[provider.*]` of the configuration once: OpenAI-compatible
-//! providers get their HTTP client and key (from `api_key`, or the environment variable named by
-//! `api_key_env`, looked up in the given map), scripted providers load their script. A provider
-//! whose setup failed for a reason that only matters when it is used (a missing key variable, the
-//! `anthropic` kind that has no adapter yet) does not fail the whole set: asking it for a model
-//! returns that error. A script that cannot be loaded or a malformed header does fail it.
+//! [`Providers::new`] reads `[provider.*]` of the configuration once: OpenAI-compatible and
+//! Anthropic providers get their HTTP client and key (from `api_key`, or the environment variable
+//! named by `api_key_env`, looked up in the given map), scripted providers load their script. A
+//! provider whose setup failed for a reason that only matters when it is used (a missing key
+//! variable) does not fail the whole set: asking it for a model returns that error. A script that cannot be loaded or a malformed header does fail it.
 //!
 //! When the configuration has no `[provider.scripted]`, a provider `scripted` playing the
 //! built-in `demo` script is added, so `scripted/<anything>` works offline. A scripted provider
@@ -20,6 +19,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use indexmap::IndexMap;
 
+use super::anthropic::{AnthropicModel, AnthropicProvider};
 use super::cost::cost;
 use super::openai::{OpenAiModel, OpenAiProvider};
 use super::scripted::{BUILTIN_SCRIPTS, Script, ScriptedModel};
@@ -37,6 +37,8 @@ pub const DEFAULT_SCRIPT: &str = "demo";
 enum Entry {
     /// An OpenAI-compatible endpoint.
     OpenAi(Arc<OpenAiProvider>),
+    /// Anthropic's Messages API.
+    Anthropic(Arc<AnthropicProvider>),
     /// A scripted model; when `by_model`, a model id naming a built-in script plays that script.
     Scripted {
         /// The configured (or default) script.
@@ -87,13 +89,17 @@ impl Providers {
                     }
                     Err(e) => return Err(e),
                 },
-                ProviderKind::Anthropic => Entry::Unavailable(ProviderError::Config {
-                    provider: id.clone(),
-                    message: "the anthropic adapter is not available yet; use an \
-                              OpenAI-compatible endpoint (type = \"openai\") or the scripted \
-                              provider"
-                        .into(),
-                }),
+                ProviderKind::Anthropic => {
+                    match AnthropicProvider::from_config(id, provider, env) {
+                        Ok(p) => Entry::Anthropic(Arc::new(p)),
+                        Err(e @ ProviderError::Config { .. })
+                            if AnthropicProvider::is_missing_key(provider, env) =>
+                        {
+                            Entry::Unavailable(e)
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
                 ProviderKind::Scripted => {
                     let spec = provider.script.as_deref().unwrap_or(DEFAULT_SCRIPT);
                     let script = Script::load(spec).map_err(|e| ProviderError::Config {
@@ -137,6 +143,9 @@ impl Providers {
         let model: Arc<dyn LanguageModel> = match self.entries.get(&m.provider_id) {
             Some(Entry::OpenAi(provider)) => {
                 Arc::new(OpenAiModel::new(provider.clone(), m.model_id.clone()))
+            }
+            Some(Entry::Anthropic(provider)) => {
+                Arc::new(AnthropicModel::new(provider.clone(), m.model_id.clone()))
             }
             Some(Entry::Scripted { script, by_model }) => {
                 let named = (*by_model && BUILTIN_SCRIPTS.contains(&m.model_id.as_str()))
@@ -183,7 +192,7 @@ impl Providers {
     pub fn is_available(&self, id: &str) -> bool {
         matches!(
             self.entries.get(id),
-            Some(Entry::OpenAi(_) | Entry::Scripted { .. })
+            Some(Entry::OpenAi(_) | Entry::Anthropic(_) | Entry::Scripted { .. })
         )
     }
 }

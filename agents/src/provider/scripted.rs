@@ -208,7 +208,7 @@ fn input_chars(request: &ModelRequest) -> usize {
         .iter()
         .flat_map(|m| &m.content)
         .map(|c| match c {
-            Content::Text { text } => text.chars().count(),
+            Content::Text { text } | Content::Reasoning { text, .. } => text.chars().count(),
             Content::File { url, .. } => url.len().min(4000),
             Content::ToolCall { name, input, .. } => name.len() + input.to_string().len(),
             Content::ToolResult { output, .. } => output.chars().count(),

@@ -51,6 +51,15 @@ pub enum Content {
         /// The arguments.
         input: Value,
     },
+    /// The model's reasoning (assistant messages); adapters that cannot send it back skip it.
+    Reasoning {
+        /// The reasoning text.
+        text: String,
+        /// The provider's signature of it (Anthropic's thinking blocks), when the reasoning
+        /// came from the model being called.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        signature: Option<String>,
+    },
     /// The result of a tool call (tool messages).
     ToolResult {
         /// The call this answers.
@@ -184,6 +193,9 @@ pub enum ModelEvent {
     TextDelta(String),
     /// More reasoning text.
     ReasoningDelta(String),
+    /// The signature of the reasoning streamed so far (Anthropic's `signature_delta`), to be
+    /// sent back with it in later requests.
+    ReasoningSignature(String),
     /// The model started a tool call; its arguments follow.
     ToolCallStart {
         /// The provider's call id.

@@ -1,3 +1,4 @@
+mod anthropic;
 mod commands;
 mod config;
 mod fixture;

@@ -1075,7 +1075,8 @@ type = "anthropic"
         .model(&ModelRef::new("claude", "sonnet"))
         .err()
         .unwrap();
-    assert!(err.to_string().contains("anthropic"), "{err}");
+    assert!(err.to_string().contains("ANTHROPIC_API_KEY"), "{err}");
+    assert!(!providers.is_available("claude"));
 
     assert_eq!(
         providers.ids().collect::<Vec<_>>(),

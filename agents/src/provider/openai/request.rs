@@ -81,7 +81,7 @@ fn push_message(out: &mut Vec<Value>, message: &ChatMessage) {
                         "tool_call_id": call_id,
                         "content": output,
                     })),
-                    Content::ToolCall { .. } => {}
+                    Content::ToolCall { .. } | Content::Reasoning { .. } => {}
                     other => rest.push(other),
                 }
             }
@@ -179,7 +179,7 @@ fn arguments(input: &Value) -> String {
 }
 
 /// Whether a file of this MIME type is text a model can read inline.
-fn is_textual(mime: &str) -> bool {
+pub(in crate::provider) fn is_textual(mime: &str) -> bool {
     let mime = mime.split(';').next().unwrap_or("").trim();
     mime.starts_with("text/")
         || matches!(
@@ -195,7 +195,7 @@ fn is_textual(mime: &str) -> bool {
 }
 
 /// The text of a `data:` URL (base64 or plain), when it is UTF-8.
-fn data_url_text(url: &str) -> Option<String> {
+pub(in crate::provider) fn data_url_text(url: &str) -> Option<String> {
     let rest = url.strip_prefix("data:")?;
     let (meta, data) = rest.split_once(',')?;
     if meta.ends_with(";base64") {
