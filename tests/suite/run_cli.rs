@@ -8,7 +8,7 @@ fn configure(s: &Sandbox, base_url: &str) {
     s.file(
         "taskforce.toml",
         &format!(
-            "model = \"fake/gpt-test\"\n[provider.fake]\ntype = \"openai\"\nbase_url = \"{base_url}\"\napi_key = \"sk-test\"\n"
+            "model = \"fake/gpt-test\"\nsmall_model = \"scripted/echo\"\n[provider.fake]\ntype = \"openai\"\nbase_url = \"{base_url}\"\napi_key = \"sk-test\"\n"
         ),
     );
 }

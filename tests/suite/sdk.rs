@@ -71,7 +71,7 @@ async fn opencode_sdk_v2_drives_a_subagent_flow_against_taskforce_serve() {
     std::fs::write(
         project.join("taskforce.toml"),
         format!(
-            "model = \"fake/gpt-test\"\n\n[provider.fake]\ntype = \"openai\"\nbase_url = \"{}\"\napi_key = \"sk-test\"\n\n[permission]\nbash = \"ask\"\n",
+            "model = \"fake/gpt-test\"\nsmall_model = \"scripted/echo\"\n\n[provider.fake]\ntype = \"openai\"\nbase_url = \"{}\"\napi_key = \"sk-test\"\n\n[permission]\nbash = \"ask\"\n",
             fake.base_url()
         ),
     )

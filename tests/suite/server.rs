@@ -78,7 +78,7 @@ impl Builder {
         std::fs::write(
             project.join("taskforce.toml"),
             format!(
-                "model = \"fake/gpt-test\"\n{}\n[provider.fake]\ntype = \"openai\"\nbase_url = \"{}\"\napi_key = \"sk-test-secret\"\n",
+                "model = \"fake/gpt-test\"\nsmall_model = \"scripted/echo\"\n{}\n[provider.fake]\ntype = \"openai\"\nbase_url = \"{}\"\napi_key = \"sk-test-secret\"\n",
                 self.config,
                 fake.base_url()
             ),

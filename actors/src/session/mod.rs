@@ -12,6 +12,7 @@ mod run;
 mod shell;
 mod step;
 mod subtask;
+mod title;
 mod writer;
 
 pub use actor::{Cancel, Exclusive, IsBusy, Prompt, Seed, SessionActor, Shutdown, Subtask};
@@ -21,6 +22,7 @@ pub use input::{PartInput, PromptInput};
 pub use shell::ShellInput;
 pub use step::MAX_STEPS;
 pub use subtask::SUMMARIZE;
+pub use title::{TITLE_REQUEST, clean_title, is_default_title};
 
 pub(crate) use actor::Reply;
 pub(crate) use environment::civil_from_days as civil_date;

@@ -10,6 +10,7 @@ use tracing::Instrument;
 use super::actor::{LoopState, lock};
 use super::step::{StepOutcome, run_step};
 use super::subtask::{pending_subtask, run_subtask};
+use super::title::ensure_title;
 use super::{PromptInput, Writer, create_user_message};
 use crate::RuntimeError;
 use crate::bus::{Event, SessionStatus};
@@ -151,6 +152,7 @@ async fn drive(
     unsaved: &mut bool,
 ) -> Result<MessageWithParts, RuntimeError> {
     let mut step = 0u32;
+    let mut titled = false;
     loop {
         let queued: Vec<PromptInput> = lock(state).queue.drain(..).collect();
         for input in queued {
@@ -158,6 +160,10 @@ async fn drive(
             let user =
                 create_user_message(core, writer, session, Some(messages), new, input).await?;
             messages.push(user);
+        }
+        if !titled {
+            titled = true;
+            ensure_title(core, session, messages);
         }
         if token.is_cancelled() {
             return Err(RuntimeError::Cancelled);

@@ -19,6 +19,7 @@ use super::runtime::{Env, tool_parts};
 fn env(fake: &FakeAnthropic) -> Env {
     Env::with_config(&format!(
         r#"model = "claude/claude-test"
+small_model = "scripted/echo"
 
 [provider.claude]
 type = "anthropic"

@@ -9,3 +9,4 @@ mod retries;
 mod runtime;
 mod store;
 mod subagents;
+mod titles;

@@ -24,7 +24,7 @@ pub struct Env {
 impl Env {
     pub fn new(base_url: &str, extra: &str) -> Env {
         Env::with_config(&format!(
-            "model = \"fake/gpt-test\"\n\n[provider.fake]\ntype = \"openai\"\nbase_url = \"{base_url}\"\napi_key = \"sk-test\"\n{extra}"
+            "model = \"fake/gpt-test\"\nsmall_model = \"scripted/echo\"\n\n[provider.fake]\ntype = \"openai\"\nbase_url = \"{base_url}\"\napi_key = \"sk-test\"\n{extra}"
         ))
     }
 

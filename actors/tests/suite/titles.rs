@@ -1,0 +1,141 @@
+//! Session titles (reference §8.4, F24): the hidden title agent names a root session on the
+//! small model after its first real message; children and named sessions keep their titles.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use taskforce_actors::PromptInput;
+use taskforce_actors::bus::{BusItem, Event, Filter};
+use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+
+use super::runtime::{Env, is_child, task_call};
+
+fn env(fake: &FakeOpenAi) -> Env {
+    Env::with_config(&format!(
+        "model = \"fake/gpt-test\"\nsmall_model = \"fake/small-model\"\n\n[provider.fake]\ntype = \"openai\"\nbase_url = \"{}\"\napi_key = \"sk-test\"\n",
+        fake.base_url()
+    ))
+}
+
+fn is_title(req: &RecordedRequest) -> bool {
+    req.body["model"] == "small-model"
+}
+
+fn model(req: &RecordedRequest) -> Response {
+    if is_title(req) {
+        Response::text("<think>the user wants a fix</think>\n\n  Login bug fix  \nsecond line")
+    } else if !is_child(req) && req.last_role() == Some("user") && req.contains("delegate") {
+        task_call(r#"{"description":"Look around","prompt":"look","subagent_type":"explore"}"#)
+    } else {
+        Response::text("done")
+    }
+}
+
+async fn title_update(sub: &mut taskforce_actors::bus::Subscription) -> String {
+    tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(item) = sub.next().await {
+            if let BusItem::Event(e) = item
+                && let Event::SessionUpdated { info } = &e.event
+                && !info.title.starts_with("New session")
+            {
+                return info.title.clone();
+            }
+        }
+        panic!("the bus ended");
+    })
+    .await
+    .expect("a titled session.updated")
+}
+
+#[actix_rt::test]
+async fn a_root_session_is_named_by_the_title_agent_on_the_small_model() {
+    let fake = FakeOpenAi::start(model).await.unwrap();
+    let env = env(&fake);
+    let rt = env.runtime().await;
+    let session = rt.create_session(None, None).await.unwrap();
+    assert!(session.title.starts_with("New session - "));
+    let mut sub = rt.subscribe(Filter::Session(session.id.clone()));
+    rt.prompt(&session.id, PromptInput::text("Fix the login bug please"))
+        .await
+        .unwrap();
+    assert_eq!(title_update(&mut sub).await, "Login bug fix");
+    let stored = rt.session(&session.id).await.unwrap();
+    assert_eq!(stored.title, "Login bug fix");
+    assert_eq!(
+        stored.time.updated, session.time.updated,
+        "titles do not touch time.updated"
+    );
+
+    let titles: Vec<RecordedRequest> = fake.requests().into_iter().filter(is_title).collect();
+    assert_eq!(titles.len(), 1);
+    assert!(
+        titles[0].contains("Generate a title for this conversation:\\nFix the login bug please")
+    );
+    assert!(titles[0].contains("You write titles for conversations"));
+    assert!(titles[0].tool_names().is_empty());
+
+    // A second message does not rename it.
+    rt.prompt(&session.id, PromptInput::text("and the logout one"))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(fake.requests().into_iter().filter(is_title).count(), 1);
+}
+
+#[actix_rt::test]
+async fn named_sessions_and_children_keep_their_titles() {
+    let fake = FakeOpenAi::start(model).await.unwrap();
+    let env = env(&fake);
+    let rt = env.runtime().await;
+    let named = rt
+        .create_session(None, Some("My own title".into()))
+        .await
+        .unwrap();
+    rt.prompt(&named.id, PromptInput::text("please delegate this"))
+        .await
+        .unwrap();
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(rt.session(&named.id).await.unwrap().title, "My own title");
+    let children = rt.children(&named.id).await.unwrap();
+    assert_eq!(children.len(), 1);
+    assert_eq!(children[0].title, "Look around (@explore subagent)");
+    assert_eq!(
+        fake.requests().into_iter().filter(is_title).count(),
+        0,
+        "neither the named root nor its child asked for a title"
+    );
+}
+
+#[actix_rt::test]
+async fn a_renamed_session_keeps_the_users_title() {
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if is_title(req) {
+            Response::text("Generated").with_delay(Duration::from_millis(300))
+        } else {
+            Response::text("done")
+        }
+    })
+    .await
+    .unwrap();
+    let env = env(&fake);
+    let rt = env.runtime().await;
+    let session = rt.create_session(None, None).await.unwrap();
+    rt.prompt(&session.id, PromptInput::text("hello"))
+        .await
+        .unwrap();
+    rt.update_session(
+        &session.id,
+        taskforce_actors::SessionPatch {
+            title: Some("Chosen by the user".into()),
+            archived: None,
+        },
+    )
+    .await
+    .unwrap();
+    assert!(fake.wait_for_requests(2, Duration::from_secs(5)).await);
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    assert_eq!(
+        rt.session(&session.id).await.unwrap().title,
+        "Chosen by the user"
+    );
+}
