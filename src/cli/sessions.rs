@@ -1,4 +1,4 @@
-//! `taskforce sessions list|show|tree|delete`.
+//! `taskforce sessions list|show|tree|compact|delete`.
 
 use clap::Subcommand;
 use serde_json::json;
@@ -35,6 +35,14 @@ pub enum SessionsCommand {
         /// The session id.
         id: String,
         /// Print the tree as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Summarize a session's conversation so far (the model then continues from the summary).
+    Compact {
+        /// The session id.
+        id: String,
+        /// Print the summary message as `{info, parts}` JSON.
         #[arg(long)]
         json: bool,
     },
@@ -128,6 +136,31 @@ pub fn run(context: &Context, command: SessionsCommand) -> anyhow::Result<()> {
                     println!("{}", serde_json::to_string_pretty(&tree)?);
                 } else {
                     print_tree(&tree, 0);
+                }
+                Ok(())
+            })
+        }
+        SessionsCommand::Compact { id, json } => {
+            let id = parse(&id)?;
+            context.with_runtime(move |rt| async move {
+                rt.session(&id).await.map_err(UsageError::new)?;
+                let summary = rt.summarize(&id, None).await?;
+                if let Some(error) = summary.info.as_assistant().and_then(|a| a.error.as_ref()) {
+                    anyhow::bail!(
+                        "the summary failed: {}",
+                        error.message().unwrap_or(error.name())
+                    );
+                }
+                if json {
+                    println!("{}", serde_json::to_string_pretty(&summary)?);
+                } else {
+                    let text: String = summary
+                        .parts
+                        .iter()
+                        .filter_map(|p| p.as_text())
+                        .map(|t| t.text.as_str())
+                        .collect();
+                    println!("{text}");
                 }
                 Ok(())
             })

@@ -59,6 +59,7 @@ pub type Object = serde_json::Map<String, serde_json::Value>;
         session::tree,
         session::fork,
         session::abort,
+        session::summarize,
         message::list,
         message::get,
         message::prompt,

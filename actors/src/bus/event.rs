@@ -65,6 +65,13 @@ pub enum Event {
         #[serde(rename = "sessionID")]
         session_id: SessionId,
     },
+    /// A session's history was compacted into a summary.
+    #[serde(rename = "session.compacted")]
+    SessionCompacted {
+        /// The session.
+        #[serde(rename = "sessionID")]
+        session_id: SessionId,
+    },
     /// A session's loop failed.
     #[serde(rename = "session.error")]
     SessionError {
@@ -162,6 +169,7 @@ impl Event {
             | Event::SessionDeleted { info } => Some(&info.id),
             Event::SessionStatus { session_id, .. }
             | Event::SessionIdle { session_id }
+            | Event::SessionCompacted { session_id }
             | Event::MessageRemoved { session_id, .. }
             | Event::PartRemoved { session_id, .. }
             | Event::PermissionReplied { session_id, .. }
@@ -182,6 +190,7 @@ impl Event {
             Event::SessionDeleted { .. } => "session.deleted",
             Event::SessionStatus { .. } => "session.status",
             Event::SessionIdle { .. } => "session.idle",
+            Event::SessionCompacted { .. } => "session.compacted",
             Event::SessionError { .. } => "session.error",
             Event::MessageUpdated { .. } => "message.updated",
             Event::MessageRemoved { .. } => "message.removed",

@@ -126,6 +126,30 @@ impl Runtime {
             .ok_or_else(|| RuntimeError::MessageNotFound(message.to_string()))
     }
 
+    /// Summarizes the session's conversation with the hidden `compaction` agent (on `model`, else
+    /// its own, else the session's); from then on the model sees the history from the summary.
+    /// Answers the summary message.
+    pub async fn summarize(
+        &self,
+        id: &SessionId,
+        model: Option<taskforce_agents::model::ModelRef>,
+    ) -> Result<MessageWithParts, RuntimeError> {
+        let messages = self.messages(id).await?;
+        let last = messages.iter().rev().find_map(|m| m.info.as_user());
+        let Some(last) = last else {
+            return Err(RuntimeError::InvalidInput(
+                "the session has no messages to summarize".into(),
+            ));
+        };
+        let input = crate::PromptInput {
+            parts: vec![crate::PartInput::Compaction { auto: false }],
+            agent: Some(last.agent.clone()),
+            model: Some(model.unwrap_or_else(|| last.model.clone())),
+            ..Default::default()
+        };
+        self.prompt(id, input).await
+    }
+
     /// Runs a shell command for the user in the session (no permission ask), recorded as a
     /// `bash` tool call; `Busy` while the session's loop runs. Answers the assistant message.
     pub async fn shell(

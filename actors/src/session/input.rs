@@ -4,8 +4,8 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use taskforce_agents::id::{MessageId, now_ms};
 use taskforce_agents::model::{
-    AgentPart, FilePart, Message, ModelRef, Part, PartKind, Session, SubtaskPart, TextPart,
-    UserMessage,
+    AgentPart, CompactionPart, FilePart, Message, ModelRef, Part, PartKind, Session, SubtaskPart,
+    TextPart, UserMessage,
 };
 use taskforce_agents::permission::{Action, evaluate};
 
@@ -46,6 +46,12 @@ pub enum PartInput {
         /// The command that made it.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         command: Option<String>,
+    },
+    /// A request to summarize the conversation so far (`POST /session/:id/summarize`).
+    Compaction {
+        /// Whether the runtime asked for it (context overflow) rather than the user.
+        #[serde(default)]
+        auto: bool,
     },
     /// A file given by URL (`file://` or `data:`).
     File {
@@ -193,6 +199,7 @@ pub(crate) async fn create_user_message(
                 }
                 TextPart::synthetic(hint).into()
             }
+            PartInput::Compaction { auto } => CompactionPart { auto }.into(),
             PartInput::Subtask {
                 prompt,
                 description,

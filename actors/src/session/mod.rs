@@ -2,6 +2,7 @@
 
 mod actor;
 mod call;
+mod compaction;
 mod environment;
 mod exclusive;
 mod history;
@@ -16,6 +17,7 @@ mod title;
 mod writer;
 
 pub use actor::{Cancel, Exclusive, IsBusy, Prompt, Seed, SessionActor, Shutdown, Subtask};
+pub use compaction::{CONTINUE, filter_compacted, overflows};
 pub use exclusive::Job;
 pub use history::{CLEARED, INTERRUPTED, SUBTASK_BY_USER};
 pub use input::{PartInput, PromptInput};

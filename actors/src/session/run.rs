@@ -8,10 +8,12 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::actor::{LoopState, lock};
+use super::compaction::{CONTINUE, needs_compaction, pending_compaction, prune};
 use super::step::{StepOutcome, run_step};
 use super::subtask::{pending_subtask, run_subtask};
 use super::title::ensure_title;
-use super::{PromptInput, Writer, create_user_message};
+use super::writer::Item;
+use super::{PartInput, PromptInput, Writer, create_user_message};
 use crate::RuntimeError;
 use crate::bus::{Event, SessionStatus};
 use crate::core::Core;
@@ -84,6 +86,20 @@ pub(crate) async fn run_loop(
             error: Some(AssistantError::unknown(e.to_string())),
         });
     }
+    // Old tool output is cleared once the turn is done (reference §8.3, `compaction.prune`).
+    if core.config.compaction.prune && result.is_ok() {
+        let changed = prune(&mut messages);
+        if !changed.is_empty() {
+            let parts: Vec<_> = changed
+                .iter()
+                .map(|&(m, p)| messages[m].parts[p].clone())
+                .collect();
+            let items: Vec<Item<'_>> = parts.iter().map(Item::Part).collect();
+            if writer.save(&items).await.is_err() {
+                intact = false;
+            }
+        }
+    }
     // What the loop holds is what the store holds, unless a write failed on the way.
     {
         let mut state = lock(&state);
@@ -127,6 +143,18 @@ pub(crate) async fn load(
         None => core.store.messages(id).await?,
     };
     Ok((session, messages, unsaved))
+}
+
+/// A runtime-made user message with `parts`, under the agent and model of the newest user
+/// message.
+fn follow_up(messages: &[MessageWithParts], parts: Vec<PartInput>) -> PromptInput {
+    let last = messages.iter().rev().find_map(|m| m.info.as_user());
+    PromptInput {
+        parts,
+        agent: last.map(|u| u.agent.clone()),
+        model: last.map(|u| u.model.clone()),
+        ..Default::default()
+    }
 }
 
 /// Clears the running flag and answers every waiter with `result`.
@@ -189,6 +217,55 @@ async fn drive(
             }
             continue;
         }
+        // A compaction request waiting for its summary runs first (reference §8.3).
+        if let Some(auto) = pending_compaction(messages) {
+            step += 1;
+            let (summary, outcome) =
+                run_step(core, writer, session, messages, step, token, true).await?;
+            let ok = summary
+                .info
+                .as_assistant()
+                .is_some_and(|a| a.error.is_none() && a.is_finished());
+            messages.push(summary.clone());
+            if ok {
+                core.bus.publish(Event::SessionCompacted {
+                    session_id: session.id.clone(),
+                });
+            }
+            if !ok || !auto || outcome == StepOutcome::Stop {
+                if lock(state).queue.is_empty() {
+                    return Ok(summary);
+                }
+                continue;
+            }
+            let next = follow_up(
+                messages,
+                vec![PartInput::Text {
+                    text: CONTINUE.to_string(),
+                    synthetic: true,
+                }],
+            );
+            let new = std::mem::take(unsaved);
+            let user =
+                create_user_message(core, writer, session, Some(messages), new, next).await?;
+            messages.push(user);
+            continue;
+        }
+        // A step that overflowed the context is followed by an automatic compaction.
+        if let Some(last) = messages.iter().rev().find(|m| {
+            m.info
+                .as_assistant()
+                .is_some_and(|a| a.time.completed.is_some())
+        }) && let Some(a) = last.info.as_assistant()
+            && needs_compaction(core, last, &a.model())
+        {
+            let request = follow_up(messages, vec![PartInput::Compaction { auto: true }]);
+            let new = std::mem::take(unsaved);
+            let user =
+                create_user_message(core, writer, session, Some(messages), new, request).await?;
+            messages.push(user);
+            continue;
+        }
         // A subtask part waiting in the newest user messages runs before the model is called.
         if let Some(task) = pending_subtask(messages) {
             step += 1;
@@ -197,7 +274,8 @@ async fn drive(
             continue;
         }
         step += 1;
-        let (answer, outcome) = run_step(core, writer, session, messages, step, token).await?;
+        let (answer, outcome) =
+            run_step(core, writer, session, messages, step, token, false).await?;
         messages.push(answer);
         if outcome == StepOutcome::Stop && lock(state).queue.is_empty() {
             return Ok(messages[messages.len() - 1].clone());

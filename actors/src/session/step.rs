@@ -14,6 +14,7 @@ use taskforce_agents::provider::{ChatMessage, ModelRequest, ProviderError, Role,
 use taskforce_agents::tool::Tool;
 use tokio_util::sync::CancellationToken;
 
+use super::compaction::{COMPACTION_AGENT, filter_compacted};
 use super::environment::environment;
 use super::history::to_model_messages;
 use super::processor::{Processor, tokens};
@@ -36,7 +37,9 @@ pub(crate) enum StepOutcome {
     Stop,
 }
 
-/// Runs one step for the newest user message of `messages`; returns the step's answer.
+/// Runs one step for the newest user message of `messages`; returns the step's answer. With
+/// `compacting`, the step is the hidden `compaction` agent summarizing the history (no tools,
+/// its prompt alone as system prompt), and the answer is marked as a summary.
 pub(crate) async fn run_step(
     core: &Arc<Core>,
     writer: &Writer,
@@ -44,7 +47,9 @@ pub(crate) async fn run_step(
     messages: &[MessageWithParts],
     step: u32,
     token: &CancellationToken,
+    compacting: bool,
 ) -> Result<(MessageWithParts, StepOutcome), RuntimeError> {
+    let messages = filter_compacted(messages);
     let Some(user) = messages.iter().rev().find_map(|m| match &m.info {
         Message::User(u) => Some(u.clone()),
         Message::Assistant(_) => None,
@@ -57,8 +62,16 @@ pub(crate) async fn run_step(
         .rev()
         .find(|m| matches!(m.info, Message::User(_)))
         .is_some_and(|m| m.parts.iter().any(|p| matches!(p.kind, PartKind::Agent(_))));
-    let agent = Arc::new(core.registry.require(&user.agent)?.clone());
-    let model_ref = user.model.clone();
+    let agent_name = if compacting {
+        COMPACTION_AGENT
+    } else {
+        user.agent.as_str()
+    };
+    let agent = Arc::new(core.registry.require(agent_name)?.clone());
+    let model_ref = match (compacting, &agent.model) {
+        (true, Some(own)) => own.clone(),
+        _ => user.model.clone(),
+    };
     let path = MessagePath {
         cwd: session.directory.clone(),
         root: core.paths.project_root.clone(),
@@ -71,6 +84,9 @@ pub(crate) async fn run_step(
         path,
         now_ms(),
     );
+    if compacting {
+        assistant.summary = Some(true);
+    }
     let model = match core.providers.model(&model_ref) {
         Ok(m) => m,
         Err(e) => {
@@ -88,10 +104,14 @@ pub(crate) async fn run_step(
     // A session that may not delegate is not offered the task tool; a call anyway is routed to
     // it so that the model reads why (see `Processor::task_guarded`).
     let task_guarded = task_guard(core, session).await.is_some();
-    let tools: Vec<Arc<dyn Tool>> = offered_tools(core, &agent, session, &user)
-        .into_iter()
-        .filter(|t| !(task_guarded && t.id() == "task"))
-        .collect();
+    let tools: Vec<Arc<dyn Tool>> = if compacting {
+        Vec::new()
+    } else {
+        offered_tools(core, &agent, session, &user)
+            .into_iter()
+            .filter(|t| !(task_guarded && t.id() == "task"))
+            .collect()
+    };
     let specs: Vec<ToolSpec> = tools
         .iter()
         .map(|t| ToolSpec {
@@ -104,9 +124,11 @@ pub(crate) async fn run_step(
     if let Some(p) = &agent.prompt {
         system.push(p.clone());
     }
-    system.push(environment(&session.directory, &core.paths.project_root));
-    if let Some(s) = &user.system {
-        system.push(s.clone());
+    if !compacting {
+        system.push(environment(&session.directory, &core.paths.project_root));
+        if let Some(s) = &user.system {
+            system.push(s.clone());
+        }
     }
     // From the second step on, user text that arrived after the last finished answer is queued.
     let queued_after = if step > 1 {

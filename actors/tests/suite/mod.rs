@@ -1,6 +1,7 @@
 mod anthropic;
 mod bus;
 mod commands;
+mod compaction;
 mod generate;
 #[cfg(feature = "openapi")]
 mod openapi;

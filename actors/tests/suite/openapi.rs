@@ -99,6 +99,7 @@ fn variant(event: &Event) -> &'static str {
         | Event::SessionDeleted { .. }
         | Event::SessionStatus { .. }
         | Event::SessionIdle { .. }
+        | Event::SessionCompacted { .. }
         | Event::SessionError { .. }
         | Event::MessageUpdated { .. }
         | Event::MessageRemoved { .. }
@@ -163,6 +164,9 @@ fn every_event() -> Vec<Event> {
             },
         },
         Event::SessionIdle {
+            session_id: root.id.clone(),
+        },
+        Event::SessionCompacted {
             session_id: root.id.clone(),
         },
         Event::SessionError {
@@ -264,7 +268,7 @@ fn openapi_every_event_variant_validates() {
     let doc = document();
     let events = every_event();
     let names: BTreeSet<&str> = events.iter().map(variant).collect();
-    assert_eq!(names.len(), 14, "an event of each variant: {names:?}");
+    assert_eq!(names.len(), 15, "an event of each variant: {names:?}");
     // The schema lists each variant once: an object with a `type` const and `properties`.
     let variants = doc["components"]["schemas"]["Event"]["oneOf"]
         .as_array()

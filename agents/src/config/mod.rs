@@ -19,6 +19,6 @@ pub use load::{LoadOptions, LoadedConfig, load};
 pub use merge::merge_json;
 pub use paths::Paths;
 pub use schema::{
-    Config, CostConfig, ExperimentalConfig, ModelConfig, ProviderConfig, ProviderKind, Secret,
-    SubagentConfig,
+    CompactionConfig, Config, CostConfig, ExperimentalConfig, ModelConfig, ProviderConfig,
+    ProviderKind, Secret, SubagentConfig,
 };

@@ -57,6 +57,9 @@ pub struct Config {
     /// Limits for subagents.
     #[serde(default)]
     pub subagent: SubagentConfig,
+    /// When long sessions are summarized and old tool output cleared.
+    #[serde(default)]
+    pub compaction: CompactionConfig,
     /// Settings that may change.
     #[serde(default)]
     pub experimental: ExperimentalConfig,
@@ -157,6 +160,25 @@ pub struct CostConfig {
     /// Per million tokens written to the prompt cache.
     #[serde(default)]
     pub cache_write: f64,
+}
+
+/// Compaction of long sessions (reference §8.3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct CompactionConfig {
+    /// Summarize the session automatically when a step overflows the model's context.
+    pub auto: bool,
+    /// Clear the output of old tool calls (beyond the newest 40,000 tokens of them).
+    pub prune: bool,
+}
+
+impl Default for CompactionConfig {
+    fn default() -> Self {
+        CompactionConfig {
+            auto: true,
+            prune: true,
+        }
+    }
 }
 
 /// Limits for subagents.

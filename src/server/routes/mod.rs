@@ -34,6 +34,7 @@ pub(crate) fn all() -> Router<AppState> {
         .route("/session/{sessionID}/tree", get(session::tree))
         .route("/session/{sessionID}/fork", post(session::fork))
         .route("/session/{sessionID}/abort", post(session::abort))
+        .route("/session/{sessionID}/summarize", post(session::summarize))
         .route(
             "/session/{sessionID}/message",
             get(message::list).post(message::prompt),

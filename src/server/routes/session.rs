@@ -293,3 +293,48 @@ pub async fn abort(
     state.runtime.cancel(&session_id(&id)?).await?;
     Ok(Json(true))
 }
+
+/// Body of `POST /session/:id/summarize`.
+#[derive(Debug, Deserialize, utoipa::ToSchema)]
+pub struct SummarizeBody {
+    /// The provider of the model that summarizes.
+    #[serde(rename = "providerID")]
+    provider_id: String,
+    /// The model that summarizes.
+    #[serde(rename = "modelID")]
+    model_id: String,
+    /// Accepted for OpenCode's clients; a summary asked over HTTP is never automatic.
+    #[serde(default)]
+    #[allow(dead_code)]
+    auto: bool,
+}
+
+/// `POST /session/:id/summarize`: summarizes the conversation; answers once done.
+#[utoipa::path(
+    post,
+    path = "/session/{sessionID}/summarize",
+    operation_id = "session.summarize",
+    summary = "Summarize the session's conversation (compaction)",
+    params(("sessionID" = String, Path, description = "The session")),
+    request_body = SummarizeBody,
+    responses((status = 200, body = bool), (status = 400, description = "Bad request: the message names the field", body = ErrorBody), (status = 404, description = "No such session", body = ErrorBody))
+)]
+pub async fn summarize(
+    State(state): State<AppState>,
+    Path(id): Path<String>,
+    Body(body): Body<SummarizeBody>,
+) -> Result<Json<bool>, ApiError> {
+    let model = taskforce_agents::model::ModelRef {
+        provider_id: body.provider_id,
+        model_id: body.model_id,
+    };
+    let id = session_id(&id)?;
+    let summary = state.runtime.summarize(&id, Some(model)).await?;
+    if let Some(error) = summary.info.as_assistant().and_then(|a| a.error.as_ref()) {
+        return Err(ApiError::unknown(format!(
+            "the summary failed: {}",
+            error.message().unwrap_or(error.name())
+        )));
+    }
+    Ok(Json(true))
+}

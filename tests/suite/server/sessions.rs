@@ -476,3 +476,42 @@ async fn deleting_a_busy_session_cancels_its_prompt_and_it_stays_gone() {
     }
     assert_eq!(h.get("/session").await.ok(), json!([]));
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn summarize_writes_a_summary_the_next_prompt_starts_from() {
+    let h = harness()
+        .start(
+            |req: &taskforce_agents::provider::fake_openai::RecordedRequest| {
+                if req.contains("You summarize a conversation") {
+                    Response::text("SUMMARY-OF-WORK")
+                } else {
+                    Response::text("answer")
+                }
+            },
+        )
+        .await;
+    let s = h.session_id().await;
+    h.prompt(&s, "the first question").await;
+    let done = h
+        .post(
+            &format!("/session/{s}/summarize"),
+            json!({"providerID": "fake", "modelID": "gpt-test"}),
+        )
+        .await
+        .ok();
+    assert_eq!(done, json!(true));
+    let messages = h.messages(&s).await;
+    let last = messages.last().unwrap();
+    assert_eq!(last["info"]["summary"], true);
+    assert_eq!(last["info"]["agent"], "compaction");
+    h.prompt(&s, "the second question").await;
+    let request = h.fake.requests().pop().unwrap();
+    assert!(request.contains("SUMMARY-OF-WORK"));
+    assert!(!request.contains("the first question"));
+    h.post(
+        "/session/ses_00000000000000000000000000/summarize",
+        json!({"providerID": "fake", "modelID": "gpt-test"}),
+    )
+    .await
+    .error(404, "NotFoundError");
+}
