@@ -1,3 +1,4 @@
+mod background;
 mod bus;
 mod commands;
 mod generate;
