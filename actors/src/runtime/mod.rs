@@ -117,6 +117,8 @@ impl Runtime {
         };
         let supervisor = Supervisor::new(core.clone(), arbiters).start();
         let _ = core.supervisor.set(supervisor.clone());
+        // Background results a previous runtime could not deliver go to their parents now.
+        tokio::spawn(crate::supervisor::deliver_pending(core.clone()));
         Ok(Runtime {
             writer: Writer::new(core.clone()),
             core,

@@ -126,7 +126,20 @@ impl SessionActor {
                     let _ = w.send(Err(RuntimeError::Crashed(act.id.to_string())));
                 }
             }
-            act.arm_idle(ctx);
+            // A prompt that arrived after the loop's last look at the queue (a background
+            // result, say) starts the next loop instead of waiting for another prompt.
+            let next = {
+                let mut state = lock(&act.state);
+                (state.running.is_none() && !state.queue.is_empty()).then(|| {
+                    let token = CancellationToken::new();
+                    state.running = Some(token.clone());
+                    token
+                })
+            };
+            match next {
+                Some(token) => act.start_loop(token, ctx),
+                None => act.arm_idle(ctx),
+            }
         }));
     }
 

@@ -29,7 +29,11 @@ pub(crate) async fn run_loop(
     let writer = Writer::new(core.clone());
     let (session, mut messages, mut unsaved) = match load(&core, &id, &state).await {
         Ok(loaded) => loaded,
-        Err(e) => return finish(&state, Err(e)),
+        Err(e) => {
+            // Nothing can run here: every queued prompt hears why.
+            lock(&state).queue.clear();
+            return finish(&state, Err(e));
+        }
     };
     if let Some(parent) = &session.parent_id {
         core.bus.register_parent(&session.id, parent);
@@ -157,12 +161,15 @@ fn follow_up(messages: &[MessageWithParts], parts: Vec<PartInput>) -> PromptInpu
     }
 }
 
-/// Clears the running flag and answers every waiter with `result`.
+/// Clears the running flag and answers every waiter with `result`, except those of prompts
+/// still queued (they came in after the loop's last look; the actor starts the next loop on
+/// them, which answers them).
 fn finish(state: &Mutex<LoopState>, result: Result<MessageWithParts, RuntimeError>) {
     let waiters = {
         let mut state = lock(state);
         state.running = None;
-        std::mem::take(&mut state.waiters)
+        let answered = state.waiters.len().saturating_sub(state.queue.len());
+        state.waiters.drain(..answered).collect::<Vec<_>>()
     };
     for w in waiters {
         let _ = w.send(result.clone());

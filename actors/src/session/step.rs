@@ -109,7 +109,7 @@ pub(crate) async fn run_step(
     } else {
         offered_tools(core, &agent, session, &user)
             .into_iter()
-            .filter(|t| !(task_guarded && t.id() == "task"))
+            .filter(|t| !(task_guarded && matches!(t.id(), "task" | "task_status" | "task_cancel")))
             .collect()
     };
     let specs: Vec<ToolSpec> = tools

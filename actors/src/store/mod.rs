@@ -3,8 +3,10 @@
 //!
 //! The embedded default is SQLite ([`SqliteStore`]) in `taskforce.db` in the data directory.
 
+mod background;
 mod sqlite;
 
+pub use background::BackgroundTask;
 pub use sqlite::SqliteStore;
 
 use async_trait::async_trait;
@@ -21,7 +23,7 @@ pub enum StoreError {
     /// A stored row does not decode into the domain model (written by an incompatible version).
     #[error("stored {what} {id} is unreadable: {message}")]
     Corrupt {
-        /// `session`, `message`, `part`, `todo` or `approval`.
+        /// `session`, `message`, `part`, `todo`, `approval` or `background task`.
         what: &'static str,
         /// The row's id.
         id: String,
@@ -137,4 +139,20 @@ pub trait Store: Send + Sync + 'static {
     /// Adds "always" approvals to `project`; returns once they are stored. An approval already
     /// stored (same permission and pattern) keeps its first time.
     async fn add_approvals(&self, project: &str, approvals: &[Approval]) -> Result<(), StoreError>;
+    /// Inserts or replaces the record of a background child; returns once it is stored. The
+    /// default (a store without background support) refuses.
+    async fn put_background(&self, task: &BackgroundTask) -> Result<(), StoreError> {
+        Err(StoreError::Database(format!(
+            "this store cannot keep background task {}",
+            task.child_id
+        )))
+    }
+    /// The record of `child`, if it ran in the background.
+    async fn background(&self, _child: &SessionId) -> Result<Option<BackgroundTask>, StoreError> {
+        Ok(None)
+    }
+    /// Every background record whose result is not delivered yet, oldest first.
+    async fn undelivered_background(&self) -> Result<Vec<BackgroundTask>, StoreError> {
+        Ok(Vec::new())
+    }
 }

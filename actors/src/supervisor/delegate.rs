@@ -12,6 +12,7 @@ use serde_json::{Map, Value, json};
 use taskforce_agents::id::{PartId, SessionId, now_ms};
 use taskforce_agents::model::{Message, PartKind, Session, ToolState};
 use taskforce_agents::permission::{Action, Rule};
+use taskforce_agents::tool::background::ChildReport;
 use taskforce_agents::tool::{
     Delegate, DisplayItem, SubagentOutcome, SubagentRequest, SubagentStatus, TaskError, TaskUsage,
     ToolContext, ToolError,
@@ -28,14 +29,14 @@ use crate::store::MessageWithParts;
 const CANCEL_GRACE: Duration = Duration::from_secs(2);
 
 /// The name of the error an aborted assistant message carries.
-const ABORTED: &str = "MessageAbortedError";
+pub(super) const ABORTED: &str = "MessageAbortedError";
 
 /// Starts child sessions for task calls through the supervisor.
 pub struct SupervisorDelegate {
-    core: Arc<Core>,
-    supervisor: Addr<Supervisor>,
+    pub(super) core: Arc<Core>,
+    pub(super) supervisor: Addr<Supervisor>,
     /// The calling session.
-    parent: Session,
+    pub(super) parent: Session,
 }
 
 impl SupervisorDelegate {
@@ -49,10 +50,10 @@ impl SupervisorDelegate {
 
     /// The tools a child may not use: todos, the primary-only tools, and task unless the child
     /// may delegate itself (`nests`: its depth is below `subagent.max_depth`).
-    fn denied_tools(&self, nests: bool) -> Vec<String> {
+    pub(super) fn denied_tools(&self, nests: bool) -> Vec<String> {
         let mut tools: Vec<String> = ["todowrite", "todoread"].map(String::from).to_vec();
         if !nests {
-            tools.push("task".into());
+            tools.extend(["task", "task_status", "task_cancel"].map(String::from));
         }
         for t in &self.core.config.experimental.primary_tools {
             if !tools.contains(t) {
@@ -63,7 +64,7 @@ impl SupervisorDelegate {
     }
 
     /// The existing child to continue, or a new child of `parent`.
-    async fn child_session(
+    pub(super) async fn child_session(
         &self,
         parent: &Session,
         request: &SubagentRequest,
@@ -112,7 +113,7 @@ impl SupervisorDelegate {
     }
 }
 
-fn failed(e: impl std::fmt::Display) -> ToolError {
+pub(super) fn failed(e: impl std::fmt::Display) -> ToolError {
     ToolError::Failed(e.to_string())
 }
 
@@ -268,6 +269,30 @@ impl Delegate for SupervisorDelegate {
             display_items: display_items(&answers),
         })
     }
+
+    async fn start_background(
+        &self,
+        ctx: &ToolContext,
+        request: SubagentRequest,
+    ) -> Result<SessionId, ToolError> {
+        self.start_background_child(ctx, request).await
+    }
+
+    async fn task_status(
+        &self,
+        _ctx: &ToolContext,
+        child: &SessionId,
+    ) -> Result<ChildReport, ToolError> {
+        self.child_report(child).await
+    }
+
+    async fn task_cancel(
+        &self,
+        _ctx: &ToolContext,
+        child: &SessionId,
+    ) -> Result<ChildReport, ToolError> {
+        self.cancel_child(child).await
+    }
 }
 
 impl SupervisorDelegate {
@@ -338,7 +363,7 @@ fn child_summary(answers: &[&MessageWithParts]) -> Vec<Value> {
 }
 
 /// The child's own tokens and cost summed over `answers`; turns = how many there are.
-fn usage_of(answers: &[&MessageWithParts]) -> TaskUsage {
+pub(super) fn usage_of(answers: &[&MessageWithParts]) -> TaskUsage {
     let mut usage = TaskUsage::default();
     for m in answers {
         if let Message::Assistant(a) = &m.info {

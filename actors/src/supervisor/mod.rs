@@ -1,9 +1,11 @@
 //! The supervisor: starts session actors on a pool of arbiters, keeps the live tree, and
 //! cancels whole subtrees.
 
+mod background;
 mod delegate;
 mod guard;
 
+pub(crate) use background::deliver_pending;
 pub use delegate::SupervisorDelegate;
 pub(crate) use guard::{session_depth, task_guard};
 

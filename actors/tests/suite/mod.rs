@@ -1,4 +1,5 @@
 mod anthropic;
+mod background;
 mod bus;
 mod commands;
 mod compaction;

@@ -8,6 +8,7 @@ use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::ToolError;
+use super::background::ChildReport;
 use super::envelope::{DisplayItem, TaskError, TaskUsage};
 use crate::agent::{AgentInfo, Registry};
 use crate::id::{MessageId, SessionId};
@@ -156,4 +157,39 @@ pub trait Delegate: Send + Sync {
         ctx: &ToolContext,
         request: SubagentRequest,
     ) -> Result<SubagentOutcome, ToolError>;
+
+    /// Starts the child and returns its session id at once, without waiting for it; its result
+    /// is delivered into the calling session later (see [`super::background`]).
+    async fn start_background(
+        &self,
+        _ctx: &ToolContext,
+        _request: SubagentRequest,
+    ) -> Result<SessionId, ToolError> {
+        Err(ToolError::Failed(
+            "background subagents are not available here".into(),
+        ))
+    }
+
+    /// Where `child` stands; an error unless the calling session started it (or an ancestor of
+    /// it).
+    async fn task_status(
+        &self,
+        _ctx: &ToolContext,
+        _child: &SessionId,
+    ) -> Result<ChildReport, ToolError> {
+        Err(ToolError::Failed(
+            "task_status is not available here".into(),
+        ))
+    }
+
+    /// Cancels `child` and its subtree; same ownership rule as [`Delegate::task_status`].
+    async fn task_cancel(
+        &self,
+        _ctx: &ToolContext,
+        _child: &SessionId,
+    ) -> Result<ChildReport, ToolError> {
+        Err(ToolError::Failed(
+            "task_cancel is not available here".into(),
+        ))
+    }
 }

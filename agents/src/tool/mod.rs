@@ -2,6 +2,7 @@
 //! services the runtime provides (permission asks, live metadata, todos, subagents), and the
 //! built-in tools.
 
+pub mod background;
 mod bash;
 pub(crate) use bash::kill_group;
 mod context;
@@ -16,6 +17,8 @@ pub mod redact;
 mod registry;
 mod run;
 mod task;
+mod task_cancel;
+mod task_status;
 #[cfg(test)]
 mod testing;
 mod todo;
@@ -37,6 +40,8 @@ pub use read::ReadTool;
 pub use registry::{builtin_tools, find_tool, tool};
 pub use run::{ToolArgs, resolve_tool_name, run_tool};
 pub use task::TaskTool;
+pub use task_cancel::TaskCancelTool;
+pub use task_status::TaskStatusTool;
 pub use todo::{TodoReadTool, TodoWriteTool};
 pub use write::WriteTool;
 
@@ -58,6 +63,8 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "todowrite",
     "todoread",
     "task",
+    "task_status",
+    "task_cancel",
 ];
 
 /// What a successful tool call returns.

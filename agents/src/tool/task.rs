@@ -42,6 +42,8 @@ struct Args {
     task_id: Option<String>,
     #[serde(default)]
     command: Option<String>,
+    #[serde(default)]
+    background: bool,
 }
 
 /// One line per agent the task tool may start for `caller`: every non-primary agent (hidden
@@ -86,7 +88,8 @@ impl Tool for TaskTool {
                 "subagent_type": {"type": "string", "description": "The type of specialized agent to use for this task"},
                 "session_id": {"type": "string", "description": "An existing task session to continue (from a previous task's <task_metadata>)"},
                 "task_id": {"type": "string", "description": "Same as session_id (kept for compatibility)"},
-                "command": {"type": "string", "description": "The command that triggered this task"}
+                "command": {"type": "string", "description": "The command that triggered this task"},
+                "background": {"type": "boolean", "description": "Run the subagent in the background: returns its session_id at once; its result arrives later as a <task_result> message (see task_status, task_cancel)"}
             },
             "required": ["description", "prompt", "subagent_type"]
         })
@@ -182,6 +185,15 @@ impl Tool for TaskTool {
             command: args.command,
             model,
         };
+        if args.background {
+            return match delegate.start_background(ctx, request.clone()).await {
+                Ok(child) => Ok(super::background::started(envelope, &request, &child)),
+                Err(e) => {
+                    let error = TaskError::new(TaskErrorCode::SubagentFailed, e.to_string());
+                    Err(failure(envelope, error, Some(e), Map::new()))
+                }
+            };
+        }
         let outcome = match delegate.run_subagent(ctx, request).await {
             Ok(outcome) => outcome,
             Err(e) => {

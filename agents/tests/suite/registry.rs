@@ -87,7 +87,15 @@ fn a4_general_and_explore() {
     assert_eq!(decide(&r, "explore", "doom_loop", "*"), Deny);
     assert_eq!(
         r.get("explore").unwrap().disabled_tools,
-        ["write", "edit", "todowrite", "todoread", "task"]
+        [
+            "write",
+            "edit",
+            "todowrite",
+            "todoread",
+            "task",
+            "task_status",
+            "task_cancel"
+        ]
     );
 }
 
@@ -255,7 +263,9 @@ fn claude_tools_allow_only_those_tools() {
             "list",
             "todowrite",
             "todoread",
-            "task"
+            "task",
+            "task_status",
+            "task_cancel"
         ]
     );
 }

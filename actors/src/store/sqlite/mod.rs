@@ -30,9 +30,10 @@ use taskforce_agents::model::{Message, Part, Session, Todo};
 use tokio::sync::{Mutex as AsyncMutex, MutexGuard as AsyncMutexGuard, OwnedMutexGuard};
 use tokio::sync::{mpsc, oneshot};
 
-use super::{Approval, MessageWithParts, SessionFilter, Store, StoreError};
+use super::{Approval, BackgroundTask, MessageWithParts, SessionFilter, Store, StoreError};
 
 mod approvals;
+mod background;
 mod rows;
 mod writer;
 
@@ -569,5 +570,22 @@ impl Store for SqliteStore {
             Box::pin(approvals::insert(conn, project, approvals, context))
         })
         .await
+    }
+
+    async fn put_background(&self, task: &BackgroundTask) -> Result<(), StoreError> {
+        let context = format!("cannot store background task {}", task.child_id);
+        let task = task.clone();
+        self.exclusive(context.clone(), move |conn| {
+            Box::pin(background::put(conn, task, context))
+        })
+        .await
+    }
+
+    async fn background(&self, child: &SessionId) -> Result<Option<BackgroundTask>, StoreError> {
+        background::one(&mut *self.readers.get().await, child).await
+    }
+
+    async fn undelivered_background(&self) -> Result<Vec<BackgroundTask>, StoreError> {
+        background::undelivered(&mut *self.readers.get().await).await
     }
 }

@@ -1,0 +1,80 @@
+//! The `background_task` table: background subagents and the delivery of their results
+//! (migration 0004).
+
+use sqlx::sqlite::SqliteRow;
+use sqlx::{Row, SqliteConnection};
+use taskforce_agents::id::SessionId;
+
+use crate::store::{BackgroundTask, StoreError};
+
+use super::rows::{corrupt, database, encode, to_sql};
+
+/// Inserts or replaces the record of `task.child_id`.
+pub(super) async fn put(
+    conn: &mut SqliteConnection,
+    task: BackgroundTask,
+    context: String,
+) -> Result<(), StoreError> {
+    let data = encode("background task", task.child_id.as_str(), &task)?;
+    sqlx::query(
+        "INSERT INTO background_task (child_id, parent_id, delivered, time_created, data) \
+         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (child_id) DO UPDATE SET \
+         delivered = excluded.delivered, data = excluded.data",
+    )
+    .bind(task.child_id.as_str())
+    .bind(task.parent_id.as_str())
+    .bind(i64::from(task.delivered))
+    .bind(to_sql(task.started))
+    .bind(data)
+    .execute(conn)
+    .await
+    .map_err(database(&context))?;
+    Ok(())
+}
+
+/// The record of `child`, if it ran in the background.
+pub(super) async fn one(
+    conn: &mut SqliteConnection,
+    child: &SessionId,
+) -> Result<Option<BackgroundTask>, StoreError> {
+    let row = sqlx::query("SELECT child_id, data FROM background_task WHERE child_id = ?1")
+        .bind(child.as_str())
+        .fetch_optional(conn)
+        .await
+        .map_err(database(format_args!(
+            "cannot read the background task {child}"
+        )))?;
+    row.map(|row| decode(&row)).transpose()
+}
+
+/// Every record whose result is not delivered yet, oldest first.
+pub(super) async fn undelivered(
+    conn: &mut SqliteConnection,
+) -> Result<Vec<BackgroundTask>, StoreError> {
+    let rows = sqlx::query(
+        "SELECT child_id, data FROM background_task WHERE delivered = 0 ORDER BY time_created",
+    )
+    .fetch_all(conn)
+    .await
+    .map_err(database("cannot read the undelivered background tasks"))?;
+    rows.iter().map(decode).collect()
+}
+
+fn decode(row: &SqliteRow) -> Result<BackgroundTask, StoreError> {
+    let id: String = row
+        .try_get("child_id")
+        .map_err(|e| corrupt("background task", "(unknown)", e))?;
+    let data: String = row
+        .try_get("data")
+        .map_err(|e| corrupt("background task", &id, e))?;
+    let task: BackgroundTask =
+        serde_json::from_str(&data).map_err(|e| corrupt("background task", &id, e))?;
+    if task.child_id.as_str() != id {
+        return Err(corrupt(
+            "background task",
+            &id,
+            format_args!("the payload is background task {}", task.child_id),
+        ));
+    }
+    Ok(task)
+}

@@ -1,0 +1,448 @@
+//! Background subagents: starting a child without waiting for it, reporting on and cancelling
+//! a session's own children, and delivering a finished child's result into its parent.
+//!
+//! Delivery: when a background child ends, its `<task_result …>` text is stored in its record
+//! (`background_task`, not yet delivered) and then sent to the parent's actor as a `Prompt` with a
+//! synthetic text part (its message gets its id when the parent's loop stores it, so the history
+//! stays in order). An idle parent starts a turn on it; a busy one picks it up in its running
+//! loop. A *cancelled* result never starts a turn by itself (the user or the model stopped that
+//! work): to an idle parent it is stored without a reply, to a busy one it is queued like any
+//! other. The record is marked delivered once the text is in the parent's history; records left
+//! undelivered (the runtime stopped first) are delivered when the next runtime starts, and a
+//! result whose text is already in the parent's history is not delivered twice. A record still
+//! `running` when a runtime starts is left alone: another runtime on the same data directory may
+//! be running it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix::Addr;
+use futures::StreamExt;
+use indexmap::IndexMap;
+use taskforce_agents::id::{SessionId, now_ms};
+use taskforce_agents::model::{Message, Session};
+use taskforce_agents::tool::background::{ChildReport, ChildStatus, task_result_text};
+use taskforce_agents::tool::{SubagentRequest, ToolContext, ToolError};
+
+use super::delegate::{ABORTED, SupervisorDelegate, failed, usage_of};
+use super::{Activate, CancelTree, Live, session_depth};
+use crate::RuntimeError;
+use crate::bus::{BusItem, Event, Filter};
+use crate::core::Core;
+use crate::session::{
+    Exclusive, IsBusy, Job, PartInput, Prompt, PromptInput, Reply, Seed, SessionActor, Subtask,
+};
+use crate::store::{BackgroundTask, MessageWithParts};
+
+/// How long `task_cancel` waits for the child to record its end.
+const CANCEL_WAIT: Duration = Duration::from_secs(2);
+
+/// The deepest parent chain followed when checking who owns a child.
+const MAX_WALK: usize = 256;
+
+impl SupervisorDelegate {
+    /// Starts the child of `request` and returns its id once its task is queued; a spawned
+    /// task waits for its end and delivers the result.
+    pub(super) async fn start_background_child(
+        &self,
+        ctx: &ToolContext,
+        request: SubagentRequest,
+    ) -> Result<SessionId, ToolError> {
+        let parent = self.parent.clone();
+        let (child, new, nests) = self.prepare_child(&request).await?;
+        self.core.bus.register_parent(&child.id, &parent.id);
+        let record = BackgroundTask {
+            child_id: child.id.clone(),
+            parent_id: parent.id.clone(),
+            agent: ctx.agent.name.clone(),
+            model: ctx.model.clone(),
+            started: now_ms(),
+            status: ChildStatus::Running,
+            result: None,
+            delivered: false,
+        };
+        self.core
+            .store
+            .put_background(&record)
+            .await
+            .map_err(failed)?;
+        let mut tools = IndexMap::new();
+        for t in self.denied_tools(nests) {
+            tools.insert(t, false);
+        }
+        let input = PromptInput {
+            parts: vec![PartInput::text(request.prompt.clone())],
+            agent: Some(request.agent.clone()),
+            model: Some(request.model.clone()),
+            tools: Some(tools),
+            ..Default::default()
+        };
+        let addr = self
+            .supervisor
+            .send(Activate {
+                id: child.id.clone(),
+                parent: Some(parent.id.clone()),
+                seed: Some(Seed {
+                    session: child.clone(),
+                    empty: new,
+                    unsaved: new,
+                }),
+            })
+            .await
+            .map_err(|_| ToolError::Failed("the runtime has stopped".into()))?;
+        let reply = addr
+            .send(Subtask { input })
+            .await
+            .map_err(|_| {
+                ToolError::Failed(format!(
+                    "subagent session {} stopped unexpectedly",
+                    child.id
+                ))
+            })?
+            .map_err(failed)?;
+        let core = self.core.clone();
+        let home = ctx.home.clone();
+        tokio::spawn(async move {
+            let ended = reply
+                .await
+                .unwrap_or_else(|_| Err(RuntimeError::Crashed(record.child_id.to_string())));
+            let record = record_end(&core, record, ended, home.as_deref()).await;
+            deliver(&core, record).await;
+        });
+        Ok(child.id)
+    }
+
+    /// The child session to run `request` in, whether it is new, and whether it may delegate.
+    async fn prepare_child(
+        &self,
+        request: &SubagentRequest,
+    ) -> Result<(Session, bool, bool), ToolError> {
+        let depth = session_depth(&self.core, &self.parent).await + 1;
+        let limits = &self.core.config.subagent;
+        let nests = limits.enabled && depth < limits.max_depth;
+        let (child, new) = self.child_session(&self.parent, request, nests).await?;
+        Ok((child, new, nests))
+    }
+
+    /// Where `child` stands, if this session owns it.
+    pub(super) async fn child_report(&self, child: &SessionId) -> Result<ChildReport, ToolError> {
+        let record = self.owned(child).await?;
+        report(&self.core, &self.supervisor, child, record.as_ref()).await
+    }
+
+    /// Cancels `child`'s subtree, if this session owns it; reports once it has stopped (or after
+    /// a short wait).
+    pub(super) async fn cancel_child(&self, child: &SessionId) -> Result<ChildReport, ToolError> {
+        let record = self.owned(child).await?;
+        let mut events = self.core.bus.subscribe(Filter::Session(child.clone()));
+        let busy = is_busy(&self.supervisor, child).await;
+        self.supervisor
+            .send(CancelTree { id: child.clone() })
+            .await
+            .map_err(|_| ToolError::Failed("the runtime has stopped".into()))?;
+        if busy {
+            let idle = async {
+                while let Some(item) = events.next().await {
+                    if let BusItem::Event(e) = item
+                        && matches!(&e.event, Event::SessionIdle { session_id } if session_id == child)
+                    {
+                        break;
+                    }
+                }
+            };
+            let _ = tokio::time::timeout(CANCEL_WAIT, idle).await;
+        }
+        report(&self.core, &self.supervisor, child, record.as_ref()).await
+    }
+
+    /// The background record of `child`, after checking that the calling session is its parent
+    /// or an ancestor of it; a clear error otherwise.
+    async fn owned(&self, child: &SessionId) -> Result<Option<BackgroundTask>, ToolError> {
+        let store = &self.core.store;
+        let me = &self.parent.id;
+        let record = store.background(child).await.map_err(failed)?;
+        let mut parent = match &record {
+            Some(r) => Some(r.parent_id.clone()),
+            None => match store.session(child).await.map_err(failed)? {
+                Some(s) => s.parent_id,
+                None => {
+                    return Err(ToolError::Failed(format!(
+                        "session {child} does not exist; pass the session_id a task call returned"
+                    )));
+                }
+            },
+        };
+        for _ in 0..MAX_WALK {
+            match parent {
+                Some(p) if &p == me => return Ok(record),
+                Some(p) => {
+                    parent = store
+                        .session(&p)
+                        .await
+                        .map_err(failed)?
+                        .and_then(|s| s.parent_id)
+                }
+                None => break,
+            }
+        }
+        Err(ToolError::Failed(format!(
+            "session {child} was not started by this session (it belongs to another session tree or branch); only this session's own subagents can be inspected or cancelled"
+        )))
+    }
+}
+
+/// Whether `id`'s actor is live and running its loop.
+async fn is_busy(supervisor: &Addr<super::Supervisor>, id: &SessionId) -> bool {
+    match supervisor.send(Live { id: id.clone() }).await {
+        Ok(Some(addr)) => addr.send(IsBusy).await.unwrap_or(false),
+        _ => false,
+    }
+}
+
+/// The report on `child`: running while its loop runs, else how its last run ended.
+async fn report(
+    core: &Core,
+    supervisor: &Addr<super::Supervisor>,
+    child: &SessionId,
+    record: Option<&BackgroundTask>,
+) -> Result<ChildReport, ToolError> {
+    let busy = is_busy(supervisor, child).await;
+    let history = core.store.messages(child).await.map_err(failed)?;
+    let since = record.map_or(0, |r| r.started);
+    let answers: Vec<&MessageWithParts> = history
+        .iter()
+        .filter(|m| matches!(&m.info, Message::Assistant(a) if a.time.created >= since))
+        .collect();
+    let (ended, error) = answers
+        .last()
+        .map_or((ChildStatus::Completed, None), |m| status_of(&m.info));
+    let status = if busy {
+        ChildStatus::Running
+    } else {
+        match record {
+            Some(r) if r.status != ChildStatus::Running => r.status,
+            // Nothing answered yet and the run is recorded as running: it is about to start.
+            Some(_) if answers.is_empty() => ChildStatus::Running,
+            _ => ended,
+        }
+    };
+    Ok(ChildReport {
+        session_id: child.clone(),
+        status,
+        output: last_text(None, &answers),
+        error: (status == ChildStatus::Error).then_some(error).flatten(),
+        usage: usage_of(&answers),
+    })
+}
+
+/// How a run that answered `message` ended, with the error message when it failed.
+fn status_of(message: &Message) -> (ChildStatus, Option<String>) {
+    match message {
+        Message::Assistant(a) => match &a.error {
+            None => (ChildStatus::Completed, None),
+            Some(e) if e.name() == ABORTED => (ChildStatus::Cancelled, None),
+            Some(e) => (
+                ChildStatus::Error,
+                Some(e.message().unwrap_or(e.name()).to_string()),
+            ),
+        },
+        Message::User(_) => (ChildStatus::Completed, None),
+    }
+}
+
+/// The last text of `message`, else of the newest of `answers` that has one.
+fn last_text(message: Option<&MessageWithParts>, answers: &[&MessageWithParts]) -> String {
+    message
+        .into_iter()
+        .chain(answers.iter().rev().copied())
+        .find_map(|m| {
+            m.parts
+                .iter()
+                .rev()
+                .find_map(|p| p.as_text().map(|t| t.text.clone()))
+        })
+        .unwrap_or_default()
+}
+
+/// Records how the background run of `record` ended, with its `<task_result>` text.
+async fn record_end(
+    core: &Core,
+    mut record: BackgroundTask,
+    ended: Result<MessageWithParts, RuntimeError>,
+    home: Option<&std::path::Path>,
+) -> BackgroundTask {
+    let child = record.child_id.clone();
+    let history = match core.store.messages(&child).await {
+        Ok(history) => history,
+        Err(e) => {
+            tracing::warn!(session = %child, "reading the background child's messages failed: {e}");
+            Vec::new()
+        }
+    };
+    let answers: Vec<&MessageWithParts> = history
+        .iter()
+        .filter(|m| matches!(&m.info, Message::Assistant(a) if a.time.created >= record.started))
+        .collect();
+    let (status, error) = match &ended {
+        Ok(message) => status_of(&message.info),
+        Err(RuntimeError::Cancelled) => (ChildStatus::Cancelled, None),
+        Err(e) => (ChildStatus::Error, Some(e.to_string())),
+    };
+    let text = last_text(ended.as_ref().ok(), &answers);
+    record.status = status;
+    record.result = Some(task_result_text(
+        &child,
+        status,
+        &text,
+        error.as_deref(),
+        home,
+    ));
+    if let Err(e) = core.store.put_background(&record).await {
+        tracing::warn!(session = %child, "storing the background child's result failed: {e}");
+    }
+    record
+}
+
+/// Delivers every finished, undelivered background result in the store (at runtime start).
+pub(crate) async fn deliver_pending(core: Arc<Core>) {
+    let pending = match core.store.undelivered_background().await {
+        Ok(pending) => pending,
+        Err(e) => {
+            tracing::warn!("reading the undelivered background results failed: {e}");
+            return;
+        }
+    };
+    for record in pending {
+        if record.status != ChildStatus::Running {
+            let core = core.clone();
+            tokio::spawn(async move { deliver(&core, record).await });
+        }
+    }
+}
+
+/// Sends `record`'s result into its parent and marks it delivered once it is stored there.
+async fn deliver(core: &Arc<Core>, mut record: BackgroundTask) {
+    let parent = record.parent_id.clone();
+    let Some(text) = record.result.clone() else {
+        return;
+    };
+    match try_deliver(core, &record, text).await {
+        Ok(true) => {
+            record.delivered = true;
+            if let Err(e) = core.store.put_background(&record).await {
+                tracing::warn!(session = %parent, "marking a background result delivered failed: {e}");
+            }
+        }
+        Ok(false) => {}
+        Err(e) => {
+            tracing::warn!(session = %parent, child = %record.child_id, "delivering a background result failed (kept for the next start): {e}");
+        }
+    }
+}
+
+/// Sends the delivery message and waits until the parent has handled it; answers whether the
+/// message is now in the parent's history.
+async fn try_deliver(
+    core: &Arc<Core>,
+    record: &BackgroundTask,
+    text: String,
+) -> Result<bool, RuntimeError> {
+    let id = &record.parent_id;
+    // A deleted parent takes its records with it; nothing to deliver to.
+    let Some(session) = core.store.session(id).await? else {
+        return Ok(false);
+    };
+    let history = core.store.messages(id).await?;
+    if holds(&history, &text) {
+        return Ok(true);
+    }
+    let tools = history.iter().rev().find_map(|m| match &m.info {
+        Message::User(u) => Some(u.tools.clone()),
+        Message::Assistant(_) => None,
+    });
+    let input = PromptInput {
+        parts: vec![PartInput::Text {
+            text: text.clone(),
+            synthetic: true,
+        }],
+        agent: core.registry.get(&record.agent).map(|a| a.name.clone()),
+        model: Some(record.model.clone()),
+        tools: tools.flatten(),
+        ..Default::default()
+    };
+    let reply = send(
+        core,
+        &session,
+        input,
+        record.status == ChildStatus::Cancelled,
+    )
+    .await?;
+    let _ = reply.await;
+    Ok(holds(&core.store.messages(id).await?, &text))
+}
+
+/// Whether a user message of `history` carries the delivery `text`.
+fn holds(history: &[MessageWithParts], text: &str) -> bool {
+    history
+        .iter()
+        .filter(|m| matches!(m.info, Message::User(_)))
+        .flat_map(|m| m.parts.iter())
+        .any(|p| p.as_text().is_some_and(|t| t.text == text))
+}
+
+/// Sends `input` to `session`'s actor (started from the store if needed): as a prompt, or, when
+/// `quiet` and the session is idle, as a message stored without a reply.
+async fn send(
+    core: &Core,
+    session: &Session,
+    input: PromptInput,
+    quiet: bool,
+) -> Result<Reply, RuntimeError> {
+    let supervisor = core.supervisor().ok_or(RuntimeError::Stopped)?;
+    for _ in 0..2 {
+        let addr = actor_of(supervisor, session).await?;
+        if quiet {
+            match addr.send(Exclusive(Job::Message(input.clone()))).await {
+                Ok(Err(RuntimeError::Busy(_))) => {}
+                Ok(result) => return result,
+                Err(_) => continue,
+            }
+        }
+        if let Ok(reply) = addr
+            .send(Prompt {
+                input: input.clone(),
+            })
+            .await
+        {
+            return reply;
+        }
+    }
+    Err(RuntimeError::Crashed(session.id.to_string()))
+}
+
+/// The live actor of `session`, else a new one.
+async fn actor_of(
+    supervisor: &Addr<super::Supervisor>,
+    session: &Session,
+) -> Result<Addr<SessionActor>, RuntimeError> {
+    let id = session.id.clone();
+    if let Some(addr) = supervisor
+        .send(Live { id: id.clone() })
+        .await
+        .map_err(|_| RuntimeError::Stopped)?
+    {
+        return Ok(addr);
+    }
+    supervisor
+        .send(Activate {
+            id,
+            parent: None,
+            seed: Some(Seed {
+                session: session.clone(),
+                empty: false,
+                unsaved: false,
+            }),
+        })
+        .await
+        .map_err(|_| RuntimeError::Stopped)
+}

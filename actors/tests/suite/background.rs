@@ -1,0 +1,443 @@
+//! Background subagents end to end: `task {background: true}`, the `<task_result>` delivery into
+//! the parent, `task_status`, `task_cancel`, cancel propagation and delivery across a restart.
+
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use taskforce_actors::store::{SqliteStore, Store};
+use taskforce_actors::{PromptInput, Runtime};
+use taskforce_agents::id::SessionId;
+use taskforce_agents::model::{Message, ToolState};
+use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_agents::tool::background::EXIT_RUNNING;
+
+use super::runtime::{Env, is_child, task_call, tool_parts};
+
+const BACKGROUND: &str =
+    r#"{"description":"Dig","prompt":"Dig deep","subagent_type":"general","background":true}"#;
+
+/// The first `ses_…` id in `text`.
+fn session_in(text: &str) -> Option<String> {
+    let at = text.find("ses_")?;
+    Some(
+        text[at..]
+            .chars()
+            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
+            .collect(),
+    )
+}
+
+/// The text of the newest message of `req`.
+fn last_content(req: &RecordedRequest) -> String {
+    req.messages()
+        .last()
+        .map(|m| match &m["content"] {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .unwrap_or_default()
+}
+
+/// How many tool results `req` carries.
+fn tool_results(req: &RecordedRequest) -> usize {
+    req.messages()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .count()
+}
+
+/// The child id named in `req`'s first tool result (the background task's answer).
+fn child_in(req: &RecordedRequest) -> String {
+    req.messages()
+        .iter()
+        .filter(|m| m["role"] == "tool")
+        .find_map(|m| m["content"].as_str().and_then(session_in))
+        .unwrap_or_default()
+}
+
+fn call(id: &str, tool: &str, args: String) -> Response {
+    Response::tool_calls(&[(id, tool, args.as_str())])
+}
+
+/// Waits (up to 20 s) until `check` holds on `session`'s messages.
+async fn wait_for_messages(
+    rt: &Runtime,
+    session: &SessionId,
+    what: &str,
+    check: impl Fn(&[taskforce_actors::store::MessageWithParts]) -> bool,
+) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let messages = rt.messages(session).await.unwrap();
+        if check(&messages) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// The synthetic `<task_result>` texts of `messages`' user messages.
+fn deliveries(messages: &[taskforce_actors::store::MessageWithParts]) -> Vec<String> {
+    messages
+        .iter()
+        .filter(|m| matches!(m.info, Message::User(_)))
+        .flat_map(|m| m.parts.iter())
+        .filter_map(|p| p.as_text())
+        .filter(|t| t.synthetic == Some(true) && t.text.starts_with("<task_result "))
+        .map(|t| t.text.clone())
+        .collect()
+}
+
+fn last_assistant_text(messages: &[taskforce_actors::store::MessageWithParts]) -> String {
+    messages
+        .iter()
+        .rev()
+        .find(|m| matches!(m.info, Message::Assistant(_)))
+        .map(|m| {
+            m.parts
+                .iter()
+                .filter_map(|p| p.as_text().map(|t| t.text.clone()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The outputs (or error texts) of `session`'s `tool` parts, in order.
+async fn outputs_of(rt: &Runtime, session: &SessionId, tool: &str) -> Vec<String> {
+    tool_parts(rt, session)
+        .await
+        .into_iter()
+        .filter(|(t, _)| t == tool)
+        .map(|(_, state)| match state {
+            ToolState::Completed(c) => c.output,
+            ToolState::Error(e) => e.error,
+            other => format!("<{}>", other.status()),
+        })
+        .collect()
+}
+
+#[actix_rt::test]
+async fn background_returns_at_once_and_the_result_starts_a_parent_turn() {
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if is_child(req) {
+            Response::text("the child found gold").with_delay(Duration::from_millis(150))
+        } else if req.last_role() == Some("user") && last_content(req).contains("<task_result ") {
+            if tool_results(req) == 1 {
+                call(
+                    "call_status",
+                    "task_status",
+                    format!(r#"{{"session_id":"{}"}}"#, child_in(req)),
+                )
+            } else {
+                Response::text("unexpected")
+            }
+        } else if req.last_role() == Some("user") {
+            task_call(BACKGROUND)
+        } else if tool_results(req) == 1 {
+            Response::text("started it")
+        } else {
+            Response::text("the parent read the result")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let parent = rt.create_session(None, None).await.unwrap();
+    let first = rt
+        .prompt(&parent.id, PromptInput::text("go"))
+        .await
+        .unwrap();
+    assert_eq!(
+        last_assistant_text(std::slice::from_ref(&first)),
+        "started it"
+    );
+
+    // The task call returned while the child still runs.
+    let child = rt.children(&parent.id).await.unwrap().remove(0);
+    assert!(
+        rt.statuses().contains_key(&child.id),
+        "the child is still running when the parent's turn ends"
+    );
+    let state = tool_parts(&rt, &parent.id)
+        .await
+        .into_iter()
+        .find(|(t, _)| t == "task")
+        .map(|(_, s)| s)
+        .unwrap();
+    let ToolState::Completed(done) = state else {
+        panic!("the background call completes at once: {state:?}")
+    };
+    assert!(
+        done.output.contains("running in the background"),
+        "{}",
+        done.output
+    );
+    assert!(done.output.contains(&format!("session_id: {}", child.id)));
+    assert_eq!(done.metadata["background"], true);
+    assert_eq!(done.metadata["status"], "running");
+    assert_eq!(
+        done.metadata["details"]["results"][0]["exitCode"],
+        EXIT_RUNNING
+    );
+
+    // The child's end starts a parent turn on the delivered result.
+    wait_for_messages(&rt, &parent.id, "the parent's answer to the result", |m| {
+        last_assistant_text(m) == "the parent read the result"
+    })
+    .await;
+    let messages = rt.messages(&parent.id).await.unwrap();
+    let delivered = deliveries(&messages);
+    assert_eq!(delivered.len(), 1, "{delivered:?}");
+    assert!(delivered[0].starts_with(&format!(
+        "<task_result session_id=\"{}\" status=\"completed\">",
+        child.id
+    )));
+    assert!(delivered[0].contains("the child found gold"));
+    let seen = fake
+        .requests()
+        .iter()
+        .filter(|r| !is_child(r))
+        .any(|r| r.contains("<task_result session_id=") && r.contains("the child found gold"));
+    assert!(seen, "the parent's model was sent the result");
+
+    // task_status after the end: completed, with the output and the child's usage.
+    let status = outputs_of(&rt, &parent.id, "task_status").await;
+    assert_eq!(status.len(), 1, "{status:?}");
+    assert!(status[0].contains("status=\"completed\""), "{}", status[0]);
+    assert!(status[0].contains("the child found gold"), "{}", status[0]);
+    assert!(status[0].contains("1 turns"), "{}", status[0]);
+}
+
+#[actix_rt::test]
+async fn a_result_arriving_while_the_parent_is_busy_is_picked_up_by_its_loop() {
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if is_child(req) {
+            Response::text("quick child answer")
+        } else if req.last_role() == Some("user") && last_content(req).contains("<task_result ") {
+            Response::text("picked it up")
+        } else if req.last_role() == Some("user") {
+            task_call(BACKGROUND)
+        } else {
+            // The parent keeps streaming while the child finishes.
+            Response::text("a slow parent answer that takes a while to stream")
+                .with_delay(Duration::from_millis(150))
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let parent = rt.create_session(None, None).await.unwrap();
+    let last = tokio::time::timeout(
+        Duration::from_secs(20),
+        rt.prompt(&parent.id, PromptInput::text("go")),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    // The same loop ran on into the delivered result.
+    assert_eq!(
+        last_assistant_text(std::slice::from_ref(&last)),
+        "picked it up"
+    );
+    let messages = rt.messages(&parent.id).await.unwrap();
+    let roles: Vec<&str> = messages
+        .iter()
+        .map(|m| match m.info {
+            Message::User(_) => "user",
+            Message::Assistant(_) => "assistant",
+        })
+        .collect();
+    assert_eq!(
+        roles,
+        ["user", "assistant", "assistant", "user", "assistant"]
+    );
+    assert_eq!(deliveries(&messages).len(), 1);
+}
+
+#[actix_rt::test]
+async fn task_status_reports_a_running_child_and_task_cancel_stops_it() {
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if is_child(req) {
+            return Response::text("partial child words that never end").stall_after(3);
+        }
+        // The script goes by the tool results so far, whenever the delivery comes in.
+        let args = format!(r#"{{"session_id":"{}"}}"#, child_in(req));
+        match tool_results(req) {
+            0 => task_call(BACKGROUND),
+            1 => call("call_s1", "task_status", args),
+            2 => call("call_c", "task_cancel", args),
+            3 => call("call_s2", "task_status", args),
+            _ => Response::text("all done"),
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let parent = rt.create_session(None, None).await.unwrap();
+    tokio::time::timeout(
+        Duration::from_secs(20),
+        rt.prompt(&parent.id, PromptInput::text("go")),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let child = rt.children(&parent.id).await.unwrap().remove(0);
+    let status = outputs_of(&rt, &parent.id, "task_status").await;
+    assert_eq!(status.len(), 2, "{status:?}");
+    assert!(
+        status[0].starts_with(&format!(
+            "<task_status session_id=\"{}\" status=\"running\">",
+            child.id
+        )),
+        "{}",
+        status[0]
+    );
+    let cancel = outputs_of(&rt, &parent.id, "task_cancel").await;
+    assert!(cancel[0].contains("status=\"cancelled\""), "{}", cancel[0]);
+    assert!(status[1].contains("status=\"cancelled\""), "{}", status[1]);
+    assert!(!rt.statuses().contains_key(&child.id), "the child stopped");
+    // The cancelled result reaches the parent too (picked up by its running loop, or stored).
+    wait_for_messages(&rt, &parent.id, "the cancelled result", |m| {
+        deliveries(m)
+            .iter()
+            .any(|d| d.contains("status=\"cancelled\""))
+    })
+    .await;
+}
+
+#[actix_rt::test]
+async fn task_status_refuses_a_session_of_another_tree() {
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if req.last_role() == Some("user") {
+            let other = session_in(&last_content(req)).unwrap_or_default();
+            call(
+                "call_s",
+                "task_status",
+                format!(r#"{{"session_id":"{other}"}}"#),
+            )
+        } else {
+            Response::text("ok")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let other = rt.create_session(None, None).await.unwrap();
+    let parent = rt.create_session(None, None).await.unwrap();
+    rt.prompt(
+        &parent.id,
+        PromptInput::text(format!("peek at {}", other.id)),
+    )
+    .await
+    .unwrap();
+    let status = outputs_of(&rt, &parent.id, "task_status").await;
+    assert!(
+        status[0].contains(&format!(
+            "session {} was not started by this session",
+            other.id
+        )),
+        "{}",
+        status[0]
+    );
+}
+
+#[actix_rt::test]
+async fn cancelling_the_parent_cancels_its_background_child() {
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if is_child(req) {
+            Response::text("never finishing").stall_after(2)
+        } else if req.last_role() == Some("user") {
+            task_call(BACKGROUND)
+        } else {
+            Response::text("launched")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let parent = rt.create_session(None, None).await.unwrap();
+    rt.prompt(&parent.id, PromptInput::text("go"))
+        .await
+        .unwrap();
+    let child = rt.children(&parent.id).await.unwrap().remove(0);
+    assert!(rt.statuses().contains_key(&child.id));
+
+    rt.cancel(&parent.id).await.unwrap();
+    // The cancelled result is recorded in the idle parent without starting a turn.
+    wait_for_messages(&rt, &parent.id, "the cancelled result", |m| {
+        deliveries(m)
+            .iter()
+            .any(|d| d.contains("status=\"cancelled\""))
+    })
+    .await;
+    assert!(!rt.statuses().contains_key(&child.id), "the child stopped");
+    let turns = fake
+        .requests()
+        .iter()
+        .filter(|r| !is_child(r) && r.contains("<task_result "))
+        .count();
+    assert_eq!(turns, 0, "a cancelled result does not start a turn");
+}
+
+#[actix_rt::test]
+async fn an_undelivered_result_is_delivered_after_a_restart() {
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if is_child(req) {
+            Response::text("child finished its work").with_delay(Duration::from_millis(100))
+        } else if req.last_role() == Some("user") && last_content(req).contains("<task_result ") {
+            Response::text("resumed and saw it")
+        } else if req.last_role() == Some("user") {
+            task_call(BACKGROUND)
+        } else {
+            // The first runtime's parent hangs in this turn: the result cannot reach it.
+            Response::text("waiting forever").stall_after(1)
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let parent = {
+        let rt = env.runtime().await;
+        let parent = rt.create_session(None, None).await.unwrap();
+        rt.prompt_async(&parent.id, PromptInput::text("go"))
+            .await
+            .unwrap();
+        let store = SqliteStore::open(&rt.paths().data_dir).await.unwrap();
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let pending = store.undelivered_background().await.unwrap();
+            if pending.iter().any(|t| t.result.is_some()) {
+                break;
+            }
+            assert!(Instant::now() < deadline, "the child never finished");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        store.close().await;
+        assert!(deliveries(&rt.messages(&parent.id).await.unwrap()).is_empty());
+        parent.id
+    };
+
+    // A new runtime on the same data directory delivers it and the parent answers.
+    let rt = env.runtime().await;
+    wait_for_messages(&rt, &parent, "the delivery after the restart", |m| {
+        last_assistant_text(m) == "resumed and saw it"
+    })
+    .await;
+    let messages = rt.messages(&parent).await.unwrap();
+    let delivered = deliveries(&messages);
+    assert_eq!(delivered.len(), 1);
+    assert!(delivered[0].contains("status=\"completed\""));
+    assert!(delivered[0].contains("child finished its work"));
+    let store = SqliteStore::open(&rt.paths().data_dir).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !store.undelivered_background().await.unwrap().is_empty() {
+        assert!(Instant::now() < deadline, "the record is marked delivered");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -1,0 +1,105 @@
+//! Cancel propagation: a session tree 3 levels deep with 10 children per node (root → 10 →
+//! 100 → 1,000 sessions, 1,111 in all) whose leaves stall in their model call, cancelled at the
+//! root once every session runs. Measures the time from the cancel call until every session is
+//! idle (the runtime's status map is empty and the bus has announced 1,111 `session.idle`).
+//!
+//! `cargo bench --bench cancel [-- ROUNDS]` (default 3 rounds, a fresh tree each). Budget: 20 ms.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
+
+mod support;
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use futures::{FutureExt, StreamExt};
+use serde_json::json;
+use support::{Bench, in_system, summary};
+use taskforce::actors::PromptInput;
+use taskforce::actors::bus::{BusItem, Event, Filter};
+
+const FANOUT: usize = 10;
+const SESSIONS: usize = 1 + FANOUT + FANOUT * FANOUT + FANOUT * FANOUT * FANOUT;
+
+fn main() {
+    let rounds: usize = std::env::args()
+        .skip(1)
+        .find_map(|a| a.parse().ok())
+        .unwrap_or(3);
+    let calls: Vec<serde_json::Value> = (0..FANOUT)
+        .map(|i| json!({"name": "task", "input": {"description": format!("part {i}"), "prompt": "split it up", "subagent_type": "general"}}))
+        .collect();
+    let script = json!({"rules": [
+        {"when": {"agent": "build", "last_role": "user"}, "reply": {"tool_calls": calls}},
+        // Levels 1 and 2 may still delegate (they are offered the task tool).
+        {"when": {"agent": "general", "tool": "task", "last_role": "user"}, "reply": {"tool_calls": calls}},
+        // The leaves (level 3) stall: an hour before their first chunk.
+        {"when": {"agent": "general", "no_tool": "task"}, "reply": {"text": "never arrives"}, "delay_ms": 3_600_000},
+        {"when": {}, "reply": {"text": "done"}}
+    ]});
+    let bench = Bench::new(&script);
+    // The support config ends in its [subagent] table: nest three deep.
+    let config = bench.project.join("taskforce.toml");
+    let mut text = std::fs::read_to_string(&config).unwrap();
+    text.push_str("max_depth = 3\n");
+    std::fs::write(&config, text).unwrap();
+    let mut options = bench.options();
+    options.bus_capacity = 1 << 18;
+    in_system(async move {
+        let rt = taskforce::actors::Runtime::start(options).await.unwrap();
+        let mut samples = Vec::new();
+        for round in 0..rounds {
+            let root = rt.create_session(None, None).await.unwrap();
+            let mut events = rt.subscribe(Filter::Subtree(root.id.clone()));
+            let built = Instant::now();
+            rt.prompt_async(&root.id, PromptInput::text("build the tree"))
+                .await
+                .unwrap();
+            // Every session of the tree runs (the leaves sit in their stalled model call).
+            while rt.statuses().len() < SESSIONS {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            let build_time = built.elapsed();
+            // Let the last leaves reach their model call.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            while let Some(item) = events.next().now_or_never().flatten() {
+                drop(item);
+            }
+
+            let start = Instant::now();
+            rt.cancel(&root.id).await.unwrap();
+            let told = start.elapsed();
+            let mut idle = HashSet::new();
+            let mut lagged = false;
+            while idle.len() < SESSIONS {
+                match events.next().await {
+                    Some(BusItem::Event(e)) => {
+                        if let Event::SessionIdle { session_id } = &e.event {
+                            idle.insert(session_id.clone());
+                        }
+                    }
+                    Some(BusItem::Lagged(_)) => {
+                        lagged = true;
+                        break;
+                    }
+                    None => break,
+                }
+            }
+            // Fall back to the status map when the bus could not tell.
+            while !rt.statuses().is_empty() {
+                tokio::time::sleep(Duration::from_millis(1)).await;
+            }
+            let all_idle = start.elapsed();
+            samples.push(all_idle);
+            println!(
+                "round {round}: tree of {SESSIONS} sessions running after {build_time:?}; cancel call returned after {told:?}; all idle after {all_idle:?} ({} idle events{})",
+                idle.len(),
+                if lagged { ", bus lagged" } else { "" }
+            );
+        }
+        let (median, p95, mean) = summary(&mut samples);
+        println!(
+            "cancel of a {SESSIONS}-session tree until all idle: median {median:?}, p95 {p95:?}, mean {mean:?} over {rounds} rounds (budget 20 ms)"
+        );
+    });
+}
