@@ -17,7 +17,7 @@ use taskforce_agents::tool::{
     ToolContext, ToolError,
 };
 
-use super::{Activate, CancelTree, Supervisor, session_depth, task_guard};
+use super::{Activate, CancelTree, Supervisor, limits, session_depth, task_guard};
 use crate::RuntimeError;
 use crate::bus::{BusItem, Event, Filter};
 use crate::core::Core;
@@ -137,6 +137,13 @@ impl Delegate for SupervisorDelegate {
         let nests =
             self.core.config.subagent.enabled && child_depth < self.core.config.subagent.max_depth;
         let (child, new) = self.child_session(parent, &request, nests).await?;
+        // Wait for a running slot (and count a new child in its tree) before anything starts.
+        let root = self.root_of(parent).await?;
+        let admission = limits::admit(&self.core, ctx, &parent.id, &root, new).await?;
+        let _slot = admission.slot;
+        if let Some(reservation) = admission.reservation {
+            reservation.keep();
+        }
         self.core.bus.register_parent(&child.id, &parent.id);
         let model_json = serde_json::to_value(&request.model).unwrap_or(Value::Null);
         ctx.metadata(

@@ -3,9 +3,11 @@
 
 mod delegate;
 mod guard;
+mod limits;
 
 pub use delegate::SupervisorDelegate;
 pub(crate) use guard::{session_depth, task_guard};
+pub(crate) use limits::Limits;
 
 use std::collections::HashMap;
 use std::sync::Arc;

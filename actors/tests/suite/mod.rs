@@ -7,4 +7,5 @@ mod permissions;
 mod retries;
 mod runtime;
 mod store;
+mod subagent_limits;
 mod subagents;

@@ -184,6 +184,10 @@ impl Tool for TaskTool {
         };
         let outcome = match delegate.run_subagent(ctx, request).await {
             Ok(outcome) => outcome,
+            // The runtime's own code (a limit reached).
+            Err(ToolError::Task(f)) => {
+                return Err(failure(envelope, f.error, f.cause, f.metadata));
+            }
             Err(e) => {
                 let code = if e.is_aborted() {
                     TaskErrorCode::SubagentCancelled
