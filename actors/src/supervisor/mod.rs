@@ -4,6 +4,7 @@
 mod delegate;
 mod guard;
 mod limits;
+mod timeout;
 
 pub use delegate::SupervisorDelegate;
 pub(crate) use guard::{session_depth, task_guard};

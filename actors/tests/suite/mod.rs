@@ -8,4 +8,5 @@ mod retries;
 mod runtime;
 mod store;
 mod subagent_limits;
+mod subagent_timeouts;
 mod subagents;

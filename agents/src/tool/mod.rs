@@ -29,6 +29,7 @@ pub use context::{
 pub use edit::EditTool;
 pub use envelope::{
     DisplayItem, TaskEnvelope, TaskError, TaskErrorCode, TaskMode, TaskResult, TaskUsage,
+    TimeoutReason,
 };
 pub use glob::GlobTool;
 pub use grep::GrepTool;

@@ -1,13 +1,15 @@
 //! `task {description, prompt, subagent_type, session_id?, task_id?, command?}`: runs a subagent
 //! in a child session through the runtime's [`Delegate`](super::Delegate) (reference §2 F1–F12).
 
+use std::time::Duration;
+
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::envelope::{
-    DETAILS_KEY, DisplayItem, EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, TaskEnvelope, TaskError,
-    TaskErrorCode, TaskMode, TaskResult,
+    DETAILS_KEY, DisplayItem, EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_TIMEOUT, TaskEnvelope,
+    TaskError, TaskErrorCode, TaskMode, TaskResult, TimeoutReason,
 };
 use super::redact::redact;
 use super::run::parse_args;
@@ -42,6 +44,21 @@ struct Args {
     task_id: Option<String>,
     #[serde(default)]
     command: Option<String>,
+    /// Seconds; lowers `subagent.timeout` for this call.
+    #[serde(default)]
+    timeout: Option<f64>,
+}
+
+/// The call's `timeout` argument (seconds) as a duration; `None` when absent.
+pub(super) fn timeout_arg(seconds: Option<f64>) -> Result<Option<Duration>, TaskError> {
+    let Some(s) = seconds else { return Ok(None) };
+    match Duration::try_from_secs_f64(s) {
+        Ok(d) if !d.is_zero() => Ok(Some(d)),
+        _ => Err(TaskError::new(
+            TaskErrorCode::InvalidInput,
+            format!("timeout must be a positive number of seconds, got {s}"),
+        )),
+    }
 }
 
 /// One line per agent the task tool may start for `caller`: every non-primary agent (hidden
@@ -86,7 +103,8 @@ impl Tool for TaskTool {
                 "subagent_type": {"type": "string", "description": "The type of specialized agent to use for this task"},
                 "session_id": {"type": "string", "description": "An existing task session to continue (from a previous task's <task_metadata>)"},
                 "task_id": {"type": "string", "description": "Same as session_id (kept for compatibility)"},
-                "command": {"type": "string", "description": "The command that triggered this task"}
+                "command": {"type": "string", "description": "The command that triggered this task"},
+                "timeout": {"type": "number", "exclusiveMinimum": 0, "description": "Optional: the most seconds this task may run (fractions allowed, e.g. 90 or 0.5). It can only lower the configured subagent.timeout, never raise it. A task that runs out answers SUBAGENT_TIMEOUT with its output so far"}
             },
             "required": ["description", "prompt", "subagent_type"]
         })
@@ -113,6 +131,10 @@ impl Tool for TaskTool {
                 let error = TaskError::new(TaskErrorCode::InvalidInput, e.to_string());
                 return Err(failure(envelope, error, Some(e), Map::new()));
             }
+        };
+        let timeout = match timeout_arg(args.timeout) {
+            Ok(t) => t,
+            Err(error) => return Err(failure(envelope, error, None, Map::new())),
         };
         if !ctx.bypass_agent_check {
             let mut metadata = Map::new();
@@ -181,6 +203,7 @@ impl Tool for TaskTool {
             session_id: args.session_id.or(args.task_id),
             command: args.command,
             model,
+            timeout,
         };
         let outcome = match delegate.run_subagent(ctx, request).await {
             Ok(outcome) => outcome,
@@ -266,6 +289,19 @@ fn finish(
                 format!("Tool execution aborted: subagent session {session_id} was cancelled"),
             )),
         ),
+        SubagentStatus::TimedOut { reason, after } => (
+            EXIT_TIMEOUT,
+            Some(timeout_error(
+                &session_id,
+                *reason,
+                *after,
+                &redact(&outcome.text, home),
+            )),
+        ),
+    };
+    let timeout_reason = match &outcome.status {
+        SubagentStatus::TimedOut { reason, .. } => Some(*reason),
+        _ => None,
     };
     let text = redact(&outcome.text, home);
     let display_items = outcome
@@ -288,6 +324,7 @@ fn finish(
         session_id: session_id.clone(),
         usage: outcome.usage,
         error: error.as_ref().map(|e| e.message.clone()),
+        timeout_reason,
         output: (!text.is_empty() || error.is_none()).then(|| text.clone()),
         display_items: Some(display_items),
     });
@@ -322,6 +359,41 @@ fn finish(
         output: format!("{visible}\n\n<task_metadata>\nsession_id: {session_id}\n</task_metadata>"),
         metadata,
     })
+}
+
+/// `SUBAGENT_TIMEOUT` for a child that ran past its `reason` limit of `after`, with the
+/// (redacted) output it had written so far, cut for the model.
+pub(super) fn timeout_error(
+    session_id: &str,
+    reason: TimeoutReason,
+    after: Duration,
+    partial: &str,
+) -> TaskError {
+    let what = match reason {
+        TimeoutReason::Runtime => format!(
+            "ran longer than its limit of {} (subagent.timeout or the call's timeout)",
+            humantime::format_duration(after)
+        ),
+        TimeoutReason::Idle => format!(
+            "had no model or tool activity for {} (subagent.idle_timeout)",
+            humantime::format_duration(after)
+        ),
+    };
+    let mut message = format!(
+        "subagent session {session_id} {what} and was stopped (timeoutReason: {}).",
+        reason.as_str()
+    );
+    if partial.trim().is_empty() {
+        message.push_str(" It had written no output yet.");
+    } else {
+        let shown = truncate::cut(partial, MAX_LINES, MAX_BYTES, Direction::Tail)
+            .map_or_else(|| partial.to_string(), |c| c.preview);
+        message.push_str(&format!(" Its output so far:\n{shown}"));
+    }
+    message.push_str(&format!(
+        "\n\n<task_metadata>\nsession_id: {session_id}\n</task_metadata>"
+    ));
+    TaskError::new(TaskErrorCode::SubagentTimeout, message)
 }
 
 /// `value` with every string redacted.
