@@ -8,5 +8,6 @@ mod retries;
 mod runtime;
 mod store;
 mod subagent_limits;
+mod subagent_parallel;
 mod subagent_timeouts;
 mod subagents;

@@ -16,6 +16,7 @@ pub mod redact;
 mod registry;
 mod run;
 mod task;
+mod task_parallel;
 #[cfg(test)]
 mod testing;
 mod todo;

@@ -13,6 +13,7 @@ use super::envelope::{
 };
 use super::redact::redact;
 use super::run::parse_args;
+use super::task_parallel;
 use super::truncate::{self, Direction, MAX_BYTES, MAX_LINES};
 use super::{
     SubagentOutcome, SubagentRequest, SubagentStatus, TaskFailure, Tool, ToolContext, ToolError,
@@ -104,9 +105,25 @@ impl Tool for TaskTool {
                 "session_id": {"type": "string", "description": "An existing task session to continue (from a previous task's <task_metadata>)"},
                 "task_id": {"type": "string", "description": "Same as session_id (kept for compatibility)"},
                 "command": {"type": "string", "description": "The command that triggered this task"},
+                "tasks": {
+                    "type": "array",
+                    "minItems": 1,
+                    "description": "Instead of description/prompt/subagent_type: several independent tasks to run at once, each in its own subagent session. One result per task comes back under its description",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "description": {"type": "string", "description": "A short (3-5 words) description of the task"},
+                            "prompt": {"type": "string", "description": "The task for the agent to perform"},
+                            "subagent_type": {"type": "string", "description": "The type of specialized agent to use for this task"}
+                        },
+                        "required": ["description", "prompt", "subagent_type"]
+                    }
+                },
                 "timeout": {"type": "number", "exclusiveMinimum": 0, "description": "Optional: the most seconds this task may run (fractions allowed, e.g. 90 or 0.5). It can only lower the configured subagent.timeout, never raise it. A task that runs out answers SUBAGENT_TIMEOUT with its output so far"}
             },
-            "required": ["description", "prompt", "subagent_type"]
+            // Either description + prompt + subagent_type, or tasks; checked in `execute` (some
+            // providers refuse a top-level anyOf).
+            "required": []
         })
     }
 
@@ -124,6 +141,9 @@ impl Tool for TaskTool {
         if let Err(error) = delegate.admit(ctx).await {
             envelope.mode = TaskMode::Management;
             return Err(failure(envelope, error, None, Map::new()));
+        }
+        if task_parallel::is_parallel(&args) {
+            return task_parallel::execute(args, ctx, delegate).await;
         }
         let args: Args = match parse_args(ID, args) {
             Ok(args) => args,
@@ -239,7 +259,7 @@ impl Tool for TaskTool {
 }
 
 /// The coded error of a failed call, its envelope under `details` beside `metadata`.
-fn failure(
+pub(super) fn failure(
     mut envelope: TaskEnvelope,
     error: TaskError,
     cause: Option<ToolError>,
@@ -270,9 +290,53 @@ fn finish(
     let home = ctx.home.as_deref();
     let session_id = outcome.session_id.to_string();
     let mut metadata = Map::new();
-    metadata.insert("summary".into(), Value::Array(outcome.summary));
+    metadata.insert("summary".into(), Value::Array(outcome.summary.clone()));
     metadata.insert("sessionId".into(), Value::String(session_id.clone()));
     metadata.insert("model".into(), json!(outcome.model));
+    let (result, error, text) = child_result(agent, task, outcome, home);
+    envelope.results.push(result);
+    if let Some(error) = error {
+        let cause = ctx.abort.is_cancelled().then_some(ToolError::Aborted);
+        return Err(failure(envelope, error, cause, metadata));
+    }
+    let visible = match truncate::cut(&text, MAX_LINES, MAX_BYTES, Direction::Head) {
+        None => text,
+        Some(cut) => {
+            let error = TaskError::new(
+                TaskErrorCode::SubagentOutputTruncated,
+                format!(
+                    "the subagent's output was cut to {MAX_LINES} lines / {} KB for the model ({} {} removed); the full text is in details.results[0].output and in session {session_id}",
+                    MAX_BYTES / 1024,
+                    cut.removed,
+                    cut.unit
+                ),
+            );
+            let note = format!(
+                "{}\n\n... {} {} truncated ...\n\n[{error}. Continue that session with session_id {session_id} to ask for the part you need.]",
+                cut.preview, cut.removed, cut.unit
+            );
+            envelope.error = Some(error);
+            note
+        }
+    };
+    metadata.insert("truncated".into(), Value::Bool(envelope.error.is_some()));
+    metadata.insert(DETAILS_KEY.into(), envelope.to_value());
+    Ok(ToolOutput {
+        title,
+        output: format!("{visible}\n\n<task_metadata>\nsession_id: {session_id}\n</task_metadata>"),
+        metadata,
+    })
+}
+
+/// One child's entry in `details.results`, its coded error (when its run did not finish) and
+/// its redacted text.
+pub(super) fn child_result(
+    agent: &str,
+    task: &str,
+    outcome: SubagentOutcome,
+    home: Option<&std::path::Path>,
+) -> (TaskResult, Option<TaskError>, String) {
+    let session_id = outcome.session_id.to_string();
     let (exit_code, error) = match &outcome.status {
         SubagentStatus::Completed => (EXIT_OK, None),
         SubagentStatus::Failed(message) => (
@@ -317,7 +381,7 @@ fn finish(
             },
         })
         .collect();
-    envelope.results.push(TaskResult {
+    let result = TaskResult {
         agent: agent.to_string(),
         task: task.to_string(),
         exit_code,
@@ -327,38 +391,8 @@ fn finish(
         timeout_reason,
         output: (!text.is_empty() || error.is_none()).then(|| text.clone()),
         display_items: Some(display_items),
-    });
-    if let Some(error) = error {
-        let cause = ctx.abort.is_cancelled().then_some(ToolError::Aborted);
-        return Err(failure(envelope, error, cause, metadata));
-    }
-    let visible = match truncate::cut(&text, MAX_LINES, MAX_BYTES, Direction::Head) {
-        None => text,
-        Some(cut) => {
-            let error = TaskError::new(
-                TaskErrorCode::SubagentOutputTruncated,
-                format!(
-                    "the subagent's output was cut to {MAX_LINES} lines / {} KB for the model ({} {} removed); the full text is in details.results[0].output and in session {session_id}",
-                    MAX_BYTES / 1024,
-                    cut.removed,
-                    cut.unit
-                ),
-            );
-            let note = format!(
-                "{}\n\n... {} {} truncated ...\n\n[{error}. Continue that session with session_id {session_id} to ask for the part you need.]",
-                cut.preview, cut.removed, cut.unit
-            );
-            envelope.error = Some(error);
-            note
-        }
     };
-    metadata.insert("truncated".into(), Value::Bool(envelope.error.is_some()));
-    metadata.insert(DETAILS_KEY.into(), envelope.to_value());
-    Ok(ToolOutput {
-        title,
-        output: format!("{visible}\n\n<task_metadata>\nsession_id: {session_id}\n</task_metadata>"),
-        metadata,
-    })
+    (result, error, text)
 }
 
 /// `SUBAGENT_TIMEOUT` for a child that ran past its `reason` limit of `after`, with the
