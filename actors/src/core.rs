@@ -43,6 +43,8 @@ pub(crate) struct Core {
     pub commands: taskforce_agents::command::Commands,
     /// Embedders' hooks, in registration order.
     pub hooks: std::sync::RwLock<Vec<Arc<dyn Hooks>>>,
+    /// Running-children and per-tree limits of task calls.
+    pub limits: Arc<crate::supervisor::Limits>,
 }
 
 impl Core {

@@ -28,7 +28,7 @@ impl Bench {
         std::fs::write(
             project.join("taskforce.toml"),
             format!(
-                "model = \"scripted/bench\"\n[provider.scripted]\ntype = \"scripted\"\nscript = \"{}\"\n[subagent]\nmax_concurrent = 1000\n",
+                "model = \"scripted/bench\"\n[provider.scripted]\ntype = \"scripted\"\nscript = \"{}\"\n[subagent]\nmax_concurrent = 1000\nmax_total = 100000\nmax_per_session = 100000\n",
                 script_path.display()
             ),
         )

@@ -31,7 +31,7 @@ use crate::hooks::Hooks;
 use crate::permission::{PermissionBroker, PermissionReply, PermissionRequest};
 use crate::session::{Exclusive, Job, Prompt, PromptInput, Seed, Writer};
 use crate::store::{MessageWithParts, SessionFilter, SqliteStore, Store};
-use crate::supervisor::{Activate, CancelTree, Forget, Live, LiveCount, Supervisor};
+use crate::supervisor::{Activate, CancelTree, Forget, Limits, Live, LiveCount, Supervisor};
 
 /// How to start a runtime.
 #[derive(Debug, Clone)]
@@ -109,6 +109,7 @@ impl Runtime {
             statuses: DashMap::new(),
             hooks: Default::default(),
             commands: Commands::new(&config_for_commands),
+            limits: Arc::new(Limits::new(&config_for_commands.subagent)),
         });
         let arbiters = if options.arbiters == 0 {
             std::thread::available_parallelism().map_or(2, |n| n.get())

@@ -18,7 +18,8 @@ use taskforce_agents::tool::{
     ToolContext, ToolError,
 };
 
-use super::{Activate, CancelTree, Supervisor, session_depth, task_guard};
+use super::timeout::{Activity, ActivityFilter, RunLimits};
+use super::{Activate, CancelTree, Supervisor, limits, session_depth, task_guard, timeout};
 use crate::RuntimeError;
 use crate::bus::{BusItem, Event, Filter};
 use crate::core::Core;
@@ -138,6 +139,13 @@ impl Delegate for SupervisorDelegate {
         let nests =
             self.core.config.subagent.enabled && child_depth < self.core.config.subagent.max_depth;
         let (child, new) = self.child_session(parent, &request, nests).await?;
+        // Wait for a running slot (and count a new child in its tree) before anything starts.
+        let root = self.root_of(parent).await?;
+        let admission = limits::admit(&self.core, ctx, &parent.id, &root, new).await?;
+        let _slot = admission.slot;
+        if let Some(reservation) = admission.reservation {
+            reservation.keep();
+        }
         self.core.bus.register_parent(&child.id, &parent.id);
         let model_json = serde_json::to_value(&request.model).unwrap_or(Value::Null);
         ctx.metadata(
@@ -148,21 +156,31 @@ impl Delegate for SupervisorDelegate {
             ]),
         );
 
-        // Follow the child's tool parts and mirror them on the parent's running part.
+        // Follow the child's tool parts and mirror them on the parent's running part; its
+        // activity resets the idle clock.
+        let run_limits = RunLimits::new(&self.core.config.subagent, request.timeout);
+        let activity = Arc::new(Activity::new());
+        let clock_start = tokio::time::Instant::now();
+        let seen = activity.clone();
         let mut events = self.core.bus.subscribe(Filter::Session(child.id.clone()));
         let follower_ctx = ctx.clone();
         let child_id = child.id.clone();
         let mut follower = tokio::spawn(async move {
             let mut summary: BTreeMap<PartId, Value> = BTreeMap::new();
             let mut complete = true;
+            let mut filter = ActivityFilter::default();
             while let Some(item) = events.next().await {
                 let envelope = match item {
                     BusItem::Event(envelope) => envelope,
                     BusItem::Lagged(_) => {
                         complete = false;
+                        seen.touch();
                         continue;
                     }
                 };
+                if filter.is_activity(&envelope.event) {
+                    seen.touch();
+                }
                 match &envelope.event {
                     // The loop goes idle after its last part: the summary is whole.
                     Event::SessionIdle { session_id } if *session_id == child_id => {
@@ -201,8 +219,16 @@ impl Delegate for SupervisorDelegate {
         let started = now_ms();
         let run = self.run_child(&child, new, &parent.id, input);
         tokio::pin!(run);
+        let mut timed_out = None;
         let result = tokio::select! {
             r = &mut run => r,
+            expired = timeout::expiry(run_limits, clock_start, &activity) => {
+                timed_out = Some(expired);
+                self.supervisor.do_send(CancelTree { id: child.id.clone() });
+                tokio::time::timeout(CANCEL_GRACE, &mut run)
+                    .await
+                    .unwrap_or(Err(ToolError::Aborted))
+            }
             () = ctx.abort.cancelled() => {
                 self.supervisor.do_send(CancelTree { id: child.id.clone() });
                 // Let the child record how it ended, but never wait long for it.
@@ -229,6 +255,10 @@ impl Delegate for SupervisorDelegate {
             }
             Err(ToolError::Aborted) => (None, SubagentStatus::Cancelled),
             Err(e) => (None, SubagentStatus::Failed(e.to_string())),
+        };
+        let status = match timed_out {
+            Some((reason, after)) => SubagentStatus::TimedOut { reason, after },
+            None => status,
         };
         let followed = tokio::time::timeout(Duration::from_secs(1), &mut follower).await;
         follower.abort();

@@ -4,10 +4,13 @@
 mod background;
 mod delegate;
 mod guard;
+mod limits;
+mod timeout;
 
 pub(crate) use background::deliver_pending;
 pub use delegate::SupervisorDelegate;
 pub(crate) use guard::{session_depth, task_guard};
+pub(crate) use limits::Limits;
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -10,5 +10,8 @@ mod permissions;
 mod retries;
 mod runtime;
 mod store;
+mod subagent_limits;
+mod subagent_parallel;
+mod subagent_timeouts;
 mod subagents;
 mod titles;

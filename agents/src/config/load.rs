@@ -191,11 +191,14 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
             ));
         }
     }
-    if config.subagent.max_concurrent == 0 {
-        return Err(invalid(
-            "subagent.max_concurrent".into(),
-            "must be at least 1".into(),
-        ));
+    for (key, n) in [
+        ("subagent.max_concurrent", config.subagent.max_concurrent),
+        ("subagent.max_total", config.subagent.max_total),
+        ("subagent.max_per_session", config.subagent.max_per_session),
+    ] {
+        if n == 0 {
+            return Err(invalid(key.into(), "must be at least 1".into()));
+        }
     }
     for (key, d) in [
         ("subagent.timeout", config.subagent.timeout),

@@ -190,8 +190,13 @@ pub struct SubagentConfig {
     pub enabled: bool,
     /// How deep task calls nest: 1 means subagents cannot call task.
     pub max_depth: u32,
-    /// Running children per parent; more wait their turn.
+    /// Running children per parent; more wait their turn (FIFO).
     pub max_concurrent: u32,
+    /// Running children in the whole runtime; more wait their turn (FIFO).
+    pub max_total: u32,
+    /// Children created in one root session tree (descendants included); a task call past it
+    /// gets `SUBAGENT_LIMIT_REACHED` at once.
+    pub max_per_session: u32,
     /// Hard cap on one child run.
     #[serde(with = "super::serde_duration")]
     pub timeout: Duration,
@@ -206,6 +211,8 @@ impl Default for SubagentConfig {
             enabled: true,
             max_depth: 1,
             max_concurrent: 8,
+            max_total: 64,
+            max_per_session: 100,
             timeout: Duration::from_secs(15 * 60),
             idle_timeout: Duration::from_secs(3 * 60),
         }

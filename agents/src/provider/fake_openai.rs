@@ -319,6 +319,9 @@ struct Shared {
     handler: Box<Handler>,
     requests: Mutex<Vec<RecordedRequest>>,
     disconnects: AtomicUsize,
+    /// Responses being written now, and the most at once so far.
+    active: AtomicUsize,
+    peak: AtomicUsize,
     changed: Notify,
 }
 
@@ -357,6 +360,8 @@ impl FakeOpenAi {
             handler: Box::new(handler),
             requests: Mutex::new(Vec::new()),
             disconnects: AtomicUsize::new(0),
+            active: AtomicUsize::new(0),
+            peak: AtomicUsize::new(0),
             changed: Notify::new(),
         });
         let shutdown = CancellationToken::new();
@@ -405,6 +410,12 @@ impl FakeOpenAi {
     /// How many clients went away before their response was fully sent.
     pub fn disconnects(&self) -> usize {
         self.shared.disconnects.load(Ordering::SeqCst)
+    }
+
+    /// The most responses that were being written at the same time so far (overlapping
+    /// requests).
+    pub fn peak_active(&self) -> usize {
+        self.shared.peak.load(Ordering::SeqCst)
     }
 
     /// Waits until at least `n` disconnects were seen; false if `timeout` passed first.
@@ -490,6 +501,8 @@ async fn serve(socket: TcpStream, shared: Arc<Shared>, shutdown: CancellationTok
         .push(request.clone());
     shared.changed.notify_waiters();
     let response = (shared.handler)(&request);
+    let now = shared.active.fetch_add(1, Ordering::SeqCst) + 1;
+    shared.peak.fetch_max(now, Ordering::SeqCst);
 
     // The client closing its end shows up as end-of-file on the read half.
     let closed = CancellationToken::new();
@@ -503,6 +516,7 @@ async fn serve(socket: TcpStream, shared: Arc<Shared>, shutdown: CancellationTok
         }
         Response::Stream(chunks) => write_stream(&mut writer, chunks, &closed, &shutdown).await,
     };
+    shared.active.fetch_sub(1, Ordering::SeqCst);
     match outcome {
         Outcome::ClientGone => {
             shared.disconnects.fetch_add(1, Ordering::SeqCst);

@@ -147,6 +147,7 @@ pub(crate) fn started(
         error: None,
         output: None,
         display_items: None,
+        timeout_reason: None,
     });
     let mut metadata = Map::new();
     metadata.insert("sessionId".into(), json!(child));

@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use async_trait::async_trait;
 use serde_json::{Map, Value};
@@ -9,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::ToolError;
 use super::background::ChildReport;
-use super::envelope::{DisplayItem, TaskError, TaskUsage};
+use super::envelope::{DisplayItem, TaskError, TaskUsage, TimeoutReason};
 use crate::agent::{AgentInfo, Registry};
 use crate::id::{MessageId, SessionId};
 use crate::model::{ModelRef, Todo};
@@ -93,6 +94,8 @@ pub struct SubagentRequest {
     pub command: Option<String>,
     /// The model the child runs on (the subagent's own, else the caller's).
     pub model: ModelRef,
+    /// The call's own cap on the run; it only lowers `subagent.timeout`.
+    pub timeout: Option<Duration>,
 }
 
 /// How a child's run ended.
@@ -105,6 +108,13 @@ pub enum SubagentStatus {
     Failed(String),
     /// The child was cancelled.
     Cancelled,
+    /// The child ran past a time limit and was cancelled with its subtree.
+    TimedOut {
+        /// Which limit.
+        reason: TimeoutReason,
+        /// How long that limit was.
+        after: Duration,
+    },
 }
 
 /// What a subagent run returns once its child session exists (however the run ended).

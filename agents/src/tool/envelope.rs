@@ -28,6 +28,29 @@ pub const EXIT_FAILED: i32 = 1;
 /// The exit code of a child that was cancelled (as a shell reports an interrupt).
 pub const EXIT_CANCELLED: i32 = 130;
 
+/// The exit code of a child that ran past its time limit (as `timeout(1)` reports it).
+pub const EXIT_TIMEOUT: i32 = 124;
+
+/// Which limit ended a child that timed out: `details.results[i].timeoutReason`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TimeoutReason {
+    /// The hard cap on one run (`subagent.timeout`, or the call's lower `timeout`).
+    Runtime,
+    /// No model stream event or tool status change for `subagent.idle_timeout`.
+    Idle,
+}
+
+impl TimeoutReason {
+    /// The reason as it is written: `runtime` or `idle`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimeoutReason::Runtime => "runtime",
+            TimeoutReason::Idle => "idle",
+        }
+    }
+}
+
 /// A stable, machine-readable reason a task call did not (fully) succeed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "SCREAMING_SNAKE_CASE")]
@@ -158,7 +181,7 @@ pub struct TaskResult {
     pub agent: String,
     /// The task (prompt) it was given.
     pub task: String,
-    /// 0 finished, 1 failed, 130 cancelled.
+    /// 0 finished, 1 failed, 124 timed out, 130 cancelled.
     pub exit_code: i32,
     /// The child session.
     pub session_id: String,
@@ -167,6 +190,9 @@ pub struct TaskResult {
     /// Why the run failed, when it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// Which limit ended the run, when it timed out (`SUBAGENT_TIMEOUT`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_reason: Option<TimeoutReason>,
     /// The child's final text, secrets redacted, never truncated.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<String>,
@@ -276,6 +302,7 @@ mod tests {
                 turns: 1,
             },
             error: None,
+            timeout_reason: None,
             output: Some("done".into()),
             display_items: Some(vec![
                 DisplayItem::Text {
@@ -299,6 +326,7 @@ mod tests {
         );
         assert_eq!(r["displayItems"][1]["type"], "toolCall");
         assert!(r.get("error").is_none());
+        assert!(r.get("timeoutReason").is_none());
         assert!(v.get("error").is_none());
         let mut meta = Map::new();
         meta.insert(DETAILS_KEY.into(), v);

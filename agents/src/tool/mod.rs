@@ -18,6 +18,7 @@ mod registry;
 mod run;
 mod task;
 mod task_cancel;
+mod task_parallel;
 mod task_status;
 #[cfg(test)]
 mod testing;
@@ -32,6 +33,7 @@ pub use context::{
 pub use edit::EditTool;
 pub use envelope::{
     DisplayItem, TaskEnvelope, TaskError, TaskErrorCode, TaskMode, TaskResult, TaskUsage,
+    TimeoutReason,
 };
 pub use glob::GlobTool;
 pub use grep::GrepTool;

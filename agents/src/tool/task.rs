@@ -1,16 +1,19 @@
 //! `task {description, prompt, subagent_type, session_id?, task_id?, command?}`: runs a subagent
 //! in a child session through the runtime's [`Delegate`](super::Delegate) (reference §2 F1–F12).
 
+use std::time::Duration;
+
 use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::envelope::{
-    DETAILS_KEY, DisplayItem, EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, TaskEnvelope, TaskError,
-    TaskErrorCode, TaskMode, TaskResult,
+    DETAILS_KEY, DisplayItem, EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_TIMEOUT, TaskEnvelope,
+    TaskError, TaskErrorCode, TaskMode, TaskResult, TimeoutReason,
 };
 use super::redact::redact;
 use super::run::parse_args;
+use super::task_parallel;
 use super::truncate::{self, Direction, MAX_BYTES, MAX_LINES};
 use super::{
     SubagentOutcome, SubagentRequest, SubagentStatus, TaskFailure, Tool, ToolContext, ToolError,
@@ -44,6 +47,21 @@ struct Args {
     command: Option<String>,
     #[serde(default)]
     background: bool,
+    /// Seconds; lowers `subagent.timeout` for this call.
+    #[serde(default)]
+    timeout: Option<f64>,
+}
+
+/// The call's `timeout` argument (seconds) as a duration; `None` when absent.
+pub(super) fn timeout_arg(seconds: Option<f64>) -> Result<Option<Duration>, TaskError> {
+    let Some(s) = seconds else { return Ok(None) };
+    match Duration::try_from_secs_f64(s) {
+        Ok(d) if !d.is_zero() => Ok(Some(d)),
+        _ => Err(TaskError::new(
+            TaskErrorCode::InvalidInput,
+            format!("timeout must be a positive number of seconds, got {s}"),
+        )),
+    }
 }
 
 /// One line per agent the task tool may start for `caller`: every non-primary agent (hidden
@@ -89,9 +107,26 @@ impl Tool for TaskTool {
                 "session_id": {"type": "string", "description": "An existing task session to continue (from a previous task's <task_metadata>)"},
                 "task_id": {"type": "string", "description": "Same as session_id (kept for compatibility)"},
                 "command": {"type": "string", "description": "The command that triggered this task"},
-                "background": {"type": "boolean", "description": "Run the subagent in the background: returns its session_id at once; its result arrives later as a <task_result> message (see task_status, task_cancel)"}
+                "background": {"type": "boolean", "description": "Run the subagent in the background: returns its session_id at once; its result arrives later as a <task_result> message (see task_status, task_cancel)"},
+                "tasks": {
+                    "type": "array",
+                    "minItems": 1,
+                    "description": "Instead of description/prompt/subagent_type: several independent tasks to run at once, each in its own subagent session. One result per task comes back under its description",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "description": {"type": "string", "description": "A short (3-5 words) description of the task"},
+                            "prompt": {"type": "string", "description": "The task for the agent to perform"},
+                            "subagent_type": {"type": "string", "description": "The type of specialized agent to use for this task"}
+                        },
+                        "required": ["description", "prompt", "subagent_type"]
+                    }
+                },
+                "timeout": {"type": "number", "exclusiveMinimum": 0, "description": "Optional: the most seconds this task may run (fractions allowed, e.g. 90 or 0.5). It can only lower the configured subagent.timeout, never raise it. A task that runs out answers SUBAGENT_TIMEOUT with its output so far"}
             },
-            "required": ["description", "prompt", "subagent_type"]
+            // Either description + prompt + subagent_type, or tasks; checked in `execute` (some
+            // providers refuse a top-level anyOf).
+            "required": []
         })
     }
 
@@ -110,12 +145,19 @@ impl Tool for TaskTool {
             envelope.mode = TaskMode::Management;
             return Err(failure(envelope, error, None, Map::new()));
         }
+        if task_parallel::is_parallel(&args) {
+            return task_parallel::execute(args, ctx, delegate).await;
+        }
         let args: Args = match parse_args(ID, args) {
             Ok(args) => args,
             Err(e) => {
                 let error = TaskError::new(TaskErrorCode::InvalidInput, e.to_string());
                 return Err(failure(envelope, error, Some(e), Map::new()));
             }
+        };
+        let timeout = match timeout_arg(args.timeout) {
+            Ok(t) => t,
+            Err(error) => return Err(failure(envelope, error, None, Map::new())),
         };
         if !ctx.bypass_agent_check {
             let mut metadata = Map::new();
@@ -184,6 +226,7 @@ impl Tool for TaskTool {
             session_id: args.session_id.or(args.task_id),
             command: args.command,
             model,
+            timeout,
         };
         if args.background {
             return match delegate.start_background(ctx, request.clone()).await {
@@ -196,6 +239,10 @@ impl Tool for TaskTool {
         }
         let outcome = match delegate.run_subagent(ctx, request).await {
             Ok(outcome) => outcome,
+            // The runtime's own code (a limit reached).
+            Err(ToolError::Task(f)) => {
+                return Err(failure(envelope, f.error, f.cause, f.metadata));
+            }
             Err(e) => {
                 let code = if e.is_aborted() {
                     TaskErrorCode::SubagentCancelled
@@ -224,7 +271,7 @@ impl Tool for TaskTool {
 }
 
 /// The coded error of a failed call, its envelope under `details` beside `metadata`.
-fn failure(
+pub(super) fn failure(
     mut envelope: TaskEnvelope,
     error: TaskError,
     cause: Option<ToolError>,
@@ -255,50 +302,11 @@ fn finish(
     let home = ctx.home.as_deref();
     let session_id = outcome.session_id.to_string();
     let mut metadata = Map::new();
-    metadata.insert("summary".into(), Value::Array(outcome.summary));
+    metadata.insert("summary".into(), Value::Array(outcome.summary.clone()));
     metadata.insert("sessionId".into(), Value::String(session_id.clone()));
     metadata.insert("model".into(), json!(outcome.model));
-    let (exit_code, error) = match &outcome.status {
-        SubagentStatus::Completed => (EXIT_OK, None),
-        SubagentStatus::Failed(message) => (
-            EXIT_FAILED,
-            Some(TaskError::new(
-                TaskErrorCode::SubagentFailed,
-                redact(message, home),
-            )),
-        ),
-        SubagentStatus::Cancelled => (
-            EXIT_CANCELLED,
-            Some(TaskError::new(
-                TaskErrorCode::SubagentCancelled,
-                format!("Tool execution aborted: subagent session {session_id} was cancelled"),
-            )),
-        ),
-    };
-    let text = redact(&outcome.text, home);
-    let display_items = outcome
-        .display_items
-        .into_iter()
-        .map(|item| match item {
-            DisplayItem::Text { text } => DisplayItem::Text {
-                text: redact(&text, home),
-            },
-            DisplayItem::ToolCall { name, args } => DisplayItem::ToolCall {
-                name,
-                args: redact_json(args, home),
-            },
-        })
-        .collect();
-    envelope.results.push(TaskResult {
-        agent: agent.to_string(),
-        task: task.to_string(),
-        exit_code,
-        session_id: session_id.clone(),
-        usage: outcome.usage,
-        error: error.as_ref().map(|e| e.message.clone()),
-        output: (!text.is_empty() || error.is_none()).then(|| text.clone()),
-        display_items: Some(display_items),
-    });
+    let (result, error, text) = child_result(agent, task, outcome, home);
+    envelope.results.push(result);
     if let Some(error) = error {
         let cause = ctx.abort.is_cancelled().then_some(ToolError::Aborted);
         return Err(failure(envelope, error, cause, metadata));
@@ -330,6 +338,108 @@ fn finish(
         output: format!("{visible}\n\n<task_metadata>\nsession_id: {session_id}\n</task_metadata>"),
         metadata,
     })
+}
+
+/// One child's entry in `details.results`, its coded error (when its run did not finish) and
+/// its redacted text.
+pub(super) fn child_result(
+    agent: &str,
+    task: &str,
+    outcome: SubagentOutcome,
+    home: Option<&std::path::Path>,
+) -> (TaskResult, Option<TaskError>, String) {
+    let session_id = outcome.session_id.to_string();
+    let (exit_code, error) = match &outcome.status {
+        SubagentStatus::Completed => (EXIT_OK, None),
+        SubagentStatus::Failed(message) => (
+            EXIT_FAILED,
+            Some(TaskError::new(
+                TaskErrorCode::SubagentFailed,
+                redact(message, home),
+            )),
+        ),
+        SubagentStatus::Cancelled => (
+            EXIT_CANCELLED,
+            Some(TaskError::new(
+                TaskErrorCode::SubagentCancelled,
+                format!("Tool execution aborted: subagent session {session_id} was cancelled"),
+            )),
+        ),
+        SubagentStatus::TimedOut { reason, after } => (
+            EXIT_TIMEOUT,
+            Some(timeout_error(
+                &session_id,
+                *reason,
+                *after,
+                &redact(&outcome.text, home),
+            )),
+        ),
+    };
+    let timeout_reason = match &outcome.status {
+        SubagentStatus::TimedOut { reason, .. } => Some(*reason),
+        _ => None,
+    };
+    let text = redact(&outcome.text, home);
+    let display_items = outcome
+        .display_items
+        .into_iter()
+        .map(|item| match item {
+            DisplayItem::Text { text } => DisplayItem::Text {
+                text: redact(&text, home),
+            },
+            DisplayItem::ToolCall { name, args } => DisplayItem::ToolCall {
+                name,
+                args: redact_json(args, home),
+            },
+        })
+        .collect();
+    let result = TaskResult {
+        agent: agent.to_string(),
+        task: task.to_string(),
+        exit_code,
+        session_id: session_id.clone(),
+        usage: outcome.usage,
+        error: error.as_ref().map(|e| e.message.clone()),
+        timeout_reason,
+        output: (!text.is_empty() || error.is_none()).then(|| text.clone()),
+        display_items: Some(display_items),
+    };
+    (result, error, text)
+}
+
+/// `SUBAGENT_TIMEOUT` for a child that ran past its `reason` limit of `after`, with the
+/// (redacted) output it had written so far, cut for the model.
+pub(super) fn timeout_error(
+    session_id: &str,
+    reason: TimeoutReason,
+    after: Duration,
+    partial: &str,
+) -> TaskError {
+    let what = match reason {
+        TimeoutReason::Runtime => format!(
+            "ran longer than its limit of {} (subagent.timeout or the call's timeout)",
+            humantime::format_duration(after)
+        ),
+        TimeoutReason::Idle => format!(
+            "had no model or tool activity for {} (subagent.idle_timeout)",
+            humantime::format_duration(after)
+        ),
+    };
+    let mut message = format!(
+        "subagent session {session_id} {what} and was stopped (timeoutReason: {}).",
+        reason.as_str()
+    );
+    if partial.trim().is_empty() {
+        message.push_str(" It had written no output yet.");
+    } else {
+        let shown = truncate::cut(partial, MAX_LINES, MAX_BYTES, Direction::Tail)
+            .map_or_else(|| partial.to_string(), |c| c.preview);
+        message.push_str(&format!(" Its output so far:\n{shown}"));
+    }
+    message.push_str(&format!(
+        "\n\n<task_metadata>\nsession_id: {session_id}\n</task_metadata>"
+    ));
+    TaskError::new(TaskErrorCode::SubagentTimeout, message)
 }
 
 /// `value` with every string redacted.

@@ -160,6 +160,8 @@ fn nested_environment_keys_and_unrelated_variables() {
     assert_eq!(config.subagent.max_depth, 3);
     assert_eq!(config.subagent.timeout, Duration::from_secs(90));
     assert_eq!(config.subagent.max_concurrent, 8);
+    assert_eq!(config.subagent.max_total, 64);
+    assert_eq!(config.subagent.max_per_session, 100);
     assert_eq!(config.subagent.idle_timeout, Duration::from_secs(180));
 }
 
@@ -176,6 +178,11 @@ fn subagent_limits_are_validated() {
     let f = Fixture::new();
     f.project_file("taskforce.toml", "[subagent]\nmax_concurrent = 0\n");
     assert!(f.load_error().contains("subagent.max_concurrent"));
+    for key in ["max_total", "max_per_session"] {
+        let f = Fixture::new();
+        f.project_file("taskforce.toml", &format!("[subagent]\n{key} = 0\n"));
+        assert!(f.load_error().contains(&format!("subagent.{key}")));
+    }
 }
 
 #[test]

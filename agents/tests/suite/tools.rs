@@ -995,6 +995,7 @@ async fn task_runs_the_subagent_and_formats_the_result() {
             session_id: Some("ses_previous".into()),
             command: Some("scan".into()),
             model: ModelRef::new("caller", "caller-model"),
+            timeout: None,
         }]
     );
     let asks = env.asks();

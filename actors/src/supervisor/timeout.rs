@@ -1,0 +1,191 @@
+//! Time limits of one child run: a hard cap (`subagent.timeout`, lowered by the task call's
+//! `timeout` argument, never raised) and an idle limit (`subagent.idle_timeout`).
+//!
+//! Both clocks start when the call is admitted (time spent queued does not count). The idle
+//! clock is reset by the child's own activity as its session publishes it on the bus: model
+//! stream events (text and reasoning deltas, step starts and finishes, tool calls being
+//! streamed, assistant messages) and tool status changes (a tool starting, completing or
+//! failing). Metadata updates of a tool that is still running do not reset it, so a single
+//! tool that runs longer than the idle limit ends the child. On expiry the delegate cancels
+//! the child's subtree and answers `SUBAGENT_TIMEOUT` with the output so far and the reason
+//! (`details.results[i].timeoutReason`: `runtime` or `idle`).
+//!
+//! The clocks are tokio's, so tests may drive them with a paused clock.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, PoisonError};
+use std::time::Duration;
+
+use taskforce_agents::config::SubagentConfig;
+use taskforce_agents::id::PartId;
+use taskforce_agents::model::PartKind;
+use taskforce_agents::tool::TimeoutReason;
+use tokio::time::Instant;
+
+use crate::bus::Event;
+
+/// The limits of one run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RunLimits {
+    /// The hard cap.
+    pub hard: Duration,
+    /// The longest quiet spell.
+    pub idle: Duration,
+}
+
+impl RunLimits {
+    /// The configured limits, the hard cap lowered to `requested` when that is shorter.
+    pub(crate) fn new(config: &SubagentConfig, requested: Option<Duration>) -> Self {
+        RunLimits {
+            hard: requested.map_or(config.timeout, |r| r.min(config.timeout)),
+            idle: config.idle_timeout,
+        }
+    }
+}
+
+/// When the child was last active.
+#[derive(Debug)]
+pub(crate) struct Activity {
+    last: Mutex<Instant>,
+}
+
+impl Activity {
+    /// Active now.
+    pub(crate) fn new() -> Self {
+        Activity {
+            last: Mutex::new(Instant::now()),
+        }
+    }
+
+    /// The child did something now.
+    pub(crate) fn touch(&self) {
+        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+    }
+
+    fn last(&self) -> Instant {
+        *self.last.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Tells activity from noise in a child's events (it remembers each tool part's status).
+#[derive(Debug, Default)]
+pub(crate) struct ActivityFilter {
+    tools: HashMap<PartId, &'static str>,
+}
+
+impl ActivityFilter {
+    /// Whether `event` (of the child's session) resets the idle clock.
+    pub(crate) fn is_activity(&mut self, event: &Event) -> bool {
+        match event {
+            Event::MessageUpdated { .. } => true,
+            Event::PartUpdated { part, .. } => match &part.kind {
+                PartKind::Tool(tool) => {
+                    let status = tool.state.status();
+                    let before = self.tools.insert(part.id.clone(), status);
+                    status == "pending" || before != Some(status)
+                }
+                PartKind::Text(_)
+                | PartKind::Reasoning(_)
+                | PartKind::StepStart(_)
+                | PartKind::StepFinish(_) => true,
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+}
+
+/// Resolves when a limit of `limits` runs out, started at `start`: which one and how long it
+/// was. Never resolves early; the idle deadline moves with `activity`.
+pub(crate) async fn expiry(
+    limits: RunLimits,
+    start: Instant,
+    activity: &Activity,
+) -> (TimeoutReason, Duration) {
+    let hard = start + limits.hard;
+    loop {
+        let idle = activity.last() + limits.idle;
+        if idle < hard {
+            tokio::time::sleep_until(idle).await;
+            if activity.last() + limits.idle <= Instant::now() {
+                return (TimeoutReason::Idle, limits.idle);
+            }
+        } else {
+            tokio::time::sleep_until(hard).await;
+            return (TimeoutReason::Runtime, limits.hard);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits(hard_ms: u64, idle_ms: u64) -> RunLimits {
+        RunLimits {
+            hard: Duration::from_millis(hard_ms),
+            idle: Duration::from_millis(idle_ms),
+        }
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_quiet_child_hits_the_idle_limit() {
+        let activity = Activity::new();
+        let start = Instant::now();
+        let got = expiry(limits(10_000, 300), start, &activity).await;
+        assert_eq!(got, (TimeoutReason::Idle, Duration::from_millis(300)));
+        assert_eq!(start.elapsed(), Duration::from_millis(300));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_steady_child_never_idles_but_hits_the_hard_limit() {
+        let activity = std::sync::Arc::new(Activity::new());
+        let start = Instant::now();
+        let ticker = {
+            let activity = activity.clone();
+            tokio::spawn(async move {
+                loop {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    activity.touch();
+                }
+            })
+        };
+        let got = expiry(limits(2_000, 300), start, &activity).await;
+        ticker.abort();
+        assert_eq!(got, (TimeoutReason::Runtime, Duration::from_millis(2_000)));
+        assert_eq!(start.elapsed(), Duration::from_millis(2_000));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn activity_moves_the_idle_deadline() {
+        let activity = std::sync::Arc::new(Activity::new());
+        let start = Instant::now();
+        let poke = {
+            let activity = activity.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(Duration::from_millis(250)).await;
+                activity.touch();
+            })
+        };
+        let got = expiry(limits(10_000, 300), start, &activity).await;
+        poke.await.unwrap();
+        assert_eq!(got.0, TimeoutReason::Idle);
+        assert_eq!(start.elapsed(), Duration::from_millis(550));
+    }
+
+    #[test]
+    fn the_call_can_lower_the_cap_but_not_raise_it() {
+        let config = SubagentConfig {
+            timeout: Duration::from_secs(60),
+            ..SubagentConfig::default()
+        };
+        assert_eq!(RunLimits::new(&config, None).hard, Duration::from_secs(60));
+        let lower = Some(Duration::from_secs(5));
+        assert_eq!(RunLimits::new(&config, lower).hard, Duration::from_secs(5));
+        let higher = Some(Duration::from_secs(600));
+        assert_eq!(
+            RunLimits::new(&config, higher).hard,
+            Duration::from_secs(60)
+        );
+    }
+}

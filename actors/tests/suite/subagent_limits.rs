@@ -1,0 +1,224 @@
+//! Subagent limits end to end over real HTTP to the fake OpenAI-compatible server: running
+//! children per parent and per runtime (FIFO waiting with `queued` metadata), children per
+//! session tree.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use taskforce_actors::bus::{BusItem, Event, Filter};
+use taskforce_actors::{PromptInput, Runtime};
+use taskforce_agents::id::SessionId;
+use taskforce_agents::model::{Message, PartKind, ToolState};
+use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+
+use super::runtime::{Env, is_child, tool_parts};
+
+/// A model call making `n` task calls at once (`part 1` .. `part n`).
+fn fan_out(n: u32) -> Response {
+    let calls: Vec<(String, String)> = (1..=n)
+        .map(|i| {
+            (
+                format!("call_{i}"),
+                format!(
+                    r#"{{"description":"part {i}","prompt":"look at part {i}","subagent_type":"explore"}}"#
+                ),
+            )
+        })
+        .collect();
+    let refs: Vec<(&str, &str, &str)> = calls
+        .iter()
+        .map(|(id, a)| (id.as_str(), "task", a.as_str()))
+        .collect();
+    Response::tool_calls(&refs)
+}
+
+/// A fake where parents fan out `n` task calls and children answer slowly.
+fn fanning(n: u32) -> impl Fn(&RecordedRequest) -> Response + Send + Sync + 'static {
+    move |req| {
+        if is_child(req) {
+            Response::text("findings from one explorer after a careful look")
+                .with_delay(Duration::from_millis(30))
+        } else if req.last_role() == Some("user") {
+            fan_out(n)
+        } else {
+            Response::text("merged")
+        }
+    }
+}
+
+/// Collects every `(call id, queued)` the parent's running task parts show, in order.
+fn watch_queued(rt: &Runtime) -> Arc<Mutex<Vec<(SessionId, String, bool)>>> {
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let mut events = rt.subscribe(Filter::All);
+    let out = seen.clone();
+    tokio::spawn(async move {
+        while let Some(item) = events.next().await {
+            let BusItem::Event(envelope) = item else {
+                continue;
+            };
+            let Event::PartUpdated { part, .. } = &envelope.event else {
+                continue;
+            };
+            let PartKind::Tool(tool) = &part.kind else {
+                continue;
+            };
+            if let ToolState::Running(r) = &tool.state
+                && let Some(q) = r.metadata.as_ref().and_then(|m| m.get("queued"))
+            {
+                out.lock().unwrap().push((
+                    part.session_id.clone(),
+                    tool.call_id.clone(),
+                    q.as_bool().unwrap_or(false),
+                ));
+            }
+        }
+    });
+    seen
+}
+
+async fn prompt(rt: &Runtime, id: &SessionId, text: &str) {
+    tokio::time::timeout(
+        Duration::from_secs(30),
+        rt.prompt(id, PromptInput::text(text)),
+    )
+    .await
+    .expect("the parent never waits forever")
+    .unwrap();
+}
+
+/// The most children of `parents` whose assistant messages were streaming at the same time.
+async fn peak_overlap(rt: &Runtime, parents: &[&SessionId]) -> usize {
+    let mut spans = Vec::new();
+    for parent in parents {
+        for child in rt.children(parent).await.unwrap() {
+            for m in rt.messages(&child.id).await.unwrap() {
+                if let Message::Assistant(a) = &m.info {
+                    spans.push((a.time.created, a.time.completed.unwrap()));
+                }
+            }
+        }
+    }
+    spans
+        .iter()
+        .map(|(start, _)| {
+            spans
+                .iter()
+                .filter(|(s, e)| s <= start && start < e)
+                .count()
+        })
+        .max()
+        .unwrap_or(0)
+}
+
+/// Every task part of `session` completed.
+async fn all_tasks_completed(rt: &Runtime, session: &SessionId) -> usize {
+    let parts = tool_parts(rt, session).await;
+    for (tool, state) in &parts {
+        assert!(
+            matches!(state, ToolState::Completed(_)),
+            "{tool}: {state:?}"
+        );
+    }
+    parts.len()
+}
+
+#[actix_rt::test]
+async fn max_concurrent_lets_two_children_stream_at_once_and_queues_the_rest() {
+    let fake = FakeOpenAi::start(fanning(4)).await.unwrap();
+    let env = Env::new(&fake.base_url(), "[subagent]\nmax_concurrent = 2\n");
+    let rt = env.runtime().await;
+    let seen = watch_queued(&rt);
+    let parent = rt.create_session(None, None).await.unwrap();
+    prompt(&rt, &parent.id, "fan out").await;
+
+    assert_eq!(
+        fake.peak_active(),
+        2,
+        "two children streamed at once, never more"
+    );
+    assert_eq!(rt.children(&parent.id).await.unwrap().len(), 4);
+    assert_eq!(all_tasks_completed(&rt, &parent.id).await, 4);
+    assert!(peak_overlap(&rt, &[&parent.id]).await <= 2);
+
+    // Two calls waited: first `queued: true`, then `queued: false` once admitted.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let seen = seen.lock().unwrap().clone();
+    let mut by_call: BTreeMap<String, Vec<bool>> = BTreeMap::new();
+    for (session, call, queued) in seen {
+        assert_eq!(session, parent.id);
+        by_call.entry(call).or_default().push(queued);
+    }
+    assert_eq!(by_call.len(), 2, "{by_call:?}");
+    for flags in by_call.values() {
+        assert_eq!(flags.first(), Some(&true), "{by_call:?}");
+        assert_eq!(flags.last(), Some(&false), "{by_call:?}");
+    }
+}
+
+#[actix_rt::test]
+async fn max_total_spans_parents() {
+    let fake = FakeOpenAi::start(fanning(2)).await.unwrap();
+    let env = Env::new(
+        &fake.base_url(),
+        "[subagent]\nmax_concurrent = 8\nmax_total = 2\n",
+    );
+    let rt = env.runtime().await;
+    let seen = watch_queued(&rt);
+    let a = rt.create_session(None, None).await.unwrap();
+    let b = rt.create_session(None, None).await.unwrap();
+    tokio::join!(prompt(&rt, &a.id, "fan out"), prompt(&rt, &b.id, "fan out"));
+
+    for parent in [&a.id, &b.id] {
+        assert_eq!(rt.children(parent).await.unwrap().len(), 2);
+        assert_eq!(all_tasks_completed(&rt, parent).await, 2);
+    }
+    assert!(
+        peak_overlap(&rt, &[&a.id, &b.id]).await <= 2,
+        "never more than two children in the runtime"
+    );
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let waited: BTreeSet<(SessionId, String)> = seen
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|(_, _, q)| *q)
+        .map(|(s, c, _)| (s.clone(), c.clone()))
+        .collect();
+    assert_eq!(waited.len(), 2, "two of four calls waited: {waited:?}");
+}
+
+#[actix_rt::test]
+async fn max_per_session_refuses_the_call_past_it() {
+    let fake = FakeOpenAi::start(fanning(3)).await.unwrap();
+    let env = Env::new(&fake.base_url(), "[subagent]\nmax_per_session = 2\n");
+    let rt = env.runtime().await;
+    let parent = rt.create_session(None, None).await.unwrap();
+    prompt(&rt, &parent.id, "fan out").await;
+
+    assert_eq!(rt.children(&parent.id).await.unwrap().len(), 2);
+    let parts = tool_parts(&rt, &parent.id).await;
+    let refused: Vec<&ToolState> = parts
+        .iter()
+        .map(|(_, s)| s)
+        .filter(|s| matches!(s, ToolState::Error(_)))
+        .collect();
+    assert_eq!(refused.len(), 1, "{parts:?}");
+    let ToolState::Error(e) = refused[0] else {
+        unreachable!()
+    };
+    assert!(
+        e.error.starts_with("SUBAGENT_LIMIT_REACHED: "),
+        "{}",
+        e.error
+    );
+    assert!(e.error.contains("max_per_session is 2"), "{}", e.error);
+    let details = &e.metadata.as_ref().unwrap()["details"];
+    assert_eq!(details["error"]["code"], "SUBAGENT_LIMIT_REACHED");
+    assert_eq!(details["results"], serde_json::json!([]));
+
+    // The tree stays full for later prompts too.
+    prompt(&rt, &parent.id, "fan out again").await;
+    assert_eq!(rt.children(&parent.id).await.unwrap().len(), 2);
+}

@@ -1,0 +1,389 @@
+//! `task {tasks: [{description, prompt, subagent_type}], timeout?}`: several subagents in one
+//! call (the fan-out form; `tasks` and the single form's fields together are `INVALID_INPUT`).
+//!
+//! Every task is checked (permission `task`, agent known and startable) and run as its own
+//! child under the runtime's concurrency limits; they run at once as far as those allow. One
+//! child failing does not stop the others. The envelope has `mode: "parallel"` and one result
+//! per task in the order given (a task refused before any child started has an empty
+//! `sessionId`, exit code 1 and its `CODE: message` as `error`). The output gives each task
+//! under its description: `## <description>`, then its answer (cut to its share of the output
+//! limits) or its `CODE: message`, then its `<task_metadata>` block. The call fails only when
+//! every task failed (the code is theirs when they share one, else `SUBAGENT_FAILED`).
+//! While the children run, the part's metadata has `tasks` (each task's live metadata:
+//! `description`, `sessionId`, `summary`, `queued`), `queued` (any task waiting for a slot)
+//! and `summary` (all children's tool calls).
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use async_trait::async_trait;
+use futures::future::join_all;
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use super::envelope::{
+    DETAILS_KEY, EXIT_FAILED, TaskEnvelope, TaskError, TaskErrorCode, TaskMode, TaskResult,
+    TaskUsage,
+};
+use super::run::parse_args;
+use super::task::{child_result, failure, timeout_arg};
+use super::truncate::{self, Direction, MAX_BYTES, MAX_LINES};
+use super::{Delegate, SubagentRequest, ToolContext, ToolError, ToolHost, ToolOutput};
+use crate::id::SessionId;
+use crate::model::Todo;
+use crate::permission::{PermissionAsk, PermissionError};
+
+const ID: &str = "task";
+
+/// The single form's fields, which may not come with `tasks`.
+const SINGLE_FIELDS: [&str; 5] = [
+    "description",
+    "prompt",
+    "subagent_type",
+    "session_id",
+    "task_id",
+];
+
+#[derive(Debug, Deserialize)]
+struct Args {
+    tasks: Vec<OneTask>,
+    #[serde(default)]
+    timeout: Option<f64>,
+    #[serde(default)]
+    command: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+struct OneTask {
+    description: String,
+    prompt: String,
+    subagent_type: String,
+}
+
+/// Whether `args` use the parallel form.
+pub(super) fn is_parallel(args: &Value) -> bool {
+    args.get("tasks").is_some_and(|t| !t.is_null())
+}
+
+/// One task's end: its result, its coded error, the text for the model.
+struct Finished {
+    description: String,
+    result: TaskResult,
+    error: Option<TaskError>,
+    text: String,
+}
+
+/// Runs the parallel form.
+pub(super) async fn execute(
+    args: Value,
+    ctx: &ToolContext,
+    delegate: Arc<dyn Delegate>,
+) -> Result<ToolOutput, ToolError> {
+    let envelope = TaskEnvelope::new(TaskMode::Parallel);
+    let invalid = |message: String| {
+        let error = TaskError::new(TaskErrorCode::InvalidInput, message);
+        Err(failure(envelope.clone(), error, None, Map::new()))
+    };
+    if let Some(field) = SINGLE_FIELDS
+        .iter()
+        .find(|f| args.get(**f).is_some_and(|v| !v.is_null()))
+    {
+        return invalid(format!(
+            "pass either tasks or description/prompt/subagent_type, not both ({field} was given with tasks)"
+        ));
+    }
+    let args: Args = match parse_args(ID, args) {
+        Ok(args) => args,
+        Err(e) => return invalid(e.to_string()),
+    };
+    if args.tasks.is_empty() {
+        return invalid("tasks must name at least one task".into());
+    }
+    let timeout = match timeout_arg(args.timeout) {
+        Ok(t) => t,
+        Err(error) => return Err(failure(envelope, error, None, Map::new())),
+    };
+    let live = Arc::new(LiveMetadata::new(ctx.host.clone(), &args.tasks));
+    let runs = args.tasks.iter().enumerate().map(|(index, one)| {
+        let mut child_ctx = ctx.clone();
+        child_ctx.host = Arc::new(TaskHost {
+            live: live.clone(),
+            index,
+        });
+        let delegate = delegate.clone();
+        let command = args.command.clone();
+        async move { run_one(&child_ctx, delegate, one.clone(), timeout, command).await }
+    });
+    let finished = join_all(runs).await;
+    answer(envelope, finished, live.summary(), ctx)
+}
+
+/// Checks and runs one task; never fails the call.
+async fn run_one(
+    ctx: &ToolContext,
+    delegate: Arc<dyn Delegate>,
+    one: OneTask,
+    timeout: Option<std::time::Duration>,
+    command: Option<String>,
+) -> Finished {
+    let refused = |error: TaskError| Finished {
+        description: one.description.clone(),
+        result: TaskResult {
+            agent: one.subagent_type.clone(),
+            task: one.prompt.clone(),
+            exit_code: EXIT_FAILED,
+            session_id: String::new(),
+            usage: TaskUsage::default(),
+            error: Some(error.to_string()),
+            timeout_reason: None,
+            output: None,
+            display_items: None,
+        },
+        text: String::new(),
+        error: Some(error),
+    };
+    if !ctx.bypass_agent_check {
+        let mut metadata = Map::new();
+        metadata.insert("description".into(), json!(one.description));
+        metadata.insert("subagent_type".into(), json!(one.subagent_type));
+        let ask = ctx.ask(PermissionAsk {
+            permission: "task".into(),
+            patterns: vec![one.subagent_type.clone()],
+            always: vec!["*".into()],
+            metadata,
+        });
+        let asked = tokio::select! {
+            biased;
+            () = ctx.abort.cancelled() => Err(ToolError::Aborted),
+            r = ask => r,
+        };
+        if let Err(e) = asked {
+            let code = if e.is_aborted() {
+                TaskErrorCode::SubagentCancelled
+            } else {
+                TaskErrorCode::PermissionDenied
+            };
+            return refused(TaskError::new(code, e.to_string()));
+        }
+    }
+    let Some(agent) = ctx.registry.get(&one.subagent_type) else {
+        return refused(TaskError::new(
+            TaskErrorCode::UnknownAgent,
+            format!(
+                "Unknown agent type: {} is not a valid agent type",
+                one.subagent_type
+            ),
+        ));
+    };
+    if agent.disable_task {
+        return refused(TaskError::new(
+            TaskErrorCode::SubagentDisabled,
+            format!(
+                "Agent {} may not be started by the task tool (disable_task: true)",
+                agent.name
+            ),
+        ));
+    }
+    let model = ctx
+        .subtask_model
+        .clone()
+        .or_else(|| agent.model.clone())
+        .unwrap_or_else(|| ctx.model.clone());
+    let request = SubagentRequest {
+        description: one.description.clone(),
+        prompt: one.prompt.clone(),
+        agent: agent.name.clone(),
+        session_id: None,
+        command,
+        model,
+        timeout,
+    };
+    match delegate.run_subagent(ctx, request).await {
+        Ok(outcome) => {
+            let (result, error, text) =
+                child_result(&agent.name, &one.prompt, outcome, ctx.home.as_deref());
+            Finished {
+                description: one.description,
+                result,
+                error,
+                text,
+            }
+        }
+        Err(ToolError::Task(f)) => refused(f.error),
+        Err(e) => {
+            let code = if e.is_aborted() {
+                TaskErrorCode::SubagentCancelled
+            } else if matches!(e.cause(), ToolError::Permission(_)) {
+                TaskErrorCode::PermissionDenied
+            } else {
+                TaskErrorCode::SubagentFailed
+            };
+            refused(TaskError::new(code, e.to_string()))
+        }
+    }
+}
+
+/// The call's answer from every task's end.
+fn answer(
+    mut envelope: TaskEnvelope,
+    finished: Vec<Finished>,
+    summary: Vec<Value>,
+    ctx: &ToolContext,
+) -> Result<ToolOutput, ToolError> {
+    let n = finished.len().max(1);
+    let (lines, bytes) = ((MAX_LINES / n).max(1), (MAX_BYTES / n).max(1));
+    let mut blocks = Vec::new();
+    let mut truncated = false;
+    let mut codes = Vec::new();
+    for f in &finished {
+        let session = &f.result.session_id;
+        let mut block = format!("## {}\n", f.description);
+        match &f.error {
+            Some(error) => {
+                codes.push(error.code);
+                block.push_str(&error.to_string());
+            }
+            None => match truncate::cut(&f.text, lines, bytes, Direction::Head) {
+                None => block.push_str(&f.text),
+                Some(cut) => {
+                    truncated = true;
+                    block.push_str(&format!(
+                        "{}\n\n... {} {} truncated (the full text is in details.results and in session {session}) ...",
+                        cut.preview, cut.removed, cut.unit
+                    ));
+                }
+            },
+        }
+        if !session.is_empty() && !block.contains("<task_metadata>") {
+            block.push_str(&format!(
+                "\n\n<task_metadata>\nsession_id: {session}\n</task_metadata>"
+            ));
+        }
+        blocks.push(block);
+    }
+    let output = blocks.join("\n\n");
+    let mut metadata = Map::new();
+    metadata.insert("summary".into(), Value::Array(summary));
+    metadata.insert(
+        "sessionIds".into(),
+        json!(
+            finished
+                .iter()
+                .map(|f| f.result.session_id.clone())
+                .collect::<Vec<_>>()
+        ),
+    );
+    envelope.results = finished.into_iter().map(|f| f.result).collect();
+    if codes.len() == n {
+        let code = match codes.first() {
+            Some(first) if codes.iter().all(|c| c == first) => *first,
+            _ => TaskErrorCode::SubagentFailed,
+        };
+        let error = TaskError::new(code, format!("all {n} parallel tasks failed\n\n{output}"));
+        let cause = ctx.abort.is_cancelled().then_some(ToolError::Aborted);
+        return Err(failure(envelope, error, cause, metadata));
+    }
+    if truncated {
+        envelope.error = Some(TaskError::new(
+            TaskErrorCode::SubagentOutputTruncated,
+            "some tasks' output was cut for the model; the full texts are in details.results",
+        ));
+    }
+    metadata.insert("truncated".into(), Value::Bool(truncated));
+    metadata.insert(DETAILS_KEY.into(), envelope.to_value());
+    Ok(ToolOutput {
+        title: format!("{n} parallel tasks"),
+        output,
+        metadata,
+    })
+}
+
+/// The call part's live metadata, gathered from every task.
+struct LiveMetadata {
+    host: Arc<dyn ToolHost>,
+    tasks: Mutex<Vec<Map<String, Value>>>,
+}
+
+impl LiveMetadata {
+    fn new(host: Arc<dyn ToolHost>, tasks: &[OneTask]) -> Self {
+        let tasks = tasks
+            .iter()
+            .map(|t| {
+                let mut m = Map::new();
+                m.insert("description".into(), json!(t.description));
+                m
+            })
+            .collect();
+        LiveMetadata {
+            host,
+            tasks: Mutex::new(tasks),
+        }
+    }
+
+    /// Every task's child tool calls so far.
+    fn summary(&self) -> Vec<Value> {
+        summary_of(&self.tasks.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Merges task `index`'s update and publishes the whole.
+    fn update(&self, ctx: &ToolContext, index: usize, metadata: Map<String, Value>) {
+        let combined = {
+            let mut tasks = self.tasks.lock().unwrap_or_else(PoisonError::into_inner);
+            if let Some(entry) = tasks.get_mut(index) {
+                entry.extend(metadata);
+            }
+            let queued = tasks
+                .iter()
+                .any(|t| t.get("queued") == Some(&Value::Bool(true)));
+            let summary = summary_of(&tasks);
+            let mut m = Map::new();
+            m.insert(
+                "tasks".into(),
+                Value::Array(tasks.iter().cloned().map(Value::Object).collect()),
+            );
+            m.insert("queued".into(), Value::Bool(queued));
+            m.insert("summary".into(), Value::Array(summary));
+            m
+        };
+        self.host.set_metadata(ctx, None, combined);
+    }
+}
+
+/// The `summary` entries of every task, in task order.
+fn summary_of(tasks: &[Map<String, Value>]) -> Vec<Value> {
+    tasks
+        .iter()
+        .filter_map(|t| t.get("summary").and_then(Value::as_array))
+        .flatten()
+        .cloned()
+        .collect()
+}
+
+/// A task's view of the host: its metadata goes under its index in `tasks`.
+struct TaskHost {
+    live: Arc<LiveMetadata>,
+    index: usize,
+}
+
+#[async_trait]
+impl ToolHost for TaskHost {
+    async fn ask(&self, ctx: &ToolContext, ask: PermissionAsk) -> Result<(), PermissionError> {
+        self.live.host.ask(ctx, ask).await
+    }
+
+    fn set_metadata(
+        &self,
+        ctx: &ToolContext,
+        _title: Option<String>,
+        metadata: Map<String, Value>,
+    ) {
+        self.live.update(ctx, self.index, metadata);
+    }
+
+    async fn todos(&self, session: &SessionId) -> Result<Vec<Todo>, ToolError> {
+        self.live.host.todos(session).await
+    }
+
+    async fn set_todos(&self, session: &SessionId, todos: Vec<Todo>) -> Result<(), ToolError> {
+        self.live.host.set_todos(session, todos).await
+    }
+}
