@@ -29,12 +29,12 @@ fn main() {
         for (label, text) in [("plain prompt", "answer"), ("delegated prompt", "delegate")] {
             // Warm up the caches, the arbiters and the database.
             for _ in 0..20 {
-                let s = rt.create_session(None, None).await.unwrap();
+                let s = rt.create_session(None, Some("bench".into())).await.unwrap();
                 rt.prompt(&s.id, PromptInput::text(text)).await.unwrap();
             }
             let mut samples: Vec<Duration> = Vec::with_capacity(ROUNDS);
             for _ in 0..ROUNDS {
-                let s = rt.create_session(None, None).await.unwrap();
+                let s = rt.create_session(None, Some("bench".into())).await.unwrap();
                 let start = Instant::now();
                 rt.prompt(&s.id, PromptInput::text(text)).await.unwrap();
                 samples.push(start.elapsed());

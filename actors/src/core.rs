@@ -39,6 +39,8 @@ pub(crate) struct Core {
     pub retry_base: Duration,
     /// The status of every session that is not idle.
     pub statuses: DashMap<SessionId, SessionStatus>,
+    /// How deep each session seen sits in its tree (root = 0); a session's parent never changes.
+    pub depths: DashMap<SessionId, u32>,
     /// Every slash command.
     pub commands: taskforce_agents::command::Commands,
     /// Embedders' hooks, in registration order.

@@ -107,6 +107,7 @@ impl Runtime {
             flush_every: Duration::from_millis(200),
             retry_base: options.retry_base,
             statuses: DashMap::new(),
+            depths: DashMap::new(),
             hooks: Default::default(),
             commands: Commands::new(&config_for_commands),
             limits: Arc::new(Limits::new(&config_for_commands.subagent)),

@@ -9,8 +9,8 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
-use taskforce_agents::id::{PartId, SessionId, now_ms};
-use taskforce_agents::model::{Message, PartKind, Session, ToolState};
+use taskforce_agents::id::{MessageId, PartId, SessionId, now_ms};
+use taskforce_agents::model::{Message, Part, PartKind, Session, ToolState};
 use taskforce_agents::permission::{Action, Rule};
 use taskforce_agents::tool::background::ChildReport;
 use taskforce_agents::tool::{
@@ -167,6 +167,9 @@ impl Delegate for SupervisorDelegate {
         let child_id = child.id.clone();
         let mut follower = tokio::spawn(async move {
             let mut summary: BTreeMap<PartId, Value> = BTreeMap::new();
+            // The child's messages as published, so its result needs no read of the store.
+            let mut seen_messages: BTreeMap<MessageId, Message> = BTreeMap::new();
+            let mut seen_parts: BTreeMap<PartId, Part> = BTreeMap::new();
             let mut complete = true;
             let mut filter = ActivityFilter::default();
             while let Some(item) = events.next().await {
@@ -184,9 +187,16 @@ impl Delegate for SupervisorDelegate {
                 match &envelope.event {
                     // The loop goes idle after its last part: the summary is whole.
                     Event::SessionIdle { session_id } if *session_id == child_id => {
-                        return (summary, complete);
+                        return (summary, complete, seen_messages, seen_parts);
+                    }
+                    Event::MessageUpdated { info } => {
+                        seen_messages.insert(info.id().clone(), info.clone());
+                    }
+                    Event::MessageRemoved { message_id, .. } => {
+                        seen_messages.remove(message_id);
                     }
                     Event::PartUpdated { part, .. } => {
+                        seen_parts.insert(part.id.clone(), part.clone());
                         let PartKind::Tool(tool) = &part.kind else {
                             continue;
                         };
@@ -202,7 +212,7 @@ impl Delegate for SupervisorDelegate {
                     _ => {}
                 }
             }
-            (summary, false)
+            (summary, false, seen_messages, seen_parts)
         });
 
         let mut tools = IndexMap::new();
@@ -262,20 +272,24 @@ impl Delegate for SupervisorDelegate {
         };
         let followed = tokio::time::timeout(Duration::from_secs(1), &mut follower).await;
         follower.abort();
-        // What the child stored during this run: usage, display items, a fallback summary.
-        let history = match self.core.store.messages(&child.id).await {
-            Ok(history) => history,
-            Err(e) => {
-                tracing::warn!(session = %child.id, "reading the child's messages failed: {e}");
-                Vec::new()
-            }
+        // What the child wrote during this run (usage, display items, a fallback summary): as
+        // followed live when the follower saw every event, else as stored.
+        let history = match &followed {
+            Ok(Ok((_, true, messages, parts))) => assemble(messages, parts),
+            _ => match self.core.store.messages(&child.id).await {
+                Ok(history) => history,
+                Err(e) => {
+                    tracing::warn!(session = %child.id, "reading the child's messages failed: {e}");
+                    Vec::new()
+                }
+            },
         };
         let answers: Vec<&MessageWithParts> = history
             .iter()
             .filter(|m| matches!(&m.info, Message::Assistant(a) if a.time.created >= started))
             .collect();
         let summary = match followed {
-            Ok(Ok((summary, true))) => summary.into_values().collect(),
+            Ok(Ok((summary, true, _, _))) => summary.into_values().collect(),
             // The follower missed events (or never saw the end): read what the child stored.
             _ => child_summary(&answers),
         };
@@ -323,6 +337,26 @@ impl Delegate for SupervisorDelegate {
     ) -> Result<ChildReport, ToolError> {
         self.cancel_child(child).await
     }
+}
+
+/// Messages with their parts, as the store returns them: messages by creation time, parts by id.
+fn assemble(
+    messages: &BTreeMap<MessageId, Message>,
+    parts: &BTreeMap<PartId, Part>,
+) -> Vec<MessageWithParts> {
+    let mut out: Vec<MessageWithParts> = messages
+        .values()
+        .map(|info| MessageWithParts {
+            info: info.clone(),
+            parts: parts
+                .values()
+                .filter(|p| &p.message_id == info.id())
+                .cloned()
+                .collect(),
+        })
+        .collect();
+    out.sort_by_key(|m| m.info.created());
+    out
 }
 
 impl SupervisorDelegate {

@@ -36,7 +36,24 @@ pub(crate) async fn task_guard(core: &Core, session: &Session) -> Option<TaskErr
 
 /// How many ancestors `session` has (root = 0), from the parent links in the store; an
 /// ancestor missing from the store ends the chain (its child counts it, nothing above it).
+/// Depths are remembered, so a child's is its parent's plus one without reading the store.
 pub(crate) async fn session_depth(core: &Core, session: &Session) -> u32 {
+    if let Some(known) = core.depths.get(&session.id) {
+        return *known;
+    }
+    let depth = match &session.parent_id {
+        None => 0,
+        Some(parent) => match core.depths.get(parent).map(|d| *d) {
+            Some(parent_depth) => parent_depth.saturating_add(1),
+            None => walk(core, session).await,
+        },
+    };
+    core.depths.insert(session.id.clone(), depth);
+    depth
+}
+
+/// The depth read from the store, link by link.
+async fn walk(core: &Core, session: &Session) -> u32 {
     let mut depth = 0;
     let mut parent = session.parent_id.clone();
     while let Some(id) = parent {
