@@ -70,12 +70,15 @@ fn main() {
             rt.cancel(&root.id).await.unwrap();
             let told = start.elapsed();
             let mut idle = HashSet::new();
+            let mut arrivals: Vec<Duration> = Vec::with_capacity(SESSIONS);
             let mut lagged = false;
             while idle.len() < SESSIONS {
                 match events.next().await {
                     Some(BusItem::Event(e)) => {
-                        if let Event::SessionIdle { session_id } = &e.event {
-                            idle.insert(session_id.clone());
+                        if let Event::SessionIdle { session_id } = &e.event
+                            && idle.insert(session_id.clone())
+                        {
+                            arrivals.push(start.elapsed());
                         }
                     }
                     Some(BusItem::Lagged(_)) => {
@@ -91,10 +94,19 @@ fn main() {
             }
             let all_idle = start.elapsed();
             samples.push(all_idle);
+            let at = |q: usize| {
+                arrivals
+                    .get((arrivals.len() * q / 100).min(arrivals.len().saturating_sub(1)))
+                    .copied()
+                    .unwrap_or_default()
+            };
             println!(
-                "round {round}: tree of {SESSIONS} sessions running after {build_time:?}; cancel call returned after {told:?}; all idle after {all_idle:?} ({} idle events{})",
+                "round {round}: tree of {SESSIONS} sessions running after {build_time:?}; cancel call returned after {told:?}; all idle after {all_idle:?} ({} idle events{}; 10% idle at {:?}, 50% at {:?}, 90% at {:?})",
                 idle.len(),
-                if lagged { ", bus lagged" } else { "" }
+                if lagged { ", bus lagged" } else { "" },
+                at(10),
+                at(50),
+                at(90),
             );
         }
         let (median, p95, mean) = summary(&mut samples);
