@@ -38,7 +38,7 @@ use std::time::Duration;
 use indexmap::IndexMap;
 use reqwest::header::{ACCEPT, HeaderMap, HeaderName, HeaderValue};
 
-use super::openai::describe;
+use super::http::{Endpoint, describe, post_json};
 use super::{LanguageModel, ModelRequest, ModelStream, ProviderError};
 use crate::config::ProviderConfig;
 use crate::model::ModelRef;
@@ -250,29 +250,17 @@ impl LanguageModel for AnthropicModel {
             tools = request.tools.len(),
             "messages request"
         );
-        let response = provider
-            .client
-            .post(&provider.endpoint)
-            .headers(provider.headers.clone())
-            .json(&body)
-            .send()
-            .await
-            .map_err(|e| ProviderError::Connection {
-                provider: provider.id.clone(),
-                message: describe(&e),
-            })?;
-        let status = response.status();
-        if !status.is_success() {
-            let headers = response.headers().clone();
-            let body = response.text().await.unwrap_or_default();
-            tracing::debug!(provider = %provider.id, status = status.as_u16(), "error status");
-            return Err(errors::from_status(
-                &provider.id,
-                status.as_u16(),
-                &headers,
-                body,
-            ));
-        }
+        let response = post_json(
+            Endpoint {
+                provider: &provider.id,
+                client: &provider.client,
+                url: &provider.endpoint,
+                headers: &provider.headers,
+            },
+            &body,
+            errors::from_status,
+        )
+        .await?;
         Ok(stream::events(provider.id.clone(), response.bytes_stream()))
     }
 }

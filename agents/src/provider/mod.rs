@@ -12,6 +12,7 @@ mod cost;
 mod error;
 pub mod fake_anthropic;
 pub mod fake_openai;
+mod http;
 pub mod openai;
 mod registry;
 pub mod scripted;

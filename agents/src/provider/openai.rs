@@ -35,6 +35,7 @@ use std::time::Duration;
 use indexmap::IndexMap;
 use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 
+use super::http::{Endpoint, describe, post_json};
 use super::{LanguageModel, ModelRequest, ModelStream, ProviderError};
 use crate::config::ProviderConfig;
 use crate::model::ModelRef;
@@ -230,46 +231,19 @@ impl LanguageModel for OpenAiModel {
             tools = request.tools.len(),
             "chat completions request"
         );
-        let response = provider
-            .client
-            .post(&provider.endpoint)
-            .headers(provider.headers.clone())
-            .json(&body)
-            .send()
-            .await
-            .map_err(|e| ProviderError::Connection {
-                provider: provider.id.clone(),
-                message: describe(&e),
-            })?;
-        let status = response.status();
-        if !status.is_success() {
-            let headers = response.headers().clone();
-            let body = response.text().await.unwrap_or_default();
-            tracing::debug!(provider = %provider.id, status = status.as_u16(), "error status");
-            return Err(errors::from_status(
-                &provider.id,
-                status.as_u16(),
-                &headers,
-                body,
-            ));
-        }
+        let response = post_json(
+            Endpoint {
+                provider: &provider.id,
+                client: &provider.client,
+                url: &provider.endpoint,
+                headers: &provider.headers,
+            },
+            &body,
+            errors::from_status,
+        )
+        .await?;
         Ok(stream::events(provider.id.clone(), response.bytes_stream()))
     }
-}
-
-/// A reqwest error with its causes, which hold the useful part ("connection refused").
-pub(super) fn describe(error: &reqwest::Error) -> String {
-    let mut message = error.to_string();
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        let text = cause.to_string();
-        if !message.contains(&text) {
-            message.push_str(": ");
-            message.push_str(&text);
-        }
-        source = cause.source();
-    }
-    message
 }
 
 #[cfg(test)]

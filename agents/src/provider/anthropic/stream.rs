@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 use super::errors;
 use crate::id::CallId;
-use crate::provider::openai::describe;
+use crate::provider::http::describe;
 use crate::provider::{FinishReason, ModelEvent, ModelStream, ProviderError, Usage};
 
 /// One `data:` payload of the stream, by its `type`.

@@ -383,7 +383,7 @@ where
                         st.error = Some(match error {
                             EventStreamError::Transport(e) => ProviderError::StreamCut {
                                 provider: provider.clone(),
-                                message: super::describe(&e),
+                                message: crate::provider::http::describe(&e),
                             },
                             EventStreamError::Utf8(e) => ProviderError::Decode {
                                 provider: provider.clone(),

@@ -1,0 +1,67 @@
+//! What the HTTP adapters share: posting a JSON request and turning transport failures and
+//! error statuses into typed errors.
+
+use reqwest::header::HeaderMap;
+use serde_json::Value;
+
+use super::ProviderError;
+
+/// Where an adapter sends its requests.
+pub(crate) struct Endpoint<'a> {
+    /// The provider id, for errors.
+    pub provider: &'a str,
+    /// The HTTP client.
+    pub client: &'a reqwest::Client,
+    /// The request URL.
+    pub url: &'a str,
+    /// The headers every request carries (auth, version).
+    pub headers: &'a HeaderMap,
+}
+
+/// Posts `body`; a connection failure is `Connection`, a non-2xx answer is what `on_status`
+/// makes of its status, headers and body.
+pub(crate) async fn post_json(
+    endpoint: Endpoint<'_>,
+    body: &Value,
+    on_status: impl FnOnce(&str, u16, &HeaderMap, String) -> ProviderError,
+) -> Result<reqwest::Response, ProviderError> {
+    let response = endpoint
+        .client
+        .post(endpoint.url)
+        .headers(endpoint.headers.clone())
+        .json(body)
+        .send()
+        .await
+        .map_err(|e| ProviderError::Connection {
+            provider: endpoint.provider.to_string(),
+            message: describe(&e),
+        })?;
+    let status = response.status();
+    if status.is_success() {
+        return Ok(response);
+    }
+    let headers = response.headers().clone();
+    let text = response.text().await.unwrap_or_default();
+    tracing::debug!(provider = %endpoint.provider, status = status.as_u16(), "error status");
+    Err(on_status(
+        endpoint.provider,
+        status.as_u16(),
+        &headers,
+        text,
+    ))
+}
+
+/// A reqwest error with its causes, which hold the useful part ("connection refused").
+pub(crate) fn describe(error: &reqwest::Error) -> String {
+    let mut message = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !message.contains(&text) {
+            message.push_str(": ");
+            message.push_str(&text);
+        }
+        source = cause.source();
+    }
+    message
+}
