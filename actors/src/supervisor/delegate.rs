@@ -195,15 +195,20 @@ impl Delegate for SupervisorDelegate {
                     Event::MessageRemoved { message_id, .. } => {
                         seen_messages.remove(message_id);
                     }
+                    // Streaming deltas are interim: the part's final state follows without one.
+                    Event::PartUpdated { delta: Some(_), .. } => {}
                     Event::PartUpdated { part, .. } => {
                         seen_parts.insert(part.id.clone(), part.clone());
                         let PartKind::Tool(tool) = &part.kind else {
                             continue;
                         };
-                        summary.insert(
-                            part.id.clone(),
-                            summary_entry(&part.id, &tool.tool, &tool.state),
-                        );
+                        let entry = summary_entry(&part.id, &tool.tool, &tool.state);
+                        // The parent's part changes only when a child's call changes status or
+                        // title, not on every live update of its metadata.
+                        if summary.get(&part.id) == Some(&entry) {
+                            continue;
+                        }
+                        summary.insert(part.id.clone(), entry);
                         follower_ctx.metadata(
                             None,
                             meta(&[("summary", Value::Array(summary.values().cloned().collect()))]),
