@@ -16,6 +16,7 @@ mod http;
 pub mod openai;
 mod registry;
 pub mod scripted;
+mod sse;
 mod types;
 
 pub use anthropic::{AnthropicModel, AnthropicProvider, AnthropicSettings};

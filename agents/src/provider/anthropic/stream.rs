@@ -1,17 +1,15 @@
 //! The Messages API event stream → [`ModelEvent`]s.
 
 use std::collections::{HashMap, VecDeque};
-use std::pin::Pin;
 
 use bytes::Bytes;
-use eventsource_stream::{EventStreamError, Eventsource};
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::errors;
 use crate::id::CallId;
-use crate::provider::http::describe;
+use crate::provider::sse::{SseDecoder, model_stream, preview};
 use crate::provider::{FinishReason, ModelEvent, ModelStream, ProviderError, Usage};
 
 /// One `data:` payload of the stream, by its `type`.
@@ -335,22 +333,16 @@ fn finish_reason(reason: &str) -> FinishReason {
 }
 
 /// The start of a payload, for error messages.
-fn preview(data: &str) -> String {
-    if data.chars().count() > 200 {
-        format!("{}…", data.chars().take(200).collect::<String>())
-    } else {
-        data.to_string()
+impl SseDecoder for Decoder {
+    fn feed(&mut self, data: &str, out: &mut VecDeque<ModelEvent>) -> Result<bool, ProviderError> {
+        self.data(data, out)?;
+        // Nothing follows `message_stop`.
+        Ok(self.finished)
     }
-}
 
-/// The state of [`events`]' unfold.
-struct State<S> {
-    source: Pin<Box<S>>,
-    decoder: Decoder,
-    pending: VecDeque<ModelEvent>,
-    /// An error to yield once `pending` is drained; then the stream ends.
-    error: Option<ProviderError>,
-    done: bool,
+    fn finish(&mut self, out: &mut VecDeque<ModelEvent>) -> Result<(), ProviderError> {
+        self.end(out)
+    }
 }
 
 /// The model events of a streaming response body. The stream owns the body: dropping it drops
@@ -359,67 +351,7 @@ pub(crate) fn events<B>(provider: String, body: B) -> ModelStream
 where
     B: Stream<Item = Result<Bytes, reqwest::Error>> + Send + 'static,
 {
-    let state = State {
-        source: Box::pin(body.eventsource()),
-        decoder: Decoder::new(provider.clone()),
-        pending: VecDeque::new(),
-        error: None,
-        done: false,
-    };
-    let stream = futures::stream::unfold(state, move |mut st| {
-        let provider = provider.clone();
-        async move {
-            loop {
-                if let Some(event) = st.pending.pop_front() {
-                    return Some((Ok(event), st));
-                }
-                if let Some(error) = st.error.take() {
-                    st.done = true;
-                    return Some((Err(error), st));
-                }
-                if st.done {
-                    return None;
-                }
-                match st.source.next().await {
-                    Some(Ok(event)) => {
-                        let data = event.data.trim();
-                        if data.is_empty() {
-                            continue;
-                        }
-                        if let Err(e) = st.decoder.data(data, &mut st.pending) {
-                            st.error = Some(e);
-                        } else if st.decoder.finished {
-                            // Nothing follows `message_stop`; don't wait for the body to close.
-                            st.done = true;
-                        }
-                    }
-                    Some(Err(error)) => {
-                        st.error = Some(match error {
-                            EventStreamError::Transport(e) => ProviderError::StreamCut {
-                                provider: provider.clone(),
-                                message: describe(&e),
-                            },
-                            EventStreamError::Utf8(e) => ProviderError::Decode {
-                                provider: provider.clone(),
-                                message: format!("the stream is not UTF-8: {e}"),
-                            },
-                            EventStreamError::Parser(e) => ProviderError::Decode {
-                                provider: provider.clone(),
-                                message: format!("the stream is not server-sent events: {e}"),
-                            },
-                        });
-                    }
-                    None => {
-                        st.done = true;
-                        if let Err(e) = st.decoder.end(&mut st.pending) {
-                            st.error = Some(e);
-                        }
-                    }
-                }
-            }
-        }
-    });
-    Box::pin(stream)
+    model_stream(provider.clone(), body, Decoder::new(provider))
 }
 
 #[cfg(test)]

@@ -1,16 +1,15 @@
 //! The `chat.completion.chunk` event stream → [`ModelEvent`]s.
 
 use std::collections::{HashMap, VecDeque};
-use std::pin::Pin;
 
 use bytes::Bytes;
-use eventsource_stream::{EventStreamError, Eventsource};
-use futures::{Stream, StreamExt};
+use futures::Stream;
 use serde::Deserialize;
 use serde_json::Value;
 
 use super::errors;
 use crate::id::CallId;
+use crate::provider::sse::{SseDecoder, model_stream, preview};
 use crate::provider::{FinishReason, ModelEvent, ModelStream, ProviderError, Usage};
 
 /// One `data:` payload of the stream.
@@ -319,22 +318,19 @@ fn map_usage(u: &WireUsage) -> Usage {
 }
 
 /// The start of a payload, for error messages.
-fn preview(data: &str) -> String {
-    if data.chars().count() > 200 {
-        format!("{}…", data.chars().take(200).collect::<String>())
-    } else {
-        data.to_string()
+impl SseDecoder for Decoder {
+    fn feed(&mut self, data: &str, out: &mut VecDeque<ModelEvent>) -> Result<bool, ProviderError> {
+        if data == "[DONE]" {
+            self.end(out)?;
+            return Ok(true);
+        }
+        self.data(data, out)?;
+        Ok(false)
     }
-}
 
-/// The state of [`events`]' unfold.
-struct State<S> {
-    source: Pin<Box<S>>,
-    decoder: Decoder,
-    pending: VecDeque<ModelEvent>,
-    /// An error to yield once `pending` is drained; then the stream ends.
-    error: Option<ProviderError>,
-    done: bool,
+    fn finish(&mut self, out: &mut VecDeque<ModelEvent>) -> Result<(), ProviderError> {
+        self.end(out)
+    }
 }
 
 /// The model events of a streaming response body. The stream owns the body: dropping it drops
@@ -343,69 +339,7 @@ pub(crate) fn events<B>(provider: String, body: B) -> ModelStream
 where
     B: Stream<Item = Result<Bytes, reqwest::Error>> + Send + 'static,
 {
-    let state = State {
-        source: Box::pin(body.eventsource()),
-        decoder: Decoder::new(provider.clone()),
-        pending: VecDeque::new(),
-        error: None,
-        done: false,
-    };
-    let stream = futures::stream::unfold(state, move |mut st| {
-        let provider = provider.clone();
-        async move {
-            loop {
-                if let Some(event) = st.pending.pop_front() {
-                    return Some((Ok(event), st));
-                }
-                if let Some(error) = st.error.take() {
-                    st.done = true;
-                    return Some((Err(error), st));
-                }
-                if st.done {
-                    return None;
-                }
-                match st.source.next().await {
-                    Some(Ok(event)) => {
-                        let data = event.data.trim();
-                        if data.is_empty() {
-                            continue;
-                        }
-                        if data == "[DONE]" {
-                            st.done = true;
-                            if let Err(e) = st.decoder.end(&mut st.pending) {
-                                st.error = Some(e);
-                            }
-                        } else if let Err(e) = st.decoder.data(data, &mut st.pending) {
-                            st.error = Some(e);
-                        }
-                    }
-                    Some(Err(error)) => {
-                        st.error = Some(match error {
-                            EventStreamError::Transport(e) => ProviderError::StreamCut {
-                                provider: provider.clone(),
-                                message: crate::provider::http::describe(&e),
-                            },
-                            EventStreamError::Utf8(e) => ProviderError::Decode {
-                                provider: provider.clone(),
-                                message: format!("the stream is not UTF-8: {e}"),
-                            },
-                            EventStreamError::Parser(e) => ProviderError::Decode {
-                                provider: provider.clone(),
-                                message: format!("the stream is not server-sent events: {e}"),
-                            },
-                        });
-                    }
-                    None => {
-                        st.done = true;
-                        if let Err(e) = st.decoder.end(&mut st.pending) {
-                            st.error = Some(e);
-                        }
-                    }
-                }
-            }
-        }
-    });
-    Box::pin(stream)
+    model_stream(provider.clone(), body, Decoder::new(provider))
 }
 
 #[cfg(test)]
