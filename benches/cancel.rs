@@ -12,7 +12,7 @@ mod support;
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
-use futures::{FutureExt, StreamExt};
+use futures::StreamExt;
 use serde_json::json;
 use support::{Bench, in_system, summary};
 use taskforce::actors::PromptInput;
@@ -60,11 +60,18 @@ fn main() {
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
             let build_time = built.elapsed();
-            // Let the last leaves reach their model call.
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            while let Some(item) = events.next().now_or_never().flatten() {
-                drop(item);
+            // Let the tree settle: the last leaves reach their model call and every write the
+            // build queued is on disk (events go out after their write, so a quiet bus means
+            // nothing is pending).
+            let mut quiet_since = Instant::now();
+            while quiet_since.elapsed() < Duration::from_millis(250) {
+                match tokio::time::timeout(Duration::from_millis(25), events.next()).await {
+                    Ok(Some(_)) => quiet_since = Instant::now(),
+                    Ok(None) => break,
+                    Err(_) => {}
+                }
             }
+            let settle_time = built.elapsed();
 
             let start = Instant::now();
             rt.cancel(&root.id).await.unwrap();
@@ -72,9 +79,15 @@ fn main() {
             let mut idle = HashSet::new();
             let mut arrivals: Vec<Duration> = Vec::with_capacity(SESSIONS);
             let mut lagged = false;
+            let mut kinds: std::collections::BTreeMap<&'static str, Vec<Duration>> =
+                std::collections::BTreeMap::new();
             while idle.len() < SESSIONS {
                 match events.next().await {
                     Some(BusItem::Event(e)) => {
+                        kinds
+                            .entry(e.event.type_name())
+                            .or_default()
+                            .push(start.elapsed());
                         if let Event::SessionIdle { session_id } = &e.event
                             && idle.insert(session_id.clone())
                         {
@@ -94,14 +107,30 @@ fn main() {
             }
             let all_idle = start.elapsed();
             samples.push(all_idle);
+            for (kind, times) in &kinds {
+                println!(
+                    "  {kind}: {} events, first {:?}, median {:?}, last {:?}",
+                    times.len(),
+                    times[0],
+                    times[times.len() / 2],
+                    times[times.len() - 1]
+                );
+            }
             let at = |q: usize| {
                 arrivals
                     .get((arrivals.len() * q / 100).min(arrivals.len().saturating_sub(1)))
                     .copied()
                     .unwrap_or_default()
             };
+            let nth = |n: usize| arrivals.get(n - 1).copied().unwrap_or_default();
             println!(
-                "round {round}: tree of {SESSIONS} sessions running after {build_time:?}; cancel call returned after {told:?}; all idle after {all_idle:?} ({} idle events{}; 10% idle at {:?}, 50% at {:?}, 90% at {:?})",
+                "  idle: 1,000th at {:?}, 1,100th at {:?}, 1,110th at {:?}",
+                nth(1000),
+                nth(1100),
+                nth(1110)
+            );
+            println!(
+                "round {round}: tree of {SESSIONS} sessions running after {build_time:?}, settled after {settle_time:?}; cancel call returned after {told:?}; all idle after {all_idle:?} ({} idle events{}; 10% idle at {:?}, 50% at {:?}, 90% at {:?})",
                 idle.len(),
                 if lagged { ", bus lagged" } else { "" },
                 at(10),

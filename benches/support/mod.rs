@@ -9,6 +9,10 @@ use std::time::Duration;
 use taskforce::actors::{Runtime, RuntimeOptions};
 use taskforce::agents::config::{LoadOptions, load};
 
+/// The allocator of the `taskforce` binary, so that the benchmarks measure what it runs.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// A project on disk configured with the scripted provider playing `script`.
 pub struct Bench {
     _dir: tempfile::TempDir,

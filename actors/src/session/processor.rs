@@ -560,7 +560,12 @@ impl Processor {
                 Err(e) => ToolState::Error(failed(running, &e, e.to_string(), now)),
             };
         });
-        let _ = self.writer.part(&done).await;
+        // A cancelled run's calls end without waiting for the disk (see `Writer::save_behind`).
+        if self.token.is_cancelled() {
+            self.writer.save_behind(&[Item::Part(&done)]);
+        } else {
+            let _ = self.writer.part(&done).await;
+        }
     }
 }
 

@@ -97,6 +97,7 @@ pub(crate) async fn run_step(
                 Vec::new(),
                 Vec::new(),
                 to_assistant_error(&e),
+                false,
             )
             .await;
         }
@@ -188,7 +189,17 @@ pub(crate) async fn run_step(
     assistant.finish = result.finish.as_ref().map(|f| f.as_str().to_string());
     assistant.time.completed = Some(now_ms());
     if let Some(error) = result.error {
-        return fail(core, writer, assistant, parts, result.closing, error).await;
+        let cancelled = token.is_cancelled();
+        return fail(
+            core,
+            writer,
+            assistant,
+            parts,
+            result.closing,
+            error,
+            cancelled,
+        )
+        .await;
     }
     let info = Message::Assistant(assistant.clone());
     let mut items: Vec<Item<'_>> = result.closing.iter().map(Item::Part).collect();
@@ -206,7 +217,9 @@ pub(crate) async fn run_step(
     Ok((final_message, outcome))
 }
 
-/// Records `error` on the assistant message, publishes `session.error`, and stops the loop.
+/// Records `error` on the assistant message, publishes `session.error`, and stops the loop. A
+/// `cancelled` run's end is queued for the disk rather than waited for (see
+/// [`Writer::save_behind`]).
 async fn fail(
     core: &Core,
     writer: &Writer,
@@ -214,13 +227,18 @@ async fn fail(
     parts: Vec<Part>,
     closing: Vec<Part>,
     error: AssistantError,
+    cancelled: bool,
 ) -> Result<(MessageWithParts, StepOutcome), RuntimeError> {
     assistant.error = Some(error.clone());
     assistant.time.completed.get_or_insert_with(now_ms);
     let info = Message::Assistant(assistant.clone());
     let mut items: Vec<Item<'_>> = closing.iter().map(Item::Part).collect();
     items.push(Item::Message(&info));
-    writer.save(&items).await?;
+    if cancelled {
+        writer.save_behind(&items);
+    } else {
+        writer.save(&items).await?;
+    }
     core.bus.publish(Event::SessionError {
         session_id: Some(assistant.session_id.clone()),
         error: Some(error),

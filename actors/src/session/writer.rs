@@ -30,18 +30,26 @@ impl Writer {
     /// Stores several messages and parts in one go, then publishes them in order: all are on
     /// disk before any event goes out.
     pub async fn save(&self, items: &[Item<'_>]) -> Result<(), StoreError> {
-        let (mut sessions, mut messages, mut parts) = (Vec::new(), Vec::new(), Vec::new());
-        for item in items {
-            match item {
-                Item::NewSession(s) => sessions.push(*s),
-                Item::Message(m) => messages.push(*m),
-                Item::Part(p) => parts.push(*p),
-            }
-        }
+        let (sessions, messages, parts) = split(items);
         self.core
             .store
             .put_many(&sessions, &messages, &parts)
             .await?;
+        self.publish(items);
+        Ok(())
+    }
+
+    /// Queues several messages and parts to be stored in one go and publishes them at once:
+    /// for the end of a cancelled run, which must not wait for the disk. Reads of the session
+    /// wait for the queued write, so nobody who heard of the state reads an older one.
+    pub fn save_behind(&self, items: &[Item<'_>]) {
+        let (sessions, messages, parts) = split(items);
+        self.core.store.queue_many(&sessions, &messages, &parts);
+        self.publish(items);
+    }
+
+    /// Publishes saved items in order.
+    fn publish(&self, items: &[Item<'_>]) {
         for item in items {
             match item {
                 Item::NewSession(s) => {
@@ -62,7 +70,6 @@ impl Writer {
                 }),
             }
         }
-        Ok(())
     }
 
     /// Stores a part, then publishes `message.part.updated` (the part is on disk first).
@@ -106,4 +113,17 @@ impl Writer {
             });
         }
     }
+}
+
+/// The sessions, messages and parts among `items`.
+fn split<'a>(items: &[Item<'a>]) -> (Vec<&'a Session>, Vec<&'a Message>, Vec<&'a Part>) {
+    let (mut sessions, mut messages, mut parts) = (Vec::new(), Vec::new(), Vec::new());
+    for item in items {
+        match item {
+            Item::NewSession(s) => sessions.push(*s),
+            Item::Message(m) => messages.push(*m),
+            Item::Part(p) => parts.push(*p),
+        }
+    }
+    (sessions, messages, parts)
 }

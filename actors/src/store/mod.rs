@@ -128,6 +128,9 @@ pub trait Store: Send + Sync + 'static {
     /// Queues an insert-or-replace of a part that is still changing, without waiting for it;
     /// later writes of the same part land after it. A failure is logged.
     fn queue_part(&self, part: &Part);
+    /// Queues sessions, messages and parts to be stored together (in that order) without
+    /// waiting; reads of their sessions made after this call see them. A failure is logged.
+    fn queue_many(&self, sessions: &[&Session], messages: &[&Message], parts: &[&Part]);
     /// Deletes a part.
     async fn remove_part(&self, id: &PartId) -> Result<(), StoreError>;
     /// The session's todo list, in order.

@@ -21,7 +21,7 @@ use taskforce_agents::tool::{
 use super::timeout::{Activity, ActivityFilter, RunLimits};
 use super::{Activate, CancelTree, Supervisor, limits, session_depth, task_guard, timeout};
 use crate::RuntimeError;
-use crate::bus::{BusItem, Event, Filter};
+use crate::bus::{BusItem, Envelope, Event, Filter};
 use crate::core::Core;
 use crate::session::{PartInput, PromptInput, Seed, Subtask};
 use crate::store::MessageWithParts;
@@ -166,10 +166,11 @@ impl Delegate for SupervisorDelegate {
         let follower_ctx = ctx.clone();
         let child_id = child.id.clone();
         let mut follower = tokio::spawn(async move {
-            let mut summary: BTreeMap<PartId, Value> = BTreeMap::new();
-            // The child's messages as published, so its result needs no read of the store.
-            let mut seen_messages: BTreeMap<MessageId, Message> = BTreeMap::new();
-            let mut seen_parts: BTreeMap<PartId, Part> = BTreeMap::new();
+            let mut summary: BTreeMap<PartId, SummaryEntry> = BTreeMap::new();
+            // The child's messages and parts as published (the events are shared, not copied),
+            // so that its result needs no read of the store.
+            let mut seen_messages: BTreeMap<MessageId, Arc<Envelope>> = BTreeMap::new();
+            let mut seen_parts: BTreeMap<PartId, Arc<Envelope>> = BTreeMap::new();
             let mut complete = true;
             let mut filter = ActivityFilter::default();
             while let Some(item) = events.next().await {
@@ -190,7 +191,7 @@ impl Delegate for SupervisorDelegate {
                         return (summary, complete, seen_messages, seen_parts);
                     }
                     Event::MessageUpdated { info } => {
-                        seen_messages.insert(info.id().clone(), info.clone());
+                        seen_messages.insert(info.id().clone(), envelope.clone());
                     }
                     Event::MessageRemoved { message_id, .. } => {
                         seen_messages.remove(message_id);
@@ -198,21 +199,21 @@ impl Delegate for SupervisorDelegate {
                     // Streaming deltas are interim: the part's final state follows without one.
                     Event::PartUpdated { delta: Some(_), .. } => {}
                     Event::PartUpdated { part, .. } => {
-                        seen_parts.insert(part.id.clone(), part.clone());
+                        seen_parts.insert(part.id.clone(), envelope.clone());
                         let PartKind::Tool(tool) = &part.kind else {
                             continue;
                         };
-                        let entry = summary_entry(&part.id, &tool.tool, &tool.state);
+                        let entry = SummaryEntry::of(&tool.tool, &tool.state);
                         // The parent's part changes only when a child's call changes status or
-                        // title, not on every live update of its metadata.
+                        // title, not on every live update of its metadata; and no longer once
+                        // the parent's call is aborted (its final state carries the summary).
                         if summary.get(&part.id) == Some(&entry) {
                             continue;
                         }
                         summary.insert(part.id.clone(), entry);
-                        follower_ctx.metadata(
-                            None,
-                            meta(&[("summary", Value::Array(summary.values().cloned().collect()))]),
-                        );
+                        if !follower_ctx.abort.is_cancelled() {
+                            follower_ctx.metadata(None, meta(&[("summary", render(&summary))]));
+                        }
                     }
                     _ => {}
                 }
@@ -294,7 +295,10 @@ impl Delegate for SupervisorDelegate {
             .filter(|m| matches!(&m.info, Message::Assistant(a) if a.time.created >= started))
             .collect();
         let summary = match followed {
-            Ok(Ok((summary, true, _, _))) => summary.into_values().collect(),
+            Ok(Ok((summary, true, _, _))) => match render(&summary) {
+                Value::Array(entries) => entries,
+                _ => Vec::new(),
+            },
             // The follower missed events (or never saw the end): read what the child stored.
             _ => child_summary(&answers),
         };
@@ -344,24 +348,68 @@ impl Delegate for SupervisorDelegate {
     }
 }
 
-/// Messages with their parts, as the store returns them: messages by creation time, parts by id.
+/// Messages with their parts from their last published states, as the store returns them:
+/// messages by creation time, parts by id.
 fn assemble(
-    messages: &BTreeMap<MessageId, Message>,
-    parts: &BTreeMap<PartId, Part>,
+    messages: &BTreeMap<MessageId, Arc<Envelope>>,
+    parts: &BTreeMap<PartId, Arc<Envelope>>,
 ) -> Vec<MessageWithParts> {
+    let parts: Vec<&Part> = parts
+        .values()
+        .filter_map(|e| match &e.event {
+            Event::PartUpdated { part, .. } => Some(part),
+            _ => None,
+        })
+        .collect();
     let mut out: Vec<MessageWithParts> = messages
         .values()
-        .map(|info| MessageWithParts {
-            info: info.clone(),
-            parts: parts
-                .values()
-                .filter(|p| &p.message_id == info.id())
-                .cloned()
-                .collect(),
+        .filter_map(|e| match &e.event {
+            Event::MessageUpdated { info } => Some(MessageWithParts {
+                info: info.clone(),
+                parts: parts
+                    .iter()
+                    .filter(|p| &p.message_id == info.id())
+                    .map(|p| (*p).clone())
+                    .collect(),
+            }),
+            _ => None,
         })
         .collect();
     out.sort_by_key(|m| m.info.created());
     out
+}
+
+/// What the parent's part shows of one child tool call: the tool, its status and title.
+#[derive(Debug, PartialEq)]
+struct SummaryEntry {
+    tool: String,
+    status: &'static str,
+    title: Option<String>,
+}
+
+impl SummaryEntry {
+    fn of(tool: &str, state: &ToolState) -> Self {
+        let title = match state {
+            ToolState::Running(r) => r.title.clone(),
+            ToolState::Completed(c) => Some(c.title.clone()),
+            _ => None,
+        };
+        SummaryEntry {
+            tool: tool.to_string(),
+            status: state.status(),
+            title,
+        }
+    }
+}
+
+/// The summary metadata: `[{id, tool, state: {status, title?}}]` in part order.
+fn render(summary: &BTreeMap<PartId, SummaryEntry>) -> Value {
+    Value::Array(
+        summary
+            .iter()
+            .map(|(id, e)| summary_entry(id, &e.tool, e.status, e.title.as_deref()))
+            .collect(),
+    )
 }
 
 impl SupervisorDelegate {
@@ -408,14 +456,9 @@ impl SupervisorDelegate {
 }
 
 /// `{id, tool, state: {status, title?}}` for one child tool part.
-fn summary_entry(id: &PartId, tool: &str, state: &ToolState) -> Value {
+fn summary_entry(id: &PartId, tool: &str, status: &str, title: Option<&str>) -> Value {
     let mut s = Map::new();
-    s.insert("status".into(), json!(state.status()));
-    let title = match state {
-        ToolState::Running(r) => r.title.clone(),
-        ToolState::Completed(c) => Some(c.title.clone()),
-        _ => None,
-    };
+    s.insert("status".into(), json!(status));
     if let Some(t) = title {
         s.insert("title".into(), json!(t));
     }
@@ -427,7 +470,16 @@ fn child_summary(answers: &[&MessageWithParts]) -> Vec<Value> {
     answers
         .iter()
         .flat_map(|m| m.parts.iter())
-        .filter_map(|p| p.as_tool().map(|t| summary_entry(&p.id, &t.tool, &t.state)))
+        .filter_map(|p| {
+            let t = p.as_tool()?;
+            let entry = SummaryEntry::of(&t.tool, &t.state);
+            Some(summary_entry(
+                &p.id,
+                &t.tool,
+                entry.status,
+                entry.title.as_deref(),
+            ))
+        })
         .collect()
 }
 

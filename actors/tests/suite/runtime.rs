@@ -851,6 +851,9 @@ impl Store for CrashingStore {
     fn queue_part(&self, p: &Part) {
         self.0.queue_part(p)
     }
+    fn queue_many(&self, s: &[&Session], m: &[&Message], p: &[&Part]) {
+        self.0.queue_many(s, m, p)
+    }
     async fn remove_part(&self, id: &PartId) -> Result<(), StoreError> {
         self.0.remove_part(id).await
     }

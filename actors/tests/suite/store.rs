@@ -825,6 +825,41 @@ async fn queued_writes_land_in_order_and_a_bad_row_fails_alone() {
     assert_eq!(count(&store, "part").await, 32);
 }
 
+#[tokio::test]
+async fn reads_see_the_writes_queued_before_them() {
+    let (_dir, store) = open().await;
+    let (busy, _u, a) = conversation(&store, "busy").await;
+    // Keep the writer busy with another session's writes, so that the queued ones below are
+    // still queued when they are read.
+    for i in 0..2_000 {
+        store.queue_part(&text(&busy, &a.id, &format!("filler {i}")));
+    }
+    let parent = root("parent", 1_000);
+    store.put_session(&parent).await.unwrap();
+    let child = Session::child_of(&parent, "child", 1_001);
+    let question = user(&child, 1_002);
+    let answer = assistant(&child, &question.id, 1_003);
+    let (q, an): (Message, Message) = (question.clone().into(), answer.clone().into());
+    let said = text(&child, &answer.id, "queued, not waited for");
+    store.queue_many(&[&child], &[&q, &an], &[&said]);
+
+    // Each read waits for what was queued for its session before it.
+    let messages = store.messages(&child.id).await.unwrap();
+    assert_eq!(messages.len(), 2);
+    assert_eq!(messages[1].parts, vec![said.clone()]);
+    assert_eq!(
+        store.session(&child.id).await.unwrap().unwrap().id,
+        child.id
+    );
+    let one = store.message(&child.id, &answer.id).await.unwrap().unwrap();
+    assert_eq!(one.parts.len(), 1);
+    let children = store.children(&parent.id).await.unwrap();
+    assert_eq!(ids(&children), vec![child.id.clone()]);
+    // Lists wait for every queued write: the filler is all there.
+    store.sessions(&SessionFilter::default()).await.unwrap();
+    assert_eq!(count(&store, "part").await, 2_001);
+}
+
 fn approval(permission: &str, pattern: &str, created: u64) -> Approval {
     Approval {
         permission: permission.into(),

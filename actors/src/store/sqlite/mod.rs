@@ -35,9 +35,11 @@ use super::{Approval, BackgroundTask, MessageWithParts, SessionFilter, Store, St
 mod approvals;
 mod background;
 mod rows;
+mod unflushed;
 mod writer;
 
 use rows::*;
+use unflushed::Unflushed;
 use writer::*;
 
 /// The schema migrations in `actors/migrations`, embedded at compile time.
@@ -64,6 +66,8 @@ pub struct SqliteStore {
     /// at once on the caller's task instead of through the queue (two thread hops instead of
     /// four).
     pending: Arc<AtomicUsize>,
+    /// Writes queued without waiting that reads must see (read-your-writes).
+    unflushed: Arc<Unflushed>,
 }
 
 /// Read-only connections handed out round robin (cheaper than a pool's acquire and release).
@@ -140,7 +144,13 @@ impl SqliteStore {
         let (queue, jobs) = mpsc::unbounded_channel();
         let conn = Arc::new(AsyncMutex::new(writer));
         let pending = Arc::new(AtomicUsize::new(0));
-        tokio::spawn(write_batches(conn.clone(), pending.clone(), jobs));
+        let unflushed = Arc::new(Unflushed::default());
+        tokio::spawn(write_batches(
+            conn.clone(),
+            pending.clone(),
+            unflushed.clone(),
+            jobs,
+        ));
         let checkpointer = base
             .connect()
             .await
@@ -155,6 +165,7 @@ impl SqliteStore {
             queue,
             conn,
             pending,
+            unflushed,
         })
     }
 
@@ -168,17 +179,20 @@ impl SqliteStore {
         let _ = self.flush().await;
     }
 
-    /// Hands a job to the writer task, counting its writes as pending.
-    fn send(&self, job: Job) -> Result<(), StoreError> {
+    /// Hands a job to the writer task, counting its writes as pending; answers the job's
+    /// sequence number (see [`Unflushed`]).
+    fn send(&self, job: Job) -> Result<u64, StoreError> {
         let writes = match &job {
             Job::Batched(_) | Job::Exclusive(_) => 1,
             Job::Many(v) => v.len(),
         };
         self.pending.fetch_add(writes, Ordering::SeqCst);
-        self.queue.send(job).map_err(|_| {
-            self.pending.fetch_sub(writes, Ordering::SeqCst);
-            StoreError::Database("the store is closed".into())
-        })
+        self.unflushed
+            .send(|| self.queue.send(job).map_err(drop))
+            .map_err(|_| {
+                self.pending.fetch_sub(writes, Ordering::SeqCst);
+                StoreError::Database("the store is closed".into())
+            })
     }
 
     /// The write connection, when nothing is queued or being written: the caller may write at
@@ -285,17 +299,47 @@ impl SqliteStore {
     fn enqueue(&self, upsert: Result<Upsert, StoreError>, context: String) {
         match upsert {
             Ok(upsert) => {
+                let session = upsert.session().to_string();
                 let job = Job::Batched(Batched {
                     upsert: Some(upsert),
                     context,
                     done: None,
                 });
-                if self.send(job).is_err() {
-                    tracing::warn!("the store is closed; an update was dropped");
+                match self.send(job) {
+                    Ok(seq) => self.unflushed.behind(seq, [session.as_str()]),
+                    Err(_) => tracing::warn!("the store is closed; an update was dropped"),
                 }
             }
             Err(e) => tracing::warn!("{context}: {e}"),
         }
+    }
+
+    /// The rows of sessions, messages and parts (in that order), each with what to say when
+    /// it cannot be written.
+    fn rows(
+        sessions: &[&Session],
+        messages: &[&Message],
+        parts: &[&Part],
+    ) -> Result<Vec<(Upsert, String)>, StoreError> {
+        sessions
+            .iter()
+            .map(|s| {
+                let context = format!("cannot store session {}", s.id);
+                Self::session_upsert(s).map(|u| (u, context))
+            })
+            .chain(messages.iter().map(|m| {
+                let context = format!(
+                    "cannot store message {} of session {}",
+                    m.id(),
+                    m.session_id()
+                );
+                Self::message_upsert(m).map(|u| (u, context))
+            }))
+            .chain(parts.iter().map(|p| {
+                let context = format!("cannot store part {} of message {}", p.id, p.message_id);
+                Self::part_upsert(p).map(|u| (u, context))
+            }))
+            .collect()
     }
 
     /// A part row, ready to queue.
@@ -318,6 +362,7 @@ impl Store for SqliteStore {
     }
 
     async fn session(&self, id: &SessionId) -> Result<Option<Session>, StoreError> {
+        self.unflushed.settled(id.as_str()).await;
         let row = sqlx::query("SELECT id, data FROM session WHERE id = ?1")
             .bind(id.as_str())
             .fetch_optional(&mut *self.readers.get().await)
@@ -327,6 +372,7 @@ impl Store for SqliteStore {
     }
 
     async fn sessions(&self, filter: &SessionFilter) -> Result<Vec<Session>, StoreError> {
+        self.unflushed.all_settled().await;
         let limit = filter
             .limit
             .map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
@@ -349,6 +395,7 @@ impl Store for SqliteStore {
     }
 
     async fn children(&self, id: &SessionId) -> Result<Vec<Session>, StoreError> {
+        self.unflushed.all_settled().await;
         let rows = sqlx::query(
             "SELECT id, data FROM session WHERE parent_id = ?1 \
              ORDER BY time_created ASC, id ASC",
@@ -386,6 +433,7 @@ impl Store for SqliteStore {
         session: &SessionId,
         id: &MessageId,
     ) -> Result<Option<MessageWithParts>, StoreError> {
+        self.unflushed.settled(session.as_str()).await;
         let context = format!("cannot read message {id} of session {session}");
         // One statement, so one snapshot and one round trip to the database thread.
         let rows = sqlx::query(
@@ -403,6 +451,7 @@ impl Store for SqliteStore {
     }
 
     async fn messages(&self, session: &SessionId) -> Result<Vec<MessageWithParts>, StoreError> {
+        self.unflushed.settled(session.as_str()).await;
         let context = format!("cannot read the messages of session {session}");
         // One statement, so one snapshot and one round trip to the database thread.
         let rows = sqlx::query(
@@ -456,25 +505,7 @@ impl Store for SqliteStore {
     ) -> Result<(), StoreError> {
         let mut jobs = Vec::with_capacity(sessions.len() + messages.len() + parts.len());
         let mut answers = Vec::with_capacity(jobs.capacity());
-        let rows = sessions
-            .iter()
-            .map(|s| {
-                let context = format!("cannot store session {}", s.id);
-                Self::session_upsert(s).map(|u| (u, context))
-            })
-            .chain(messages.iter().map(|m| {
-                let context = format!(
-                    "cannot store message {} of session {}",
-                    m.id(),
-                    m.session_id()
-                );
-                Self::message_upsert(m).map(|u| (u, context))
-            }))
-            .chain(parts.iter().map(|p| {
-                let context = format!("cannot store part {} of message {}", p.id, p.message_id);
-                Self::part_upsert(p).map(|u| (u, context))
-            }));
-        let rows: Vec<(Upsert, String)> = rows.collect::<Result<_, _>>()?;
+        let rows = Self::rows(sessions, messages, parts)?;
         if let Some(mut conn) = self.direct() {
             let results = apply(&mut conn, rows.iter().map(|(u, c)| (Some(u), c.as_str()))).await;
             return results.into_iter().collect();
@@ -504,6 +535,32 @@ impl Store for SqliteStore {
             part.id, part.message_id
         );
         self.enqueue(Self::part_upsert(part), context);
+    }
+
+    fn queue_many(&self, sessions: &[&Session], messages: &[&Message], parts: &[&Part]) {
+        let rows = match Self::rows(sessions, messages, parts) {
+            Ok(rows) => rows,
+            Err(e) => {
+                tracing::warn!("cannot queue a write: {e}");
+                return;
+            }
+        };
+        let written: Vec<String> = rows.iter().map(|(u, _)| u.session().to_string()).collect();
+        let jobs = rows
+            .into_iter()
+            .map(|(upsert, context)| Batched {
+                upsert: Some(upsert),
+                context,
+                done: None,
+            })
+            .collect();
+        // One job, so the rows share a batch: one statement, one commit.
+        match self.send(Job::Many(jobs)) {
+            Ok(seq) => self
+                .unflushed
+                .behind(seq, written.iter().map(String::as_str)),
+            Err(_) => tracing::warn!("the store is closed; an update was dropped"),
+        }
     }
 
     fn queue_message(&self, message: &Message) {

@@ -14,6 +14,7 @@ use tokio::sync::{mpsc, oneshot};
 use crate::store::StoreError;
 
 use super::rows::*;
+use super::unflushed::Unflushed;
 
 /// How deep `delete_session` follows parent links; only a corrupt cycle gets near it.
 const MAX_TREE_DEPTH: i64 = 4096;
@@ -49,6 +50,16 @@ pub(super) enum Upsert {
         session: String,
         data: String,
     },
+}
+
+impl Upsert {
+    /// The session the row belongs to.
+    pub(super) fn session(&self) -> &str {
+        match self {
+            Upsert::Session { id, .. } => id,
+            Upsert::Message { session, .. } | Upsert::Part { session, .. } => session,
+        }
+    }
 }
 
 /// An upsert (or, without one, a barrier) committed with its batch; `done` hears of it.
@@ -169,9 +180,12 @@ pub(super) async fn replace_todos(
 pub(super) async fn write_batches(
     conn: Arc<AsyncMutex<SqliteConnection>>,
     in_flight: Arc<AtomicUsize>,
+    unflushed: Arc<Unflushed>,
     mut jobs: mpsc::UnboundedReceiver<Job>,
 ) {
     let mut pending: Option<Job> = None;
+    // Jobs are numbered in queue order from 1 (see `Unflushed`): this counts the ones done.
+    let mut done: u64 = 0;
     loop {
         let first = match pending.take() {
             Some(job) => job,
@@ -184,11 +198,14 @@ pub(super) async fn write_batches(
             Job::Exclusive(work) => {
                 work(&mut *conn.lock().await).await;
                 in_flight.fetch_sub(1, Ordering::SeqCst);
+                done += 1;
+                unflushed.committed(done, std::iter::empty());
                 continue;
             }
             Job::Batched(b) => vec![b],
             Job::Many(v) => v,
         };
+        let mut taken: u64 = 1;
         while batch.len() < MAX_BATCH {
             match jobs.try_recv() {
                 Ok(Job::Exclusive(work)) => {
@@ -199,10 +216,19 @@ pub(super) async fn write_batches(
                 Ok(Job::Many(v)) => batch.extend(v),
                 Err(_) => break,
             }
+            taken += 1;
         }
         let writes = batch.len();
+        // The sessions written without a waiter, to clear once committed.
+        let behind: Vec<String> = batch
+            .iter()
+            .filter(|b| b.done.is_none())
+            .filter_map(|b| b.upsert.as_ref().map(|u| u.session().to_string()))
+            .collect();
         commit_batch(&mut *conn.lock().await, batch).await;
         in_flight.fetch_sub(writes, Ordering::SeqCst);
+        done += taken;
+        unflushed.committed(done, behind.iter().map(String::as_str));
     }
 }
 
