@@ -3,13 +3,14 @@
 //! root once every session runs. Measures the time from the cancel call until every session is
 //! idle (the runtime's status map is empty and the bus has announced 1,111 `session.idle`).
 //!
-//! `cargo bench --bench cancel [-- ROUNDS]` (default 3 rounds, a fresh tree each). Budget: 20 ms.
+//! `cargo bench --bench cancel [-- ROUNDS [LEVELS]]` (default 3 rounds, a fresh tree each, 3
+//! levels of children; `-- 3 2` cancels root → 10 → 100). Budget: 20 ms.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
 mod support;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
@@ -19,13 +20,15 @@ use taskforce::actors::PromptInput;
 use taskforce::actors::bus::{BusItem, Event, Filter};
 
 const FANOUT: usize = 10;
-const SESSIONS: usize = 1 + FANOUT + FANOUT * FANOUT + FANOUT * FANOUT * FANOUT;
 
 fn main() {
-    let rounds: usize = std::env::args()
+    let numbers: Vec<usize> = std::env::args()
         .skip(1)
-        .find_map(|a| a.parse().ok())
-        .unwrap_or(3);
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let rounds = numbers.first().copied().unwrap_or(3);
+    let levels = numbers.get(1).copied().unwrap_or(3).clamp(1, 4);
+    let sessions: usize = (0..=levels).map(|l| FANOUT.pow(l as u32)).sum();
     let calls: Vec<serde_json::Value> = (0..FANOUT)
         .map(|i| json!({"name": "task", "input": {"description": format!("part {i}"), "prompt": "split it up", "subagent_type": "general"}}))
         .collect();
@@ -41,7 +44,7 @@ fn main() {
     // The support config ends in its [subagent] table: nest three deep.
     let config = bench.project.join("taskforce.toml");
     let mut text = std::fs::read_to_string(&config).unwrap();
-    text.push_str("max_depth = 3\n");
+    text.push_str(&format!("max_depth = {levels}\n"));
     std::fs::write(&config, text).unwrap();
     let mut options = bench.options();
     options.bus_capacity = 1 << 18;
@@ -56,7 +59,7 @@ fn main() {
                 .await
                 .unwrap();
             // Every session of the tree runs (the leaves sit in their stalled model call).
-            while rt.statuses().len() < SESSIONS {
+            while rt.statuses().len() < sessions {
                 tokio::time::sleep(Duration::from_millis(5)).await;
             }
             let build_time = built.elapsed();
@@ -77,11 +80,14 @@ fn main() {
             rt.cancel(&root.id).await.unwrap();
             let told = start.elapsed();
             let mut idle = HashSet::new();
-            let mut arrivals: Vec<Duration> = Vec::with_capacity(SESSIONS);
+            let mut idle_at: HashMap<String, Duration> = HashMap::new();
+            // (child, parent, when the parent's task call for it ended)
+            let mut calls_done: Vec<(String, String, Duration)> = Vec::new();
+            let mut arrivals: Vec<Duration> = Vec::with_capacity(sessions);
             let mut lagged = false;
             let mut kinds: std::collections::BTreeMap<&'static str, Vec<Duration>> =
                 std::collections::BTreeMap::new();
-            while idle.len() < SESSIONS {
+            while idle.len() < sessions {
                 match events.next().await {
                     Some(BusItem::Event(e)) => {
                         kinds
@@ -92,6 +98,23 @@ fn main() {
                             && idle.insert(session_id.clone())
                         {
                             arrivals.push(start.elapsed());
+                            idle_at.insert(session_id.to_string(), start.elapsed());
+                        }
+                        if let Event::PartUpdated { part, delta: None } = &e.event
+                            && let Some(tool) = part.as_tool()
+                            && tool.tool == "task"
+                            && tool.state.is_finished()
+                            && let Some(child) = tool
+                                .state
+                                .metadata()
+                                .and_then(|m| m.get("sessionId"))
+                                .and_then(|v| v.as_str())
+                        {
+                            calls_done.push((
+                                child.to_string(),
+                                part.session_id.to_string(),
+                                start.elapsed(),
+                            ));
                         }
                     }
                     Some(BusItem::Lagged(_)) => {
@@ -122,15 +145,44 @@ fn main() {
                     .copied()
                     .unwrap_or_default()
             };
-            let nth = |n: usize| arrivals.get(n - 1).copied().unwrap_or_default();
+            // Where a parent's time goes: from its child's idle to its task call's end, and from
+            // its last task call's end to its own idle.
+            let mut call_lag: Vec<Duration> = Vec::new();
+            let mut last_call: HashMap<&str, Duration> = HashMap::new();
+            for (child, parent, at) in &calls_done {
+                if let Some(child_idle) = idle_at.get(child) {
+                    call_lag.push(at.saturating_sub(*child_idle));
+                }
+                let last = last_call.entry(parent.as_str()).or_default();
+                *last = (*last).max(*at);
+            }
+            let mut end_lag: Vec<Duration> = last_call
+                .iter()
+                .filter_map(|(parent, at)| idle_at.get(*parent).map(|i| i.saturating_sub(*at)))
+                .collect();
+            call_lag.sort();
+            end_lag.sort();
+            let mid = |v: &[Duration]| v.get(v.len() / 2).copied().unwrap_or_default();
+            let max = |v: &[Duration]| v.last().copied().unwrap_or_default();
             println!(
-                "  idle: 1,000th at {:?}, 1,100th at {:?}, 1,110th at {:?}",
-                nth(1000),
-                nth(1100),
-                nth(1110)
+                "  child idle -> parent's call ended: median {:?}, max {:?} ({} calls); last call ended -> parent idle: median {:?}, max {:?}",
+                mid(&call_lag),
+                max(&call_lag),
+                call_lag.len(),
+                mid(&end_lag),
+                max(&end_lag)
             );
+            // Sessions end from the leaves up: when the count reaches each level's total.
+            let mut level_ends = Vec::new();
+            let mut count = 0;
+            for level in (0..=levels).rev() {
+                count += FANOUT.pow(level as u32);
+                let at = arrivals.get(count - 1).copied().unwrap_or_default();
+                level_ends.push(format!("{count} idle at {at:?}"));
+            }
+            println!("  from the leaves up: {}", level_ends.join(", "));
             println!(
-                "round {round}: tree of {SESSIONS} sessions running after {build_time:?}, settled after {settle_time:?}; cancel call returned after {told:?}; all idle after {all_idle:?} ({} idle events{}; 10% idle at {:?}, 50% at {:?}, 90% at {:?})",
+                "round {round}: tree of {sessions} sessions running after {build_time:?}, settled after {settle_time:?}; cancel call returned after {told:?}; all idle after {all_idle:?} ({} idle events{}; 10% idle at {:?}, 50% at {:?}, 90% at {:?})",
                 idle.len(),
                 if lagged { ", bus lagged" } else { "" },
                 at(10),
@@ -140,7 +192,7 @@ fn main() {
         }
         let (median, p95, mean) = summary(&mut samples);
         println!(
-            "cancel of a {SESSIONS}-session tree until all idle: median {median:?}, p95 {p95:?}, mean {mean:?} over {rounds} rounds (budget 20 ms)"
+            "cancel of a {sessions}-session tree until all idle: median {median:?}, p95 {p95:?}, mean {mean:?} over {rounds} rounds (budget 20 ms)"
         );
     });
 }

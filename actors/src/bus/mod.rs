@@ -1,6 +1,7 @@
-//! The bus: one actor that stamps every state change with a sequence number and fans it out.
+//! The bus: stamps every state change with a sequence number and fans it out to subscribers.
 //!
-//! Publishing never waits for subscribers. Each subscriber reads from a bounded broadcast
+//! Publishing never waits for subscribers: it puts the event in their buffers on the caller's
+//! thread (an actor face, [`Bus`], takes [`Publish`] messages from actix code). Each subscriber reads from a bounded broadcast
 //! buffer; one that falls behind by more than the buffer is told how many events it missed
 //! ([`BusItem::Lagged`]) and can resync from the store.
 
@@ -10,7 +11,7 @@ mod subscription;
 pub use event::{Event, SessionStatus};
 pub use subscription::{BusItem, Filter, Subscription};
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 
 use actix::{Actor, Addr, Context, Handler, Message};
 use dashmap::DashMap;
@@ -35,39 +36,26 @@ pub(crate) type SessionChannels = Arc<DashMap<SessionId, broadcast::Sender<Arc<E
 /// Buffer of a one-session subscription.
 const SESSION_CAPACITY: usize = 256;
 
-/// The bus actor.
-struct Bus {
+/// The fan-out shared by every handle: stamps events and sends them to the subscribers' buffers.
+struct Fanout {
+    /// The last sequence number; held while sending so that buffers receive events in the
+    /// order of their numbers.
+    seq: Mutex<u64>,
     sender: broadcast::Sender<Arc<Envelope>>,
     sessions: SessionChannels,
     parents: ParentMap,
-    seq: u64,
 }
 
-impl Actor for Bus {
-    type Context = Context<Self>;
-}
-
-/// Publish one event.
-struct Publish(Event);
-
-impl Message for Publish {
-    type Result = ();
-}
-
-impl Handler<Publish> for Bus {
-    type Result = ();
-
-    fn handle(&mut self, msg: Publish, _: &mut Self::Context) {
-        if let Event::SessionCreated { info } = &msg.0
+impl Fanout {
+    fn publish(&self, event: Event) {
+        if let Event::SessionCreated { info } = &event
             && let Some(parent) = &info.parent_id
         {
             self.parents.insert(info.id.clone(), parent.clone());
         }
-        self.seq += 1;
-        let envelope = Arc::new(Envelope {
-            seq: self.seq,
-            event: msg.0,
-        });
+        let mut seq = self.seq.lock().unwrap_or_else(PoisonError::into_inner);
+        *seq += 1;
+        let envelope = Arc::new(Envelope { seq: *seq, event });
         // One-session subscribers have their own channel, so they cost nothing to the others.
         if let Some(id) = envelope.event.session_id() {
             let gone = match self.sessions.get(id) {
@@ -84,71 +72,98 @@ impl Handler<Publish> for Bus {
     }
 }
 
+/// The bus as an actor, for actix code that publishes by message.
+pub struct Bus {
+    fanout: Arc<Fanout>,
+}
+
+impl Actor for Bus {
+    type Context = Context<Self>;
+}
+
+/// Publish one event (to the [`Bus`] actor).
+pub struct Publish(pub Event);
+
+impl Message for Publish {
+    type Result = ();
+}
+
+impl Handler<Publish> for Bus {
+    type Result = ();
+
+    fn handle(&mut self, msg: Publish, _: &mut Self::Context) {
+        self.fanout.publish(msg.0);
+    }
+}
+
 /// A cheap, cloneable handle to the bus.
+///
+/// Publishing fans the event out on the caller's thread, under one lock that keeps the total
+/// order: no hop through a mailbox, so a burst of events (a cancelled tree) does not queue up
+/// behind one thread.
 #[derive(Clone)]
 pub struct BusHandle {
+    fanout: Arc<Fanout>,
     addr: Addr<Bus>,
-    sender: broadcast::Sender<Arc<Envelope>>,
-    sessions: SessionChannels,
-    parents: ParentMap,
 }
 
 impl BusHandle {
-    /// Starts the bus actor on the current arbiter; `capacity` events are buffered per subscriber.
+    /// Starts the bus (its actor on the current arbiter); `capacity` events are buffered per
+    /// subscriber.
     pub fn start(capacity: usize) -> BusHandle {
         let (sender, _) = broadcast::channel(capacity.max(16));
-        let parents: ParentMap = Arc::default();
-        let sessions: SessionChannels = Arc::default();
+        let fanout = Arc::new(Fanout {
+            seq: Mutex::new(0),
+            sender,
+            sessions: Arc::default(),
+            parents: Arc::default(),
+        });
         let addr = Bus {
-            sender: sender.clone(),
-            sessions: sessions.clone(),
-            parents: parents.clone(),
-            seq: 0,
+            fanout: fanout.clone(),
         }
         .start();
-        BusHandle {
-            addr,
-            sender,
-            sessions,
-            parents,
-        }
+        BusHandle { fanout, addr }
     }
 
-    /// Publishes an event; returns at once.
+    /// The bus actor: actix code may publish by sending it [`Publish`].
+    pub fn addr(&self) -> &Addr<Bus> {
+        &self.addr
+    }
+
+    /// Publishes an event: it is in every subscriber's buffer when this returns.
     pub fn publish(&self, event: Event) {
-        self.addr.do_send(Publish(event));
+        self.fanout.publish(event);
     }
 
-    /// Publishes an event and waits until the bus has sent it to every subscriber's buffer.
+    /// Publishes an event; kept for callers that awaited delivery (publishing no longer waits).
     pub async fn publish_and_wait(&self, event: Event) {
-        if self.addr.send(Publish(event)).await.is_err() {
-            tracing::warn!("the bus has stopped; an event was dropped");
-        }
+        self.fanout.publish(event);
     }
 
     /// Subscribes to the events that pass `filter`, from now on.
     pub fn subscribe(&self, filter: Filter) -> Subscription {
         let receiver = match &filter {
             Filter::Session(id) => self
+                .fanout
                 .sessions
                 .entry(id.clone())
                 .or_insert_with(|| broadcast::channel(SESSION_CAPACITY).0)
                 .subscribe(),
-            Filter::All | Filter::Subtree(_) => self.sender.subscribe(),
+            Filter::All | Filter::Subtree(_) => self.fanout.sender.subscribe(),
         };
-        Subscription::new(receiver, filter, self.parents.clone())
+        Subscription::new(receiver, filter, self.fanout.parents.clone())
     }
 
     /// Records that `child` is a child of `parent` (for sessions loaded from the store).
     pub fn register_parent(&self, child: &SessionId, parent: &SessionId) {
-        self.parents.insert(child.clone(), parent.clone());
+        self.fanout.parents.insert(child.clone(), parent.clone());
     }
 
     /// How deep a session is below its root, as far as the bus knows its ancestors.
     pub fn depth_of(&self, session: &SessionId) -> u32 {
         let mut depth = 0;
         let mut current = session.clone();
-        while let Some(parent) = self.parents.get(&current).map(|p| p.value().clone()) {
+        while let Some(parent) = self.fanout.parents.get(&current).map(|p| p.value().clone()) {
             depth += 1;
             if depth >= 256 {
                 break;
@@ -160,8 +175,9 @@ impl BusHandle {
 
     /// How many subscriptions are open.
     pub fn subscriber_count(&self) -> usize {
-        self.sender.receiver_count()
+        self.fanout.sender.receiver_count()
             + self
+                .fanout
                 .sessions
                 .iter()
                 .map(|e| e.value().receiver_count())

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use dashmap::DashMap;
-use tokio::sync::watch;
+use tokio::sync::{Notify, watch};
 
 /// The writer's progress and the sessions with queued, uncommitted writes.
 #[derive(Debug)]
@@ -22,6 +22,8 @@ pub(super) struct Unflushed {
     sessions: DashMap<String, u64>,
     /// The number of the newest write queued without waiting, of any session.
     newest: AtomicU64,
+    /// A read is waiting: the writer should stop lingering.
+    hurry: Notify,
 }
 
 impl Default for Unflushed {
@@ -31,6 +33,7 @@ impl Default for Unflushed {
             committed: watch::Sender::new(0),
             sessions: DashMap::new(),
             newest: AtomicU64::new(0),
+            hurry: Notify::new(),
         }
     }
 }
@@ -80,11 +83,18 @@ impl Unflushed {
         self.reach(self.newest.load(Ordering::SeqCst)).await;
     }
 
+    /// Resolves when a read asks for the queued writes.
+    pub async fn hurried(&self) {
+        self.hurry.notified().await;
+    }
+
     async fn reach(&self, target: u64) {
         if *self.committed.borrow() >= target {
             return;
         }
         let mut progress = self.committed.subscribe();
+        // The writer may be lingering for more writes: this read wants them now.
+        self.hurry.notify_one();
         // An error means the writer is gone: nothing more will commit, so do not wait.
         let _ = progress.wait_for(|c| *c >= target).await;
     }

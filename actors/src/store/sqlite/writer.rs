@@ -1,5 +1,6 @@
 //! The write side of the SQLite store: queued jobs, group commit, checkpoints.
 
+use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
@@ -175,6 +176,52 @@ pub(super) async fn replace_todos(
     Ok(())
 }
 
+/// How long the writer waits for more writes after one nobody waits for, before committing.
+pub(super) const LINGER: Duration = Duration::from_millis(2);
+
+/// The longest the writer lingers in a burst of writes nobody waits for.
+pub(super) const MAX_LINGER: Duration = Duration::from_millis(100);
+
+impl Job {
+    /// Somebody waits for this job: it is committed without lingering.
+    fn urgent(&self) -> bool {
+        match self {
+            Job::Exclusive(_) => true,
+            Job::Batched(b) => b.done.is_some(),
+            Job::Many(v) => v.iter().any(|b| b.done.is_some()),
+        }
+    }
+}
+
+/// Collects the burst that follows a write nobody waits for (a cancelled tree writing its end,
+/// streaming text): until the queue is quiet for [`LINGER`], [`MAX_LINGER`] has passed, a job
+/// somebody waits for arrives, or a read asks for the writes (`Unflushed::hurry`). The writer
+/// then commits the burst in few transactions, after the burst rather than in its middle.
+async fn linger(
+    jobs: &mut mpsc::UnboundedReceiver<Job>,
+    buffered: &mut VecDeque<Job>,
+    unflushed: &Unflushed,
+) {
+    let deadline = tokio::time::Instant::now() + MAX_LINGER;
+    loop {
+        let quiet = tokio::time::Instant::now() + LINGER;
+        tokio::select! {
+            job = jobs.recv() => match job {
+                Some(job) => {
+                    let urgent = job.urgent();
+                    buffered.push_back(job);
+                    if urgent || tokio::time::Instant::now() >= deadline {
+                        return;
+                    }
+                }
+                None => return,
+            },
+            () = tokio::time::sleep_until(quiet.min(deadline)) => return,
+            () = unflushed.hurried() => return,
+        }
+    }
+}
+
 /// The writer task: owns the write connection and commits queued upserts in batches, one
 /// transaction each, answering after the commit; exclusive writes run alone, in queue order.
 pub(super) async fn write_batches(
@@ -183,16 +230,25 @@ pub(super) async fn write_batches(
     unflushed: Arc<Unflushed>,
     mut jobs: mpsc::UnboundedReceiver<Job>,
 ) {
-    let mut pending: Option<Job> = None;
+    // Jobs taken off the queue and not yet done, in queue order.
+    let mut buffered: VecDeque<Job> = VecDeque::new();
     // Jobs are numbered in queue order from 1 (see `Unflushed`): this counts the ones done.
     let mut done: u64 = 0;
     loop {
-        let first = match pending.take() {
-            Some(job) => job,
-            None => match jobs.recv().await {
-                Some(job) => job,
+        if buffered.is_empty() {
+            match jobs.recv().await {
+                Some(job) => {
+                    let urgent = job.urgent();
+                    buffered.push_back(job);
+                    if !urgent {
+                        linger(&mut jobs, &mut buffered, &unflushed).await;
+                    }
+                }
                 None => break,
-            },
+            }
+        }
+        let Some(first) = buffered.pop_front() else {
+            continue;
         };
         let mut batch = match first {
             Job::Exclusive(work) => {
@@ -207,14 +263,20 @@ pub(super) async fn write_batches(
         };
         let mut taken: u64 = 1;
         while batch.len() < MAX_BATCH {
-            match jobs.try_recv() {
-                Ok(Job::Exclusive(work)) => {
-                    pending = Some(Job::Exclusive(work));
+            let next = match buffered.pop_front() {
+                Some(job) => job,
+                None => match jobs.try_recv() {
+                    Ok(job) => job,
+                    Err(_) => break,
+                },
+            };
+            match next {
+                Job::Exclusive(work) => {
+                    buffered.push_front(Job::Exclusive(work));
                     break;
                 }
-                Ok(Job::Batched(b)) => batch.push(b),
-                Ok(Job::Many(v)) => batch.extend(v),
-                Err(_) => break,
+                Job::Batched(b) => batch.push(b),
+                Job::Many(v) => batch.extend(v),
             }
             taken += 1;
         }
