@@ -547,8 +547,10 @@ impl Processor {
         let now = now_ms();
         let done = part.update(|p| {
             let Some(tool) = p.as_tool_mut() else { return };
-            let running = match &tool.state {
-                ToolState::Running(r) => r.clone(),
+            // The running state is taken, not copied: its metadata can be large (a task's).
+            let placeholder = ToolState::Running(ToolStateRunning::new(Map::new(), now));
+            let running = match std::mem::replace(&mut tool.state, placeholder) {
+                ToolState::Running(r) => r,
                 other => ToolStateRunning::new(other.input().clone(), now),
             };
             tool.state = match outcome {

@@ -279,23 +279,33 @@ impl Delegate for SupervisorDelegate {
         let followed = tokio::time::timeout(Duration::from_secs(1), &mut follower).await;
         follower.abort();
         // What the child wrote during this run (usage, display items, a fallback summary): as
-        // followed live when the follower saw every event, else as stored.
-        let history = match &followed {
-            Ok(Ok((_, true, messages, parts))) => assemble(messages, parts),
-            _ => match self.core.store.messages(&child.id).await {
-                Ok(history) => history,
-                Err(e) => {
-                    tracing::warn!(session = %child.id, "reading the child's messages failed: {e}");
-                    Vec::new()
-                }
-            },
+        // followed live when the follower saw every event (borrowed, not copied), else as
+        // stored.
+        let stored: Vec<MessageWithParts>;
+        let answers: Vec<Answer<'_>> = match &followed {
+            Ok(Ok((_, true, messages, parts))) => followed_answers(messages, parts, started),
+            _ => {
+                stored = match self.core.store.messages(&child.id).await {
+                    Ok(history) => history,
+                    Err(e) => {
+                        tracing::warn!(session = %child.id, "reading the child's messages failed: {e}");
+                        Vec::new()
+                    }
+                };
+                stored
+                    .iter()
+                    .filter(
+                        |m| matches!(&m.info, Message::Assistant(a) if a.time.created >= started),
+                    )
+                    .map(|m| Answer {
+                        info: &m.info,
+                        parts: m.parts.iter().collect(),
+                    })
+                    .collect()
+            }
         };
-        let answers: Vec<&MessageWithParts> = history
-            .iter()
-            .filter(|m| matches!(&m.info, Message::Assistant(a) if a.time.created >= started))
-            .collect();
-        let summary = match followed {
-            Ok(Ok((summary, true, _, _))) => match render(&summary) {
+        let summary = match &followed {
+            Ok(Ok((summary, true, _, _))) => match render(summary) {
                 Value::Array(entries) => entries,
                 _ => Vec::new(),
             },
@@ -303,13 +313,13 @@ impl Delegate for SupervisorDelegate {
             _ => child_summary(&answers),
         };
         let text = message
-            .iter()
-            .chain(answers.iter().rev().copied())
-            .find_map(|m| {
-                m.parts
+            .as_ref()
+            .and_then(|m| last_text(m.parts.iter()))
+            .or_else(|| {
+                answers
                     .iter()
                     .rev()
-                    .find_map(|p| p.as_text().map(|t| t.text.clone()))
+                    .find_map(|a| last_text(a.parts.iter().copied()))
             })
             .unwrap_or_default();
         Ok(SubagentOutcome {
@@ -318,7 +328,7 @@ impl Delegate for SupervisorDelegate {
             model: request.model,
             summary,
             status,
-            usage: usage_of(&answers),
+            usage: usage_of_infos(answers.iter().map(|a| a.info)),
             display_items: display_items(&answers),
         })
     }
@@ -348,35 +358,49 @@ impl Delegate for SupervisorDelegate {
     }
 }
 
-/// Messages with their parts from their last published states, as the store returns them:
-/// messages by creation time, parts by id.
-fn assemble(
-    messages: &BTreeMap<MessageId, Arc<Envelope>>,
-    parts: &BTreeMap<PartId, Arc<Envelope>>,
-) -> Vec<MessageWithParts> {
-    let parts: Vec<&Part> = parts
+/// The text of the last text part among `parts`.
+fn last_text<'a>(parts: impl DoubleEndedIterator<Item = &'a Part>) -> Option<String> {
+    parts
+        .rev()
+        .find_map(|p| p.as_text().map(|t| t.text.clone()))
+}
+
+/// One answer of the child during a run, borrowed from where it was read.
+struct Answer<'a> {
+    info: &'a Message,
+    parts: Vec<&'a Part>,
+}
+
+/// The child's answers created since `started`, from the last published state of its messages
+/// and parts: messages by creation time, parts by id (as the store returns them).
+fn followed_answers<'a>(
+    messages: &'a BTreeMap<MessageId, Arc<Envelope>>,
+    parts: &'a BTreeMap<PartId, Arc<Envelope>>,
+    started: u64,
+) -> Vec<Answer<'a>> {
+    let mut answers: Vec<Answer<'a>> = messages
         .values()
         .filter_map(|e| match &e.event {
-            Event::PartUpdated { part, .. } => Some(part),
+            Event::MessageUpdated { info }
+                if matches!(info, Message::Assistant(a) if a.time.created >= started) =>
+            {
+                Some(Answer {
+                    info,
+                    parts: Vec::new(),
+                })
+            }
             _ => None,
         })
         .collect();
-    let mut out: Vec<MessageWithParts> = messages
-        .values()
-        .filter_map(|e| match &e.event {
-            Event::MessageUpdated { info } => Some(MessageWithParts {
-                info: info.clone(),
-                parts: parts
-                    .iter()
-                    .filter(|p| &p.message_id == info.id())
-                    .map(|p| (*p).clone())
-                    .collect(),
-            }),
-            _ => None,
-        })
-        .collect();
-    out.sort_by_key(|m| m.info.created());
-    out
+    answers.sort_by_key(|a| a.info.created());
+    for e in parts.values() {
+        if let Event::PartUpdated { part, .. } = &e.event
+            && let Some(answer) = answers.iter_mut().find(|a| a.info.id() == &part.message_id)
+        {
+            answer.parts.push(part);
+        }
+    }
+    answers
 }
 
 /// What the parent's part shows of one child tool call: the tool, its status and title.
@@ -466,10 +490,10 @@ fn summary_entry(id: &PartId, tool: &str, status: &str, title: Option<&str>) -> 
 }
 
 /// The summary of the child's tool parts in `answers`.
-fn child_summary(answers: &[&MessageWithParts]) -> Vec<Value> {
+fn child_summary(answers: &[Answer<'_>]) -> Vec<Value> {
     answers
         .iter()
-        .flat_map(|m| m.parts.iter())
+        .flat_map(|m| m.parts.iter().copied())
         .filter_map(|p| {
             let t = p.as_tool()?;
             let entry = SummaryEntry::of(&t.tool, &t.state);
@@ -485,9 +509,14 @@ fn child_summary(answers: &[&MessageWithParts]) -> Vec<Value> {
 
 /// The child's own tokens and cost summed over `answers`; turns = how many there are.
 pub(super) fn usage_of(answers: &[&MessageWithParts]) -> TaskUsage {
+    usage_of_infos(answers.iter().map(|m| &m.info))
+}
+
+/// The tokens and cost summed over assistant messages; turns = how many there are.
+fn usage_of_infos<'a>(infos: impl Iterator<Item = &'a Message>) -> TaskUsage {
     let mut usage = TaskUsage::default();
-    for m in answers {
-        if let Message::Assistant(a) = &m.info {
+    for info in infos {
+        if let Message::Assistant(a) = info {
             usage.input += a.tokens.input;
             usage.output += a.tokens.output;
             usage.cache_read += a.tokens.cache.read;
@@ -500,10 +529,10 @@ pub(super) fn usage_of(answers: &[&MessageWithParts]) -> TaskUsage {
 }
 
 /// The texts and tool calls of `answers`, in order.
-fn display_items(answers: &[&MessageWithParts]) -> Vec<DisplayItem> {
+fn display_items(answers: &[Answer<'_>]) -> Vec<DisplayItem> {
     answers
         .iter()
-        .flat_map(|m| m.parts.iter())
+        .flat_map(|m| m.parts.iter().copied())
         .filter_map(|p| match &p.kind {
             PartKind::Text(t) if !t.text.is_empty() => Some(DisplayItem::Text {
                 text: t.text.clone(),

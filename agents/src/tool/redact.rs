@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use std::path::Path;
 use std::sync::LazyLock;
 
-use regex::{Captures, Regex};
+use regex::{Captures, Regex, RegexSet};
 
 /// What a secret is replaced with.
 pub const REDACTED: &str = "[REDACTED]";
@@ -89,10 +89,20 @@ static PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
     ]
 });
 
+/// Every pattern at once: text that matches none (most of it) is scanned once, not per pattern.
+static ANY: LazyLock<RegexSet> = LazyLock::new(|| {
+    RegexSet::new(PATTERNS.iter().map(|p| p.regex.as_str()))
+        .unwrap_or_else(|e| panic!("bad redaction patterns: {e}"))
+});
+
 /// `text` with secrets replaced by [`REDACTED`] and `home` (when given) shortened to `~`.
 pub fn redact(text: &str, home: Option<&Path>) -> String {
     let mut out = text.to_string();
-    for p in PATTERNS.iter() {
+    let matched = ANY.matches(text);
+    for (i, p) in PATTERNS.iter().enumerate() {
+        if !matched.matched(i) {
+            continue;
+        }
         if let Cow::Owned(changed) = p.regex.replace_all(&out, |c: &Captures<'_>| (p.rewrite)(c)) {
             out = changed;
         }
