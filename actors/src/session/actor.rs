@@ -317,3 +317,21 @@ impl Handler<IsBusy> for SessionActor {
         lock(&self.state).running.is_some()
     }
 }
+
+/// The session's messages as the actor remembers them (what the store holds, or will once its
+/// queued writes land), when it is not running and remembers them.
+#[derive(Message)]
+#[rtype(result = "Option<Vec<MessageWithParts>>")]
+pub struct History;
+
+impl Handler<History> for SessionActor {
+    type Result = Option<Vec<MessageWithParts>>;
+
+    fn handle(&mut self, _: History, _: &mut Self::Context) -> Self::Result {
+        let state = lock(&self.state);
+        if state.running.is_some() {
+            return None;
+        }
+        state.history.clone()
+    }
+}

@@ -16,7 +16,9 @@ mod subtask;
 mod title;
 mod writer;
 
-pub use actor::{Cancel, Exclusive, IsBusy, Prompt, Seed, SessionActor, Shutdown, Subtask};
+pub use actor::{
+    Cancel, Exclusive, History, IsBusy, Prompt, Seed, SessionActor, Shutdown, Subtask,
+};
 pub use compaction::{CONTINUE, filter_compacted, overflows};
 pub use exclusive::Job;
 pub use history::{CLEARED, INTERRUPTED, SUBTASK_BY_USER};

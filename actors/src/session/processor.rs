@@ -92,6 +92,17 @@ impl SharedPart {
             .clone()
     }
 
+    /// The part itself when nothing else shares it any more, else a copy.
+    pub fn into_part(self) -> Part {
+        match Arc::try_unwrap(self.0) {
+            Ok(cell) => cell.into_inner().unwrap_or_else(PoisonError::into_inner),
+            Err(shared) => shared
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone(),
+        }
+    }
+
     /// Changes the part and returns a copy of the result.
     pub fn update(&self, change: impl FnOnce(&mut Part)) -> Part {
         let mut part = self.0.lock().unwrap_or_else(PoisonError::into_inner);
@@ -559,7 +570,10 @@ impl Processor {
                     completed.metadata.extend(out.metadata);
                     ToolState::Completed(completed)
                 }
-                Err(e) => ToolState::Error(failed(running, &e, e.to_string(), now)),
+                Err(e) => {
+                    let text = e.to_string();
+                    ToolState::Error(failed(running, e, text, now))
+                }
             };
         });
         // A cancelled run's calls end without waiting for the disk (see `Writer::save_behind`).
@@ -575,16 +589,13 @@ impl Processor {
 /// task failure's envelope) added to what the tool published while it ran.
 pub(crate) fn failed(
     running: ToolStateRunning,
-    error: &ToolError,
+    mut error: ToolError,
     text: String,
     now: u64,
 ) -> ToolStateError {
     let mut state = running.fail(text, now);
-    if let Some(metadata) = error.metadata() {
-        state
-            .metadata
-            .get_or_insert_with(Map::new)
-            .extend(metadata.clone());
+    if let Some(metadata) = error.take_metadata() {
+        state.metadata.get_or_insert_with(Map::new).extend(metadata);
     }
     state
 }

@@ -82,6 +82,17 @@ pub(crate) async fn run_loop(
     }
     .instrument(span)
     .await;
+    // The final message is copied only for the prompts waiting on it.
+    let result = result.map(|i| {
+        if lock(&state).waiters.is_empty() {
+            MessageWithParts {
+                info: messages[i].info.clone(),
+                parts: Vec::new(),
+            }
+        } else {
+            messages[i].clone()
+        }
+    });
     if let Err(e) = &result
         && !matches!(e, RuntimeError::Cancelled)
     {
@@ -165,18 +176,24 @@ fn follow_up(messages: &[MessageWithParts], parts: Vec<PartInput>) -> PromptInpu
 /// still queued (they came in after the loop's last look; the actor starts the next loop on
 /// them, which answers them).
 fn finish(state: &Mutex<LoopState>, result: Result<MessageWithParts, RuntimeError>) {
-    let waiters = {
+    let mut waiters = {
         let mut state = lock(state);
         state.running = None;
         let answered = state.waiters.len().saturating_sub(state.queue.len());
         state.waiters.drain(..answered).collect::<Vec<_>>()
     };
+    // The last waiter gets the result itself, the others copies.
+    let last = waiters.pop();
     for w in waiters {
         let _ = w.send(result.clone());
     }
+    if let Some(w) = last {
+        let _ = w.send(result);
+    }
 }
 
-/// Steps until the newest user message is answered; returns the final assistant message.
+/// Steps until the newest user message is answered; returns where the final assistant message
+/// is in `messages`.
 async fn drive(
     core: &Arc<Core>,
     writer: &Writer,
@@ -185,7 +202,7 @@ async fn drive(
     token: &CancellationToken,
     messages: &mut Vec<MessageWithParts>,
     unsaved: &mut bool,
-) -> Result<MessageWithParts, RuntimeError> {
+) -> Result<usize, RuntimeError> {
     let mut step = 0u32;
     let mut titled = false;
     loop {
@@ -220,7 +237,7 @@ async fn drive(
             && (info.is_finished() || info.error.is_some())
         {
             if lock(state).queue.is_empty() {
-                return Ok(messages[a].clone());
+                return Ok(a);
             }
             continue;
         }
@@ -233,7 +250,8 @@ async fn drive(
                 .info
                 .as_assistant()
                 .is_some_and(|a| a.error.is_none() && a.is_finished());
-            messages.push(summary.clone());
+            messages.push(summary);
+            let summary = messages.len() - 1;
             if ok {
                 core.bus.publish(Event::SessionCompacted {
                     session_id: session.id.clone(),
@@ -285,7 +303,7 @@ async fn drive(
             run_step(core, writer, session, messages, step, token, false).await?;
         messages.push(answer);
         if outcome == StepOutcome::Stop && lock(state).queue.is_empty() {
-            return Ok(messages[messages.len() - 1].clone());
+            return Ok(messages.len() - 1);
         }
     }
 }

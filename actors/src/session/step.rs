@@ -17,7 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::compaction::{COMPACTION_AGENT, filter_compacted};
 use super::environment::environment;
 use super::history::to_model_messages;
-use super::processor::{Processor, tokens};
+use super::processor::{Processor, SharedPart, tokens};
 use super::writer::{Item, Writer};
 use crate::RuntimeError;
 use crate::bus::Event;
@@ -178,7 +178,10 @@ pub(crate) async fn run_step(
     };
     let opening = Message::Assistant(assistant.clone());
     let result = processor.process(model.as_ref(), request, &opening).await;
-    let parts = processor.parts.iter().map(|p| p.lock()).collect::<Vec<_>>();
+    let parts = std::mem::take(&mut processor.parts)
+        .into_iter()
+        .map(SharedPart::into_part)
+        .collect::<Vec<_>>();
 
     let price = core
         .providers

@@ -137,7 +137,7 @@ pub(crate) async fn run_subtask(
             // OpenCode's texts; a coded task failure keeps its code after the prefix
             // (`Tool execution failed: SUBAGENT_FAILED: …`) and its envelope in the metadata.
             Err(e) if e.is_aborted() => {
-                ToolState::Error(failed(running, &e, "Tool execution aborted".into(), now))
+                ToolState::Error(failed(running, e, "Tool execution aborted".into(), now))
             }
             Err(e) => {
                 let message = e.to_string();
@@ -146,7 +146,7 @@ pub(crate) async fn run_subtask(
                 } else {
                     format!("Tool execution failed: {message}")
                 };
-                ToolState::Error(failed(running, &e, text, now))
+                ToolState::Error(failed(running, e, text, now))
             }
         };
     });

@@ -19,11 +19,11 @@ use taskforce_agents::tool::{
 };
 
 use super::timeout::{Activity, ActivityFilter, RunLimits};
-use super::{Activate, CancelTree, Supervisor, limits, session_depth, task_guard, timeout};
+use super::{Activate, CancelTree, Live, Supervisor, limits, session_depth, task_guard, timeout};
 use crate::RuntimeError;
 use crate::bus::{BusItem, Envelope, Event, Filter};
 use crate::core::Core;
-use crate::session::{PartInput, PromptInput, Seed, Subtask};
+use crate::session::{History, PartInput, PromptInput, Seed, Subtask};
 use crate::store::MessageWithParts;
 
 /// How long a cancelled child may take to record its end before its parent moves on.
@@ -285,13 +285,7 @@ impl Delegate for SupervisorDelegate {
         let answers: Vec<Answer<'_>> = match &followed {
             Ok(Ok((_, true, messages, parts))) => followed_answers(messages, parts, started),
             _ => {
-                stored = match self.core.store.messages(&child.id).await {
-                    Ok(history) => history,
-                    Err(e) => {
-                        tracing::warn!(session = %child.id, "reading the child's messages failed: {e}");
-                        Vec::new()
-                    }
-                };
+                stored = self.child_history(&child.id).await;
                 stored
                     .iter()
                     .filter(
@@ -437,6 +431,23 @@ fn render(summary: &BTreeMap<PartId, SummaryEntry>) -> Value {
 }
 
 impl SupervisorDelegate {
+    /// The child's messages: from its actor's memory when it has them (no wait for the disk),
+    /// else from the store.
+    async fn child_history(&self, child: &SessionId) -> Vec<MessageWithParts> {
+        if let Ok(Some(addr)) = self.supervisor.send(Live { id: child.clone() }).await
+            && let Ok(Some(history)) = addr.send(History).await
+        {
+            return history;
+        }
+        match self.core.store.messages(child).await {
+            Ok(history) => history,
+            Err(e) => {
+                tracing::warn!(session = %child, "reading the child's messages failed: {e}");
+                Vec::new()
+            }
+        }
+    }
+
     /// Sends the task to the child's actor and waits for its final message.
     async fn run_child(
         &self,

@@ -136,6 +136,15 @@ impl ToolError {
         }
     }
 
+    /// The metadata to keep on the failed tool part, taken out of the error (coded task
+    /// failures only; the error keeps an empty map).
+    pub fn take_metadata(&mut self) -> Option<Map<String, Value>> {
+        match self {
+            ToolError::Task(f) => Some(std::mem::take(&mut f.metadata)),
+            _ => None,
+        }
+    }
+
     /// The task failure's code and message, when this is one.
     pub fn task_error(&self) -> Option<&TaskError> {
         match self {

@@ -177,10 +177,10 @@ pub(super) async fn replace_todos(
 }
 
 /// How long the writer waits for more writes after one nobody waits for, before committing.
-pub(super) const LINGER: Duration = Duration::from_millis(2);
+pub(super) const LINGER: Duration = Duration::from_millis(20);
 
 /// The longest the writer lingers in a burst of writes nobody waits for.
-pub(super) const MAX_LINGER: Duration = Duration::from_millis(100);
+pub(super) const MAX_LINGER: Duration = Duration::from_millis(250);
 
 impl Job {
     /// Somebody waits for this job: it is committed without lingering.
