@@ -186,13 +186,20 @@ impl SqliteStore {
             Job::Batched(_) | Job::Exclusive(_) => 1,
             Job::Many(v) => v.len(),
         };
+        let urgent = job.urgent();
         self.pending.fetch_add(writes, Ordering::SeqCst);
-        self.unflushed
+        let seq = self
+            .unflushed
             .send(|| self.queue.send(job).map_err(drop))
             .map_err(|_| {
                 self.pending.fetch_sub(writes, Ordering::SeqCst);
                 StoreError::Database("the store is closed".into())
-            })
+            })?;
+        if urgent {
+            // The writer may be lingering over writes nobody waits for: this one is waited for.
+            self.unflushed.hurry();
+        }
+        Ok(seq)
     }
 
     /// The write connection, when nothing is queued or being written: the caller may write at

@@ -83,7 +83,12 @@ impl Unflushed {
         self.reach(self.newest.load(Ordering::SeqCst)).await;
     }
 
-    /// Resolves when a read asks for the queued writes.
+    /// Asks the writer to commit what it holds now instead of lingering for more.
+    pub fn hurry(&self) {
+        self.hurry.notify_one();
+    }
+
+    /// Resolves when the queued writes are asked for.
     pub async fn hurried(&self) {
         self.hurry.notified().await;
     }
@@ -94,7 +99,7 @@ impl Unflushed {
         }
         let mut progress = self.committed.subscribe();
         // The writer may be lingering for more writes: this read wants them now.
-        self.hurry.notify_one();
+        self.hurry();
         // An error means the writer is gone: nothing more will commit, so do not wait.
         let _ = progress.wait_for(|c| *c >= target).await;
     }

@@ -184,7 +184,7 @@ pub(super) const MAX_LINGER: Duration = Duration::from_millis(250);
 
 impl Job {
     /// Somebody waits for this job: it is committed without lingering.
-    fn urgent(&self) -> bool {
+    pub(super) fn urgent(&self) -> bool {
         match self {
             Job::Exclusive(_) => true,
             Job::Batched(b) => b.done.is_some(),
@@ -194,9 +194,10 @@ impl Job {
 }
 
 /// Collects the burst that follows a write nobody waits for (a cancelled tree writing its end,
-/// streaming text): until the queue is quiet for [`LINGER`], [`MAX_LINGER`] has passed, a job
-/// somebody waits for arrives, or a read asks for the writes (`Unflushed::hurry`). The writer
-/// then commits the burst in few transactions, after the burst rather than in its middle.
+/// streaming text): until no write came in for [`LINGER`], [`MAX_LINGER`] has passed, or the
+/// writes are asked for (a job somebody waits for, or a read: `Unflushed::hurry`). Meanwhile the
+/// queue is not polled, so writes nobody waits for do not wake the writer one by one; the burst
+/// is committed in few transactions, after it rather than in its middle.
 async fn linger(
     jobs: &mut mpsc::UnboundedReceiver<Job>,
     buffered: &mut VecDeque<Job>,
@@ -205,19 +206,19 @@ async fn linger(
     let deadline = tokio::time::Instant::now() + MAX_LINGER;
     loop {
         let quiet = tokio::time::Instant::now() + LINGER;
-        tokio::select! {
-            job = jobs.recv() => match job {
-                Some(job) => {
-                    let urgent = job.urgent();
-                    buffered.push_back(job);
-                    if urgent || tokio::time::Instant::now() >= deadline {
-                        return;
-                    }
-                }
-                None => return,
-            },
-            () = tokio::time::sleep_until(quiet.min(deadline)) => return,
-            () = unflushed.hurried() => return,
+        let hurried = tokio::select! {
+            () = tokio::time::sleep_until(quiet.min(deadline)) => false,
+            () = unflushed.hurried() => true,
+        };
+        let mut arrived = false;
+        let mut urgent = false;
+        while let Ok(job) = jobs.try_recv() {
+            urgent |= job.urgent();
+            buffered.push_back(job);
+            arrived = true;
+        }
+        if hurried || urgent || !arrived || tokio::time::Instant::now() >= deadline {
+            return;
         }
     }
 }
