@@ -1,5 +1,6 @@
 //! Subscriptions: a filtered stream of bus events that reports how many it missed when slow.
 
+use std::collections::HashSet;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -38,7 +39,13 @@ pub struct Subscription {
     inner: BroadcastStream<Arc<Envelope>>,
     filter: Filter,
     parents: ParentMap,
+    /// Sessions known to be inside a subtree filter's tree (a session never changes parent;
+    /// only membership is remembered, since a parent link may be learned later).
+    members: HashSet<SessionId>,
 }
+
+/// The most tree members a subscription remembers before it starts over.
+const MAX_MEMBERS: usize = 65_536;
 
 impl Subscription {
     pub(super) fn new(
@@ -50,17 +57,30 @@ impl Subscription {
             inner: BroadcastStream::new(receiver),
             filter,
             parents,
+            members: HashSet::new(),
         }
     }
 
-    fn passes(&self, envelope: &Envelope) -> bool {
+    fn passes(&mut self, envelope: &Envelope) -> bool {
         match &self.filter {
             Filter::All => true,
             Filter::Session(id) => envelope.event.session_id() == Some(id),
-            Filter::Subtree(root) => envelope
-                .event
-                .session_id()
-                .is_some_and(|s| is_within(&self.parents, s, root)),
+            Filter::Subtree(root) => {
+                let Some(session) = envelope.event.session_id() else {
+                    return false;
+                };
+                if self.members.contains(session) {
+                    return true;
+                }
+                let within = is_within(&self.parents, session, root);
+                if within {
+                    if self.members.len() >= MAX_MEMBERS {
+                        self.members.clear();
+                    }
+                    self.members.insert(session.clone());
+                }
+                within
+            }
         }
     }
 }
