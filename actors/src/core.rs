@@ -47,6 +47,8 @@ pub(crate) struct Core {
     pub hooks: std::sync::RwLock<Vec<Arc<dyn Hooks>>>,
     /// Running-children and per-tree limits of task calls.
     pub limits: Arc<crate::supervisor::Limits>,
+    /// Background children waiting for a running slot: cancelling their tree cancels these.
+    pub queued: DashMap<SessionId, tokio_util::sync::CancellationToken>,
 }
 
 impl Core {

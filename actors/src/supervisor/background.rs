@@ -22,10 +22,12 @@ use indexmap::IndexMap;
 use taskforce_agents::id::{SessionId, now_ms};
 use taskforce_agents::model::{Message, Session};
 use taskforce_agents::tool::background::{ChildReport, ChildStatus, task_result_text};
-use taskforce_agents::tool::{SubagentRequest, ToolContext, ToolError};
+use taskforce_agents::tool::{SubagentRequest, TimeoutReason, ToolContext, ToolError};
+use tokio_util::sync::CancellationToken;
 
 use super::delegate::{ABORTED, SupervisorDelegate, failed, usage_of};
-use super::{Activate, CancelTree, Live, session_depth};
+use super::timeout::{self, Activity, ActivityFilter, RunLimits};
+use super::{Activate, Adopt, CancelTree, Live, limits, session_depth};
 use crate::RuntimeError;
 use crate::bus::{BusItem, Event, Filter};
 use crate::core::Core;
@@ -41,8 +43,9 @@ const CANCEL_WAIT: Duration = Duration::from_secs(2);
 const MAX_WALK: usize = 256;
 
 impl SupervisorDelegate {
-    /// Starts the child of `request` and returns its id once its task is queued; a spawned
-    /// task waits for its end and delivers the result.
+    /// Queues the child of `request` for a running slot and returns its id at once; a spawned
+    /// task waits for the slot (cancellable meanwhile), runs the child under the run-time
+    /// limits, and delivers the result. A tree that is full fails the call at once.
     pub(super) async fn start_background_child(
         &self,
         ctx: &ToolContext,
@@ -50,6 +53,10 @@ impl SupervisorDelegate {
     ) -> Result<SessionId, ToolError> {
         let parent = self.parent.clone();
         let (child, new, nests) = self.prepare_child(&request).await?;
+        let root = self.root_of(&parent).await?;
+        let reservation = limits::reserve(&self.core, &root, new).await?;
+        // Its turn for a slot is taken now, so background calls start in the order made.
+        let waiting = self.core.limits.enqueue(&parent.id);
         self.core.bus.register_parent(&child.id, &parent.id);
         let record = BackgroundTask {
             child_id: child.id.clone(),
@@ -66,6 +73,20 @@ impl SupervisorDelegate {
             .put_background(&record)
             .await
             .map_err(failed)?;
+        if let Some(reservation) = reservation {
+            reservation.keep();
+        }
+        // In the live tree and cancellable while it waits: cancelling the parent's tree (or
+        // `task_cancel`) ends it before it starts.
+        let cancel = CancellationToken::new();
+        self.core.queued.insert(child.id.clone(), cancel.clone());
+        self.supervisor
+            .send(Adopt {
+                id: child.id.clone(),
+                parent: parent.id.clone(),
+            })
+            .await
+            .map_err(|_| ToolError::Failed("the runtime has stopped".into()))?;
         let mut tools = IndexMap::new();
         for t in self.denied_tools(nests) {
             tools.insert(t, false);
@@ -77,37 +98,32 @@ impl SupervisorDelegate {
             tools: Some(tools),
             ..Default::default()
         };
-        let addr = self
-            .supervisor
-            .send(Activate {
-                id: child.id.clone(),
-                parent: Some(parent.id.clone()),
-                seed: Some(Seed {
-                    session: child.clone(),
-                    empty: new,
-                    unsaved: new,
-                }),
-            })
-            .await
-            .map_err(|_| ToolError::Failed("the runtime has stopped".into()))?;
-        let reply = addr
-            .send(Subtask { input })
-            .await
-            .map_err(|_| {
-                ToolError::Failed(format!(
-                    "subagent session {} stopped unexpectedly",
-                    child.id
-                ))
-            })?
-            .map_err(failed)?;
-        let core = self.core.clone();
-        let home = ctx.home.clone();
+        let run = BackgroundRun {
+            core: self.core.clone(),
+            supervisor: self.supervisor.clone(),
+            child: child.clone(),
+            new,
+            input,
+            limits: RunLimits::new(&self.core.config.subagent, request.timeout),
+            home: ctx.home.clone(),
+        };
         tokio::spawn(async move {
-            let ended = reply
-                .await
-                .unwrap_or_else(|_| Err(RuntimeError::Crashed(record.child_id.to_string())));
-            let record = record_end(&core, record, ended, home.as_deref()).await;
-            deliver(&core, record).await;
+            let slot = tokio::select! {
+                biased;
+                () = cancel.cancelled() => None,
+                slot = waiting.admitted() => Some(slot),
+            };
+            let ended = match slot {
+                Some(slot) => {
+                    let ended = run.run(&cancel).await;
+                    drop(slot);
+                    ended
+                }
+                None => Ended::plain(Err(RuntimeError::Cancelled)),
+            };
+            run.core.queued.remove(&run.child.id);
+            let record = record_end(&run.core, record, ended, run.home.as_deref()).await;
+            deliver(&run.core, record).await;
         });
         Ok(child.id)
     }
@@ -136,10 +152,26 @@ impl SupervisorDelegate {
         let record = self.owned(child).await?;
         let mut events = self.core.bus.subscribe(Filter::Session(child.clone()));
         let busy = is_busy(&self.supervisor, child).await;
+        let queued = self.core.queued.contains_key(child);
         self.supervisor
             .send(CancelTree { id: child.clone() })
             .await
             .map_err(|_| ToolError::Failed("the runtime has stopped".into()))?;
+        if queued {
+            // It never started: its waiting task records the cancelled end right away.
+            let recorded = async {
+                loop {
+                    match self.core.store.background(child).await {
+                        Ok(Some(r)) if r.status != ChildStatus::Running => return Some(r),
+                        Ok(_) => tokio::time::sleep(Duration::from_millis(5)).await,
+                        Err(_) => return None,
+                    }
+                }
+            };
+            if let Ok(Some(record)) = tokio::time::timeout(CANCEL_WAIT, recorded).await {
+                return report(&self.core, &self.supervisor, child, Some(&record)).await;
+            }
+        }
         if busy {
             let idle = async {
                 while let Some(item) = events.next().await {
@@ -216,7 +248,9 @@ async fn report(
     let (ended, error) = answers
         .last()
         .map_or((ChildStatus::Completed, None), |m| status_of(&m.info));
-    let status = if busy {
+    let status = if core.queued.contains_key(child) {
+        ChildStatus::Queued
+    } else if busy {
         ChildStatus::Running
     } else {
         match record {
@@ -264,13 +298,122 @@ fn last_text(message: Option<&MessageWithParts>, answers: &[&MessageWithParts]) 
         .unwrap_or_default()
 }
 
+/// How a background run ended: its answer or why there is none, and whether a run-time limit
+/// stopped it.
+struct Ended {
+    result: Result<MessageWithParts, RuntimeError>,
+    timed_out: Option<(TimeoutReason, Duration)>,
+}
+
+impl Ended {
+    fn plain(result: Result<MessageWithParts, RuntimeError>) -> Self {
+        Ended {
+            result,
+            timed_out: None,
+        }
+    }
+}
+
+/// A background child admitted to run: what it needs to start and be watched.
+struct BackgroundRun {
+    core: Arc<Core>,
+    supervisor: Addr<super::Supervisor>,
+    child: Session,
+    new: bool,
+    input: PromptInput,
+    limits: RunLimits,
+    home: Option<std::path::PathBuf>,
+}
+
+impl BackgroundRun {
+    /// Starts the child and waits for its end, stopping its subtree when a run-time limit
+    /// (`subagent.timeout`, `subagent.idle_timeout`) runs out; the clocks start now.
+    async fn run(&self, cancel: &CancellationToken) -> Ended {
+        let id = &self.child.id;
+        // Its activity (as published) resets the idle clock.
+        let activity = Arc::new(Activity::new());
+        let clock_start = tokio::time::Instant::now();
+        let mut events = self.core.bus.subscribe(Filter::Session(id.clone()));
+        let seen = activity.clone();
+        let watcher = tokio::spawn(async move {
+            let mut filter = ActivityFilter::default();
+            while let Some(item) = events.next().await {
+                match item {
+                    BusItem::Event(e) if filter.is_activity(&e.event) => seen.touch(),
+                    BusItem::Event(_) => {}
+                    BusItem::Lagged(_) => seen.touch(),
+                }
+            }
+        });
+        let reply = match self.start().await {
+            Ok(reply) => reply,
+            Err(e) => {
+                watcher.abort();
+                return Ended::plain(Err(e));
+            }
+        };
+        // A cancel that came while it was being started reaches it now.
+        if self.core.queued.remove(id).is_some() && cancel.is_cancelled() {
+            self.supervisor.do_send(CancelTree { id: id.clone() });
+        }
+        tokio::pin!(reply);
+        let ended = tokio::select! {
+            r = &mut reply => Ended::plain(flatten(r, id)),
+            expired = timeout::expiry(self.limits, clock_start, &activity) => {
+                self.supervisor.do_send(CancelTree { id: id.clone() });
+                let result = tokio::time::timeout(CANCEL_WAIT, &mut reply)
+                    .await
+                    .map_or(Err(RuntimeError::Cancelled), |r| flatten(r, id));
+                Ended { result, timed_out: Some(expired) }
+            }
+        };
+        watcher.abort();
+        ended
+    }
+
+    /// Starts the child's actor with its task; the reply comes when its run ends.
+    async fn start(&self) -> Result<Reply, RuntimeError> {
+        let child = &self.child;
+        let addr = self
+            .supervisor
+            .send(Activate {
+                id: child.id.clone(),
+                parent: child.parent_id.clone(),
+                seed: Some(Seed {
+                    session: child.clone(),
+                    empty: self.new,
+                    unsaved: self.new,
+                }),
+            })
+            .await
+            .map_err(|_| RuntimeError::Stopped)?;
+        addr.send(Subtask {
+            input: self.input.clone(),
+        })
+        .await
+        .map_err(|_| RuntimeError::Crashed(child.id.to_string()))?
+    }
+}
+
+/// A reply as a result: a dropped reply is a crashed child.
+fn flatten(
+    reply: Result<Result<MessageWithParts, RuntimeError>, tokio::sync::oneshot::error::RecvError>,
+    child: &SessionId,
+) -> Result<MessageWithParts, RuntimeError> {
+    reply.unwrap_or_else(|_| Err(RuntimeError::Crashed(child.to_string())))
+}
+
 /// Records how the background run of `record` ended, with its `<task_result>` text.
 async fn record_end(
     core: &Core,
     mut record: BackgroundTask,
-    ended: Result<MessageWithParts, RuntimeError>,
+    ended: Ended,
     home: Option<&std::path::Path>,
 ) -> BackgroundTask {
+    let Ended {
+        result: ended,
+        timed_out,
+    } = ended;
     let child = record.child_id.clone();
     let history = match core.store.messages(&child).await {
         Ok(history) => history,
@@ -283,10 +426,22 @@ async fn record_end(
         .iter()
         .filter(|m| matches!(&m.info, Message::Assistant(a) if a.time.created >= record.started))
         .collect();
-    let (status, error) = match &ended {
-        Ok(message) => status_of(&message.info),
-        Err(RuntimeError::Cancelled) => (ChildStatus::Cancelled, None),
-        Err(e) => (ChildStatus::Error, Some(e.to_string())),
+    let (status, error) = match (&ended, timed_out) {
+        (_, Some((reason, after))) => (
+            ChildStatus::Timeout,
+            Some(format!(
+                "SUBAGENT_TIMEOUT: stopped after {}s ({}; timeoutReason: {})",
+                after.as_secs_f64(),
+                match reason {
+                    TimeoutReason::Runtime => "subagent.timeout or the call's timeout",
+                    TimeoutReason::Idle => "no model or tool activity, subagent.idle_timeout",
+                },
+                reason.as_str()
+            )),
+        ),
+        (Ok(message), None) => status_of(&message.info),
+        (Err(RuntimeError::Cancelled), None) => (ChildStatus::Cancelled, None),
+        (Err(e), None) => (ChildStatus::Error, Some(e.to_string())),
     };
     let text = last_text(ended.as_ref().ok(), &answers);
     record.status = status;

@@ -99,7 +99,7 @@ impl SupervisorDelegate {
         Ok((child, true))
     }
 
-    async fn root_of(&self, session: &Session) -> Result<SessionId, ToolError> {
+    pub(super) async fn root_of(&self, session: &Session) -> Result<SessionId, ToolError> {
         let mut current = session.clone();
         for _ in 0..256 {
             match &current.parent_id {

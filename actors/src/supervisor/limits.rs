@@ -299,14 +299,7 @@ pub(crate) async fn admit(
     new: bool,
 ) -> Result<Admission, ToolError> {
     let limits = &core.limits;
-    let reservation = if new {
-        if !limits.knows_tree(root) {
-            limits.seed_tree(root, stored_descendants(core, root).await);
-        }
-        Some(limits.reserve(root)?)
-    } else {
-        None
-    };
+    let reservation = reserve(core, root, new).await?;
     let waiting = limits.enqueue(parent);
     if waiting.is_admitted() {
         let slot = waiting.admitted().await;
@@ -320,6 +313,23 @@ pub(crate) async fn admit(
     };
     ctx.metadata(None, queued(false));
     Ok(Admission { slot, reservation })
+}
+
+/// Counts a `new` child in the tree of `root`, failing at once with `SUBAGENT_LIMIT_REACHED`
+/// when the tree is full; resuming a child counts nothing.
+pub(crate) async fn reserve(
+    core: &Core,
+    root: &SessionId,
+    new: bool,
+) -> Result<Option<Reservation>, ToolError> {
+    if !new {
+        return Ok(None);
+    }
+    let limits = &core.limits;
+    if !limits.knows_tree(root) {
+        limits.seed_tree(root, stored_descendants(core, root).await);
+    }
+    Ok(Some(limits.reserve(root)?))
 }
 
 fn queued(on: bool) -> Map<String, Value> {

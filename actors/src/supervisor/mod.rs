@@ -109,6 +109,28 @@ impl Handler<Activate> for Supervisor {
     }
 }
 
+/// Records `id` as a child of `parent` in the live tree before its actor starts (a background
+/// child waiting for a slot), so that cancelling the parent's tree reaches it.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct Adopt {
+    /// The child.
+    pub id: SessionId,
+    /// Its parent.
+    pub parent: SessionId,
+}
+
+impl Handler<Adopt> for Supervisor {
+    type Result = ();
+
+    fn handle(&mut self, msg: Adopt, _: &mut Self::Context) {
+        let kids = self.children.entry(msg.parent).or_default();
+        if !kids.contains(&msg.id) {
+            kids.push(msg.id);
+        }
+    }
+}
+
 /// Stops the actors of deleted sessions and forgets them.
 #[derive(Message)]
 #[rtype(result = "()")]
@@ -163,8 +185,15 @@ impl Handler<CancelTree> for Supervisor {
     fn handle(&mut self, msg: CancelTree, _: &mut Self::Context) -> Self::Result {
         let mut told = Vec::new();
         for id in std::iter::once(msg.id.clone()).chain(self.descendants(&msg.id)) {
+            let queued = self
+                .core
+                .queued
+                .remove(&id)
+                .map(|(_, waiting)| waiting.cancel());
             if let Some(addr) = self.live.get(&id) {
                 addr.do_send(Cancel);
+                told.push(id);
+            } else if queued.is_some() {
                 told.push(id);
             }
         }

@@ -13,11 +13,11 @@ use taskforce_agents::tool::background::EXIT_RUNNING;
 
 use super::runtime::{Env, is_child, task_call, tool_parts};
 
-const BACKGROUND: &str =
+pub(super) const BACKGROUND: &str =
     r#"{"description":"Dig","prompt":"Dig deep","subagent_type":"general","background":true}"#;
 
 /// The first `ses_…` id in `text`.
-fn session_in(text: &str) -> Option<String> {
+pub(super) fn session_in(text: &str) -> Option<String> {
     let at = text.find("ses_")?;
     Some(
         text[at..]
@@ -28,7 +28,7 @@ fn session_in(text: &str) -> Option<String> {
 }
 
 /// The text of the newest message of `req`.
-fn last_content(req: &RecordedRequest) -> String {
+pub(super) fn last_content(req: &RecordedRequest) -> String {
     req.messages()
         .last()
         .map(|m| match &m["content"] {
@@ -39,7 +39,7 @@ fn last_content(req: &RecordedRequest) -> String {
 }
 
 /// How many tool results `req` carries.
-fn tool_results(req: &RecordedRequest) -> usize {
+pub(super) fn tool_results(req: &RecordedRequest) -> usize {
     req.messages()
         .iter()
         .filter(|m| m["role"] == "tool")
@@ -47,7 +47,7 @@ fn tool_results(req: &RecordedRequest) -> usize {
 }
 
 /// The child id named in `req`'s first tool result (the background task's answer).
-fn child_in(req: &RecordedRequest) -> String {
+pub(super) fn child_in(req: &RecordedRequest) -> String {
     req.messages()
         .iter()
         .filter(|m| m["role"] == "tool")
@@ -55,12 +55,12 @@ fn child_in(req: &RecordedRequest) -> String {
         .unwrap_or_default()
 }
 
-fn call(id: &str, tool: &str, args: String) -> Response {
+pub(super) fn call(id: &str, tool: &str, args: String) -> Response {
     Response::tool_calls(&[(id, tool, args.as_str())])
 }
 
 /// Waits (up to 20 s) until `check` holds on `session`'s messages.
-async fn wait_for_messages(
+pub(super) async fn wait_for_messages(
     rt: &Runtime,
     session: &SessionId,
     what: &str,
@@ -78,7 +78,7 @@ async fn wait_for_messages(
 }
 
 /// The synthetic `<task_result>` texts of `messages`' user messages.
-fn deliveries(messages: &[taskforce_actors::store::MessageWithParts]) -> Vec<String> {
+pub(super) fn deliveries(messages: &[taskforce_actors::store::MessageWithParts]) -> Vec<String> {
     messages
         .iter()
         .filter(|m| matches!(m.info, Message::User(_)))
@@ -104,7 +104,7 @@ fn last_assistant_text(messages: &[taskforce_actors::store::MessageWithParts]) -
 }
 
 /// The outputs (or error texts) of `session`'s `tool` parts, in order.
-async fn outputs_of(rt: &Runtime, session: &SessionId, tool: &str) -> Vec<String> {
+pub(super) async fn outputs_of(rt: &Runtime, session: &SessionId, tool: &str) -> Vec<String> {
     tool_parts(rt, session)
         .await
         .into_iter()

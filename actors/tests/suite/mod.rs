@@ -1,5 +1,6 @@
 mod anthropic;
 mod background;
+mod background_limits;
 mod bus;
 mod commands;
 mod compaction;

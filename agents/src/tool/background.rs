@@ -22,6 +22,8 @@ pub const EXIT_RUNNING: i32 = -1;
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum ChildStatus {
+    /// It waits for a running slot (`subagent.max_concurrent`, `subagent.max_total`).
+    Queued,
     /// Its loop is running.
     Running,
     /// It finished its answer.
@@ -30,16 +32,20 @@ pub enum ChildStatus {
     Error,
     /// It was cancelled.
     Cancelled,
+    /// It ran past `subagent.timeout` or `subagent.idle_timeout` and was stopped.
+    Timeout,
 }
 
 impl ChildStatus {
-    /// `running`, `completed`, `error` or `cancelled`.
+    /// `queued`, `running`, `completed`, `error`, `cancelled` or `timeout`.
     pub fn as_str(self) -> &'static str {
         match self {
+            ChildStatus::Queued => "queued",
             ChildStatus::Running => "running",
             ChildStatus::Completed => "completed",
             ChildStatus::Error => "error",
             ChildStatus::Cancelled => "cancelled",
+            ChildStatus::Timeout => "timeout",
         }
     }
 }
@@ -203,5 +209,8 @@ mod tests {
     fn child_status_serializes_lowercase() {
         assert_eq!(json!(ChildStatus::Cancelled), json!("cancelled"));
         assert_eq!(ChildStatus::Running.as_str(), "running");
+        assert_eq!(json!(ChildStatus::Queued), json!("queued"));
+        assert_eq!(json!(ChildStatus::Timeout), json!("timeout"));
+        assert_eq!(ChildStatus::Timeout.as_str(), "timeout");
     }
 }
