@@ -578,7 +578,7 @@ impl Processor {
         });
         // A cancelled run's calls end without waiting for the disk (see `Writer::save_behind`).
         if self.token.is_cancelled() {
-            self.writer.save_behind(&[Item::Part(&done)]);
+            self.writer.save_behind(Vec::new(), vec![done]);
         } else {
             let _ = self.writer.part(&done).await;
         }

@@ -235,11 +235,11 @@ async fn fail(
     assistant.error = Some(error.clone());
     assistant.time.completed.get_or_insert_with(now_ms);
     let info = Message::Assistant(assistant.clone());
-    let mut items: Vec<Item<'_>> = closing.iter().map(Item::Part).collect();
-    items.push(Item::Message(&info));
     if cancelled {
-        writer.save_behind(&items);
+        writer.save_behind(vec![info], closing);
     } else {
+        let mut items: Vec<Item<'_>> = closing.iter().map(Item::Part).collect();
+        items.push(Item::Message(&info));
         writer.save(&items).await?;
     }
     core.bus.publish(Event::SessionError {

@@ -39,13 +39,27 @@ impl Writer {
         Ok(())
     }
 
-    /// Queues several messages and parts to be stored in one go and publishes them at once:
-    /// for the end of a cancelled run, which must not wait for the disk. Reads of the session
-    /// wait for the queued write, so nobody who heard of the state reads an older one.
-    pub fn save_behind(&self, items: &[Item<'_>]) {
-        let (sessions, messages, parts) = split(items);
-        self.core.store.queue_many(&sessions, &messages, &parts);
-        self.publish(items);
+    /// Queues messages and parts to be stored in one go and publishes them at once: for the
+    /// end of a cancelled run, which must not wait for the disk (nor spend its time encoding:
+    /// the store's writer does that). Reads of the session wait for the queued write, so nobody
+    /// who heard of the state reads an older one. Parts are published before the messages.
+    pub fn save_behind(&self, messages: Vec<Message>, parts: Vec<Part>) {
+        let events: Vec<Event> = parts
+            .iter()
+            .map(|p| Event::PartUpdated {
+                part: p.clone(),
+                delta: None,
+            })
+            .chain(
+                messages
+                    .iter()
+                    .map(|m| Event::MessageUpdated { info: m.clone() }),
+            )
+            .collect();
+        self.core.store.queue_many(Vec::new(), messages, parts);
+        for event in events {
+            self.core.bus.publish(event);
+        }
     }
 
     /// Publishes saved items in order.

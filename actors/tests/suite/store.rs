@@ -841,7 +841,7 @@ async fn reads_see_the_writes_queued_before_them() {
     let answer = assistant(&child, &question.id, 1_003);
     let (q, an): (Message, Message) = (question.clone().into(), answer.clone().into());
     let said = text(&child, &answer.id, "queued, not waited for");
-    store.queue_many(&[&child], &[&q, &an], &[&said]);
+    store.queue_many(vec![child.clone()], vec![q, an], vec![said.clone()]);
 
     // Each read waits for what was queued for its session before it.
     let messages = store.messages(&child.id).await.unwrap();

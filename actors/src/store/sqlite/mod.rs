@@ -185,6 +185,7 @@ impl SqliteStore {
         let writes = match &job {
             Job::Batched(_) | Job::Exclusive(_) => 1,
             Job::Many(v) => v.len(),
+            Job::Values(v) => v.len(),
         };
         let urgent = job.urgent();
         self.pending.fetch_add(writes, Ordering::SeqCst);
@@ -347,6 +348,35 @@ impl SqliteStore {
                 Self::part_upsert(p).map(|u| (u, context))
             }))
             .collect()
+    }
+
+    /// The rows of what can be encoded among sessions, messages and parts; the rest is logged
+    /// (for writes nobody waits for, where there is nobody to tell).
+    fn rows_lossy(
+        sessions: &[&Session],
+        messages: &[&Message],
+        parts: &[&Part],
+    ) -> Vec<(Upsert, String)> {
+        let mut out = Vec::with_capacity(sessions.len() + messages.len() + parts.len());
+        for s in sessions {
+            match Self::rows(&[s], &[], &[]) {
+                Ok(rows) => out.extend(rows),
+                Err(e) => tracing::warn!("a queued write was dropped: {e}"),
+            }
+        }
+        for m in messages {
+            match Self::rows(&[], &[m], &[]) {
+                Ok(rows) => out.extend(rows),
+                Err(e) => tracing::warn!("a queued write was dropped: {e}"),
+            }
+        }
+        for p in parts {
+            match Self::rows(&[], &[], &[p]) {
+                Ok(rows) => out.extend(rows),
+                Err(e) => tracing::warn!("a queued write was dropped: {e}"),
+            }
+        }
+        out
     }
 
     /// A part row, ready to queue.
@@ -544,25 +574,20 @@ impl Store for SqliteStore {
         self.enqueue(Self::part_upsert(part), context);
     }
 
-    fn queue_many(&self, sessions: &[&Session], messages: &[&Message], parts: &[&Part]) {
-        let rows = match Self::rows(sessions, messages, parts) {
-            Ok(rows) => rows,
-            Err(e) => {
-                tracing::warn!("cannot queue a write: {e}");
-                return;
-            }
-        };
-        let written: Vec<String> = rows.iter().map(|(u, _)| u.session().to_string()).collect();
-        let jobs = rows
-            .into_iter()
-            .map(|(upsert, context)| Batched {
-                upsert: Some(upsert),
-                context,
-                done: None,
-            })
+    fn queue_many(&self, sessions: Vec<Session>, messages: Vec<Message>, parts: Vec<Part>) {
+        let written: Vec<String> = sessions
+            .iter()
+            .map(|s| s.id.to_string())
+            .chain(messages.iter().map(|m| m.session_id().to_string()))
+            .chain(parts.iter().map(|p| p.session_id.to_string()))
             .collect();
+        let values = Values {
+            sessions,
+            messages,
+            parts,
+        };
         // One job, so the rows share a batch: one statement, one commit.
-        match self.send(Job::Many(jobs)) {
+        match self.send(Job::Values(Box::new(values))) {
             Ok(seq) => self
                 .unflushed
                 .behind(seq, written.iter().map(String::as_str)),

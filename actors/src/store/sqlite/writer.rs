@@ -8,7 +8,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use sqlx::{Connection, Row, SqliteConnection};
 use taskforce_agents::id::SessionId;
-use taskforce_agents::model::{Session, Todo};
+use taskforce_agents::model::{Message, Part, Session, Todo};
 use tokio::sync::Mutex as AsyncMutex;
 use tokio::sync::{mpsc, oneshot};
 
@@ -79,6 +79,40 @@ pub(super) enum Job {
     Many(Vec<Batched>),
     /// Run alone, after the batch before it is committed.
     Exclusive(Exclusive),
+    /// Sessions, messages and parts nobody waits for, encoded by the writer when it takes them
+    /// (so that the caller does not spend the time), then committed like `Many`.
+    Values(Box<Values>),
+}
+
+/// Domain values queued to be stored together, sessions first, then messages, then parts.
+#[derive(Debug, Default)]
+pub(super) struct Values {
+    pub sessions: Vec<Session>,
+    pub messages: Vec<Message>,
+    pub parts: Vec<Part>,
+}
+
+impl Values {
+    /// How many rows they make.
+    pub fn len(&self) -> usize {
+        self.sessions.len() + self.messages.len() + self.parts.len()
+    }
+
+    /// Their rows, ready to commit; a value that cannot be encoded is logged and left out.
+    fn into_batched(self) -> Vec<Batched> {
+        let sessions: Vec<&Session> = self.sessions.iter().collect();
+        let messages: Vec<&Message> = self.messages.iter().collect();
+        let parts: Vec<&Part> = self.parts.iter().collect();
+        let mut out = Vec::with_capacity(self.len());
+        for (row, context) in super::SqliteStore::rows_lossy(&sessions, &messages, &parts) {
+            out.push(Batched {
+                upsert: Some(row),
+                context,
+                done: None,
+            });
+        }
+        out
+    }
 }
 
 impl std::fmt::Debug for Job {
@@ -87,6 +121,7 @@ impl std::fmt::Debug for Job {
             Job::Batched(b) => write!(f, "Batched({})", b.context),
             Job::Many(v) => write!(f, "Many({})", v.len()),
             Job::Exclusive(_) => f.write_str("Exclusive"),
+            Job::Values(v) => write!(f, "Values({})", v.len()),
         }
     }
 }
@@ -189,6 +224,7 @@ impl Job {
             Job::Exclusive(_) => true,
             Job::Batched(b) => b.done.is_some(),
             Job::Many(v) => v.iter().any(|b| b.done.is_some()),
+            Job::Values(_) => false,
         }
     }
 }
@@ -261,6 +297,7 @@ pub(super) async fn write_batches(
             }
             Job::Batched(b) => vec![b],
             Job::Many(v) => v,
+            Job::Values(v) => v.into_batched(),
         };
         let mut taken: u64 = 1;
         while batch.len() < MAX_BATCH {
@@ -278,6 +315,7 @@ pub(super) async fn write_batches(
                 }
                 Job::Batched(b) => batch.push(b),
                 Job::Many(v) => batch.extend(v),
+                Job::Values(v) => batch.extend(v.into_batched()),
             }
             taken += 1;
         }
