@@ -112,6 +112,13 @@ async fn open_creates_the_directory_and_a_wal_database() {
     for table in ["session", "message", "part", "todo"] {
         assert_eq!(count(&store, table).await, 0, "{table}");
     }
+    // The JSON batch table of migration 0002 is gone (0005).
+    let (batch_objects,): (i64,) =
+        sqlx::query_as("SELECT COUNT(*) FROM sqlite_master WHERE name LIKE 'write_batch%'")
+            .fetch_one(&mut conn)
+            .await
+            .unwrap();
+    assert_eq!(batch_objects, 0);
 }
 
 #[tokio::test]
@@ -858,6 +865,126 @@ async fn reads_see_the_writes_queued_before_them() {
     // Lists wait for every queued write: the filler is all there.
     store.sessions(&SessionFilter::default()).await.unwrap();
     assert_eq!(count(&store, "part").await, 2_001);
+}
+
+#[tokio::test]
+async fn a_group_commit_of_several_sessions_with_a_faulty_row_stores_the_rest() {
+    let (_dir, store) = open().await;
+    let (busy, _u, a) = conversation(&store, "busy").await;
+    // Keep the writer busy, so that the writes below queue up and commit together.
+    for i in 0..2_000 {
+        store.queue_part(&text(&busy, &a.id, &format!("filler {i}")));
+    }
+    let mut written = Vec::new();
+    let mut faulty = None;
+    for i in 0..6 {
+        let session = root(&format!("Session {i}"), 1_000 + i);
+        let question = user(&session, 2_000);
+        let answer = assistant(&session, &question.id, 2_001);
+        let parts: Vec<Part> = (0..3)
+            .map(|k| text(&session, &answer.id, &format!("{i}.{k}")))
+            .collect();
+        let (q, an): (Message, Message) = (question.into(), answer.into());
+        store.queue_many(vec![session.clone()], vec![q, an], parts.clone());
+        if i == 3 {
+            // In the middle, an awaited write with a part of a message that does not exist
+            // between two good ones (the current-thread runtime runs it up to its wait).
+            let good = text(&busy, &a.id, "good before");
+            let orphan = text(&busy, &MessageId::new(), "orphan");
+            let after = text(&busy, &a.id, "good after");
+            let call = {
+                let store = store.clone();
+                let parts = [good.clone(), orphan.clone(), after.clone()];
+                tokio::spawn(async move {
+                    let refs: Vec<&Part> = parts.iter().collect();
+                    store.put_many(&[], &[], &refs).await
+                })
+            };
+            tokio::task::yield_now().await;
+            faulty = Some((call, good, orphan, after));
+        }
+        written.push((session, parts));
+    }
+    let (call, good, orphan, after) = faulty.unwrap();
+    let err = call.await.unwrap().unwrap_err();
+    assert!(err.to_string().contains(orphan.id.as_str()), "{err}");
+    assert!(err.to_string().contains("FOREIGN KEY"), "{err}");
+
+    for (session, parts) in &written {
+        assert_eq!(
+            store.session(&session.id).await.unwrap().as_ref(),
+            Some(session)
+        );
+        let messages = store.messages(&session.id).await.unwrap();
+        assert_eq!(messages.len(), 2, "{}", session.title);
+        assert_eq!(&messages[1].parts, parts);
+    }
+    let busy_parts = store.message(&busy.id, &a.id).await.unwrap().unwrap().parts;
+    assert_eq!(busy_parts.len(), 2_002);
+    assert!(busy_parts.contains(&good) && busy_parts.contains(&after));
+    assert_eq!(count(&store, "part").await, 2_002 + 6 * 3);
+}
+
+#[tokio::test]
+async fn a_database_written_through_the_json_batch_trigger_upgrades() {
+    // The schema as it was before migration 0005, with a session written the old way.
+    let data = tempfile::tempdir().unwrap();
+    let old = tempfile::tempdir().unwrap();
+    let migrations = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
+    for entry in std::fs::read_dir(&migrations).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_name().to_string_lossy().as_ref() < "0005" {
+            std::fs::copy(entry.path(), old.path().join(entry.file_name())).unwrap();
+        }
+    }
+    let session = root("Written Before", 1_000);
+    {
+        let options = SqliteConnectOptions::new()
+            .filename(data.path().join(SqliteStore::FILE_NAME))
+            .create_if_missing(true)
+            .foreign_keys(true);
+        let mut conn = SqliteConnection::connect_with(&options).await.unwrap();
+        let migrator = sqlx::migrate::Migrator::new(old.path()).await.unwrap();
+        migrator.run(&mut conn).await.unwrap();
+        let row = json!([
+            session.id.as_str(),
+            null,
+            session.project_id,
+            session.title,
+            session.title.to_lowercase(),
+            1_000,
+            1_000,
+            serde_json::to_string(&session).unwrap()
+        ]);
+        sqlx::query("INSERT INTO write_batch (payload) VALUES (?1)")
+            .bind(json!({"s": [row], "m": [], "p": []}).to_string())
+            .execute(&mut conn)
+            .await
+            .unwrap();
+        conn.close().await.unwrap();
+    }
+
+    let store = SqliteStore::open(data.path()).await.unwrap();
+    assert_eq!(
+        store.session(&session.id).await.unwrap(),
+        Some(session.clone())
+    );
+    let u = user(&session, 1_001);
+    store.put_message(&u.clone().into()).await.unwrap();
+    store
+        .put_part(&text(&session, &u.id, "after"))
+        .await
+        .unwrap();
+    assert_eq!(store.messages(&session.id).await.unwrap()[0].parts.len(), 1);
+    let filter = SessionFilter {
+        search: Some("written BEFORE".into()),
+        ..SessionFilter::default()
+    };
+    assert_eq!(
+        ids(&store.sessions(&filter).await.unwrap()),
+        vec![session.id.clone()]
+    );
+    assert_eq!(count(&store, "session").await, 1);
 }
 
 fn approval(permission: &str, pattern: &str, created: u64) -> Approval {

@@ -5,11 +5,17 @@
 //!
 //! Writes: a writer task owns the one write connection, so writes are serialized in-process and
 //! never fight over the SQLite write lock. Upserts of sessions, messages and parts queue up for
-//! it and it commits whatever has queued up together (group commit) in one statement: the rows
-//! go as JSON into `write_batch`, whose trigger applies them all or none (see
-//! `migrations/0002_write_batch.sql`). A caller that waits is answered after the commit, and
-//! since the queue is committed in order, that also covers everything queued before. Other
-//! writes (deletes, todo lists, permission approvals) run alone on the writer, in queue order.
+//! it, already encoded (the JSON of `data` is made once, by the caller), and it commits
+//! whatever has queued up together (group commit) all or none: the sessions, then the messages,
+//! then the parts, each table in multi-row upserts of a few fixed sizes whose values are bound
+//! as they are, in one transaction (none when one statement does it). When that fails, the
+//! rows are written one by one, in the same order, so that only the faulty ones report an
+//! error (see `writer.rs`). A caller that waits is answered after the commit, and since the
+//! queue is committed in order, that also covers everything queued before. Writes queued
+//! without waiting are read-your-writes: a read of their session waits for their commit
+//! (`unflushed.rs`). Other writes (deletes, todo lists, permission approvals) run alone on the
+//! writer, in queue order. When nothing is queued, an awaited write runs at once on the
+//! caller's task, on the same connection.
 //!
 //! Reads use a few dedicated `query_only` connections and, in WAL mode, never wait for the
 //! writer; a message with its parts is read in one statement, so it is one snapshot.
@@ -47,6 +53,11 @@ static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
 
 /// How long a statement waits for a lock held by another connection before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// The error of a write whose waiter was dropped: the writer task stopped before answering.
+fn writer_stopped() -> StoreError {
+    StoreError::Database("the writer stopped".into())
+}
 
 /// How many read connections the store keeps at most.
 const READERS: usize = 4;
@@ -191,10 +202,9 @@ impl SqliteStore {
         self.pending.fetch_add(writes, Ordering::SeqCst);
         let seq = self
             .unflushed
-            .send(|| self.queue.send(job).map_err(drop))
-            .map_err(|_| {
+            .send(|| self.queue.send(job).map_err(|refused| refused.0.closed()))
+            .inspect_err(|_| {
                 self.pending.fetch_sub(writes, Ordering::SeqCst);
-                StoreError::Database("the store is closed".into())
             })?;
         if urgent {
             // The writer may be lingering over writes nobody waits for: this one is waited for.
@@ -213,34 +223,20 @@ impl SqliteStore {
         (self.pending.load(Ordering::SeqCst) == 0).then_some(guard)
     }
 
-    /// Queues an upsert; waits for its commit when `wait`.
-    async fn submit(&self, upsert: Upsert, context: String, wait: bool) -> Result<(), StoreError> {
-        if wait && let Some(mut conn) = self.direct() {
+    /// Writes an upsert and waits for its commit.
+    async fn submit(&self, upsert: Upsert) -> Result<(), StoreError> {
+        if let Some(mut conn) = self.direct() {
             return run_upsert(&mut conn, &upsert)
                 .await
-                .map_err(database(context));
+                .map_err(|e| upsert.failed(e));
         }
-        let (done, committed) = if wait {
-            let (tx, rx) = oneshot::channel();
-            (Some(tx), Some(rx))
-        } else {
-            (None, None)
-        };
+        let (tx, rx) = oneshot::channel();
         let job = Job::Batched(Batched {
             upsert: Some(upsert),
-            context: context.clone(),
-            done,
+            done: Some(tx),
         });
-        self.send(job)
-            .map_err(|e| StoreError::Database(format!("{context}: {e}")))?;
-        match committed {
-            Some(rx) => rx.await.unwrap_or_else(|_| {
-                Err(StoreError::Database(format!(
-                    "{context}: the writer stopped"
-                )))
-            }),
-            None => Ok(()),
-        }
+        self.send(job)?;
+        rx.await.unwrap_or_else(|_| Err(writer_stopped()))
     }
 
     /// Waits until every upsert queued so far is committed.
@@ -248,12 +244,10 @@ impl SqliteStore {
         let (tx, rx) = oneshot::channel();
         let job = Job::Batched(Batched {
             upsert: None,
-            context: "flush".into(),
             done: Some(tx),
         });
         self.send(job)?;
-        rx.await
-            .unwrap_or_else(|_| Err(StoreError::Database("the writer stopped".into())))
+        rx.await.unwrap_or_else(|_| Err(writer_stopped()))
     }
 
     /// Runs `work` on the write connection alone, after every write queued before it.
@@ -286,6 +280,7 @@ impl SqliteStore {
             parent: session.parent_id.as_ref().map(ToString::to_string),
             project: session.project_id.clone(),
             title: session.title.clone(),
+            folded: session.title.to_lowercase(),
             created: to_sql(session.time.created),
             updated: to_sql(session.time.updated),
             data: encode("session", session.id.as_str(), session)?,
@@ -304,13 +299,12 @@ impl SqliteStore {
     }
 
     /// Queues an upsert without waiting; a failure to build or queue it is logged.
-    fn enqueue(&self, upsert: Result<Upsert, StoreError>, context: String) {
+    fn enqueue(&self, upsert: Result<Upsert, StoreError>) {
         match upsert {
             Ok(upsert) => {
                 let session = upsert.session().to_string();
                 let job = Job::Batched(Batched {
                     upsert: Some(upsert),
-                    context,
                     done: None,
                 });
                 match self.send(job) {
@@ -318,64 +312,49 @@ impl SqliteStore {
                     Err(_) => tracing::warn!("the store is closed; an update was dropped"),
                 }
             }
-            Err(e) => tracing::warn!("{context}: {e}"),
+            Err(e) => tracing::warn!("cannot queue a write: {e}"),
         }
     }
 
-    /// The rows of sessions, messages and parts (in that order), each with what to say when
-    /// it cannot be written.
+    /// The rows of sessions, messages and parts, in that order.
     fn rows(
         sessions: &[&Session],
         messages: &[&Message],
         parts: &[&Part],
-    ) -> Result<Vec<(Upsert, String)>, StoreError> {
-        sessions
-            .iter()
-            .map(|s| {
-                let context = format!("cannot store session {}", s.id);
-                Self::session_upsert(s).map(|u| (u, context))
-            })
-            .chain(messages.iter().map(|m| {
-                let context = format!(
-                    "cannot store message {} of session {}",
-                    m.id(),
-                    m.session_id()
-                );
-                Self::message_upsert(m).map(|u| (u, context))
-            }))
-            .chain(parts.iter().map(|p| {
-                let context = format!("cannot store part {} of message {}", p.id, p.message_id);
-                Self::part_upsert(p).map(|u| (u, context))
-            }))
-            .collect()
+    ) -> Result<Vec<Upsert>, StoreError> {
+        let mut rows = Vec::with_capacity(sessions.len() + messages.len() + parts.len());
+        for session in sessions {
+            rows.push(Self::session_upsert(session)?);
+        }
+        for message in messages {
+            rows.push(Self::message_upsert(message)?);
+        }
+        for part in parts {
+            rows.push(Self::part_upsert(part)?);
+        }
+        Ok(rows)
     }
 
     /// The rows of what can be encoded among sessions, messages and parts; the rest is logged
     /// (for writes nobody waits for, where there is nobody to tell).
-    fn rows_lossy(
-        sessions: &[&Session],
-        messages: &[&Message],
-        parts: &[&Part],
-    ) -> Vec<(Upsert, String)> {
+    fn rows_lossy(sessions: &[Session], messages: &[Message], parts: &[Part]) -> Vec<Upsert> {
+        let logged = |e: StoreError| tracing::warn!("a queued write was dropped: {e}");
         let mut out = Vec::with_capacity(sessions.len() + messages.len() + parts.len());
-        for s in sessions {
-            match Self::rows(&[s], &[], &[]) {
-                Ok(rows) => out.extend(rows),
-                Err(e) => tracing::warn!("a queued write was dropped: {e}"),
-            }
-        }
-        for m in messages {
-            match Self::rows(&[], &[m], &[]) {
-                Ok(rows) => out.extend(rows),
-                Err(e) => tracing::warn!("a queued write was dropped: {e}"),
-            }
-        }
-        for p in parts {
-            match Self::rows(&[], &[], &[p]) {
-                Ok(rows) => out.extend(rows),
-                Err(e) => tracing::warn!("a queued write was dropped: {e}"),
-            }
-        }
+        out.extend(
+            sessions
+                .iter()
+                .filter_map(|s| Self::session_upsert(s).map_err(logged).ok()),
+        );
+        out.extend(
+            messages
+                .iter()
+                .filter_map(|m| Self::message_upsert(m).map_err(logged).ok()),
+        );
+        out.extend(
+            parts
+                .iter()
+                .filter_map(|p| Self::part_upsert(p).map_err(logged).ok()),
+        );
         out
     }
 
@@ -393,9 +372,7 @@ impl SqliteStore {
 #[async_trait]
 impl Store for SqliteStore {
     async fn put_session(&self, session: &Session) -> Result<(), StoreError> {
-        let context = format!("cannot store session {}", session.id);
-        self.submit(Self::session_upsert(session)?, context, true)
-            .await
+        self.submit(Self::session_upsert(session)?).await
     }
 
     async fn session(&self, id: &SessionId) -> Result<Option<Session>, StoreError> {
@@ -456,13 +433,7 @@ impl Store for SqliteStore {
     }
 
     async fn put_message(&self, message: &Message) -> Result<(), StoreError> {
-        let context = format!(
-            "cannot store message {} of session {}",
-            message.id(),
-            message.session_id()
-        );
-        self.submit(Self::message_upsert(message)?, context, true)
-            .await
+        self.submit(Self::message_upsert(message)?).await
     }
 
     async fn message(
@@ -527,11 +498,7 @@ impl Store for SqliteStore {
     }
 
     async fn put_part(&self, part: &Part) -> Result<(), StoreError> {
-        let context = format!(
-            "cannot store part {} of message {}",
-            part.id, part.message_id
-        );
-        self.submit(Self::part_upsert(part)?, context, true).await
+        self.submit(Self::part_upsert(part)?).await
     }
 
     async fn put_many(
@@ -540,53 +507,53 @@ impl Store for SqliteStore {
         messages: &[&Message],
         parts: &[&Part],
     ) -> Result<(), StoreError> {
-        let mut jobs = Vec::with_capacity(sessions.len() + messages.len() + parts.len());
-        let mut answers = Vec::with_capacity(jobs.capacity());
         let rows = Self::rows(sessions, messages, parts)?;
         if let Some(mut conn) = self.direct() {
-            let results = apply(&mut conn, rows.iter().map(|(u, c)| (Some(u), c.as_str()))).await;
+            let results = apply(&mut conn, rows.iter().map(Some)).await;
             return results.into_iter().collect();
         }
-        for (upsert, context) in rows {
+        let mut jobs = Vec::with_capacity(rows.len());
+        let mut answers = Vec::with_capacity(rows.len());
+        for upsert in rows {
             let (tx, rx) = oneshot::channel();
             jobs.push(Batched {
                 upsert: Some(upsert),
-                context,
                 done: Some(tx),
             });
             answers.push(rx);
         }
-        // One job, so the rows share a batch: one statement, one commit.
+        // One job, so the rows share a batch: one transaction, one commit.
         self.send(Job::Many(jobs))?;
         for answer in answers {
-            answer
-                .await
-                .unwrap_or_else(|_| Err(StoreError::Database("the writer stopped".into())))?;
+            answer.await.unwrap_or_else(|_| Err(writer_stopped()))?;
         }
         Ok(())
     }
 
     fn queue_part(&self, part: &Part) {
-        let context = format!(
-            "cannot store part {} of message {}",
-            part.id, part.message_id
-        );
-        self.enqueue(Self::part_upsert(part), context);
+        self.enqueue(Self::part_upsert(part));
     }
 
     fn queue_many(&self, sessions: Vec<Session>, messages: Vec<Message>, parts: Vec<Part>) {
-        let written: Vec<String> = sessions
+        // The sessions written, each run of rows of one session once.
+        let mut written: Vec<String> = Vec::new();
+        let ids = sessions
             .iter()
-            .map(|s| s.id.to_string())
-            .chain(messages.iter().map(|m| m.session_id().to_string()))
-            .chain(parts.iter().map(|p| p.session_id.to_string()))
-            .collect();
+            .map(|s| s.id.as_str())
+            .chain(messages.iter().map(|m| m.session_id().as_str()))
+            .chain(parts.iter().map(|p| p.session_id.as_str()));
+        for session in ids {
+            if written.last().is_none_or(|last| last != session) {
+                written.push(session.to_string());
+            }
+        }
         let values = Values {
             sessions,
             messages,
             parts,
         };
-        // One job, so the rows share a batch: one statement, one commit.
+        // One job, so the rows share a batch: one transaction, one commit; encoded by the
+        // writer, not here.
         match self.send(Job::Values(Box::new(values))) {
             Ok(seq) => self
                 .unflushed
@@ -596,8 +563,7 @@ impl Store for SqliteStore {
     }
 
     fn queue_message(&self, message: &Message) {
-        let context = format!("cannot store message {}", message.id());
-        self.enqueue(Self::message_upsert(message), context);
+        self.enqueue(Self::message_upsert(message));
     }
 
     async fn remove_part(&self, id: &PartId) -> Result<(), StoreError> {

@@ -53,10 +53,14 @@ impl Unflushed {
     /// Records that job `seq`, queued without waiting, writes rows of `sessions`.
     pub fn behind<'a>(&self, seq: u64, sessions: impl IntoIterator<Item = &'a str>) {
         for session in sessions {
-            self.sessions
-                .entry(session.to_string())
-                .and_modify(|s| *s = (*s).max(seq))
-                .or_insert(seq);
+            if let Some(mut newest) = self.sessions.get_mut(session) {
+                *newest = (*newest).max(seq);
+            } else {
+                self.sessions
+                    .entry(session.to_string())
+                    .and_modify(|s| *s = (*s).max(seq))
+                    .or_insert(seq);
+            }
         }
         self.newest.fetch_max(seq, Ordering::SeqCst);
     }

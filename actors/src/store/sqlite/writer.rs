@@ -1,12 +1,22 @@
 //! The write side of the SQLite store: queued jobs, group commit, checkpoints.
+//!
+//! A batch of upserts is written table by table, parents first (sessions, then messages, then
+//! parts, each in queue order, so that a later upsert of a row wins), in multi-row
+//! `INSERT … ON CONFLICT DO UPDATE` statements of a few fixed sizes (padded with NULL rows,
+//! which they skip) binding the rows' values as they are; in one transaction when it takes more
+//! than one statement. Messages and parts are updated in place, as if they kept their parents;
+//! a row that moves fails its statement, which runs again taking every column. When the batch
+//! fails, its rows are written one by one in the same order, so that only the faulty ones
+//! report an error.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, LazyLock};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use sqlx::{Connection, Row, SqliteConnection};
+use sqlx::sqlite::SqliteArguments;
+use sqlx::{Arguments, Connection, Row, SqliteConnection};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::{Message, Part, Session, Todo};
 use tokio::sync::Mutex as AsyncMutex;
@@ -35,6 +45,8 @@ pub(super) enum Upsert {
         parent: Option<String>,
         project: String,
         title: String,
+        /// The title case-folded, for the `title_folded` column.
+        folded: String,
         created: i64,
         updated: i64,
         data: String,
@@ -61,13 +73,226 @@ impl Upsert {
             Upsert::Message { session, .. } | Upsert::Part { session, .. } => session,
         }
     }
+
+    /// What was being done, to prefix an error of this row with.
+    pub(super) fn context(&self) -> String {
+        match self {
+            Upsert::Session { id, .. } => format!("cannot store session {id}"),
+            Upsert::Message { id, session, .. } => {
+                format!("cannot store message {id} of session {session}")
+            }
+            Upsert::Part { id, message, .. } => {
+                format!("cannot store part {id} of message {message}")
+            }
+        }
+    }
+
+    /// The table the row goes to.
+    fn table(&self) -> Table {
+        match self {
+            Upsert::Session { .. } => Table::Session,
+            Upsert::Message { .. } => Table::Message,
+            Upsert::Part { .. } => Table::Part,
+        }
+    }
+
+    /// Appends the row's values to `args`, in the column order of its table's statement.
+    fn bind<'q>(&'q self, args: &mut SqliteArguments<'q>) -> Result<(), sqlx::Error> {
+        let encode = sqlx::Error::Encode;
+        match self {
+            Upsert::Session {
+                id,
+                parent,
+                project,
+                title,
+                folded,
+                created,
+                updated,
+                data,
+            } => {
+                args.add(id.as_str()).map_err(encode)?;
+                args.add(parent.as_deref()).map_err(encode)?;
+                args.add(project.as_str()).map_err(encode)?;
+                args.add(title.as_str()).map_err(encode)?;
+                args.add(folded.as_str()).map_err(encode)?;
+                args.add(*created).map_err(encode)?;
+                args.add(*updated).map_err(encode)?;
+                args.add(data.as_str()).map_err(encode)?;
+            }
+            Upsert::Message {
+                id,
+                session,
+                created,
+                data,
+            } => {
+                args.add(id.as_str()).map_err(encode)?;
+                args.add(session.as_str()).map_err(encode)?;
+                args.add(*created).map_err(encode)?;
+                args.add(data.as_str()).map_err(encode)?;
+            }
+            Upsert::Part {
+                id,
+                message,
+                session,
+                data,
+            } => {
+                args.add(id.as_str()).map_err(encode)?;
+                args.add(message.as_str()).map_err(encode)?;
+                args.add(session.as_str()).map_err(encode)?;
+                args.add(data.as_str()).map_err(encode)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A [`StoreError`] for this row failing with `error`.
+    pub(super) fn failed(&self, error: sqlx::Error) -> StoreError {
+        database(self.context())(error)
+    }
+}
+
+/// The tables that upserts write, in the order a batch applies them (parents first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Table {
+    Session,
+    Message,
+    Part,
+}
+
+impl Table {
+    /// Every table, in the order of application.
+    const ALL: [Table; 3] = [Table::Session, Table::Message, Table::Part];
+
+    /// The statement's head, up to the row tuples: rows whose id is NULL are padding.
+    fn insert(self) -> &'static str {
+        match self {
+            Table::Session => {
+                "INSERT INTO session (id, parent_id, project_id, title, title_folded, \
+                 time_created, time_updated, data) \
+                 SELECT column1, column2, column3, column4, column5, column6, column7, column8 \
+                 FROM (VALUES "
+            }
+            Table::Message => {
+                "INSERT INTO message (id, session_id, time_created, data) \
+                 SELECT column1, column2, column3, column4 FROM (VALUES "
+            }
+            Table::Part => {
+                "INSERT INTO part (id, message_id, session_id, data) \
+                 SELECT column1, column2, column3, column4 FROM (VALUES "
+            }
+        }
+    }
+
+    /// How many values a row binds.
+    fn columns(self) -> usize {
+        match self {
+            Table::Session => 8,
+            Table::Message | Table::Part => 4,
+        }
+    }
+
+    /// One row's placeholders.
+    fn row(self) -> &'static str {
+        match self {
+            Table::Session => "(?,?,?,?,?,?,?,?)",
+            Table::Message | Table::Part => "(?,?,?,?)",
+        }
+    }
+
+    /// The statement's tail: padding is skipped, and a row that exists already takes the new
+    /// values. `InPlace` assumes the row keeps its parents (so that SQLite need not touch
+    /// their indexes nor check their foreign keys) and fails the statement, by a NULL in a
+    /// `NOT NULL` column, for a row that does not; `Full` takes every column.
+    fn conflict(self, update: Update) -> &'static str {
+        match (self, update) {
+            (Table::Session, _) => {
+                ") WHERE column1 IS NOT NULL ON CONFLICT (id) DO UPDATE SET \
+                 parent_id = excluded.parent_id, project_id = excluded.project_id, \
+                 title = excluded.title, title_folded = excluded.title_folded, \
+                 time_created = excluded.time_created, time_updated = excluded.time_updated, \
+                 data = excluded.data"
+            }
+            (Table::Message, Update::InPlace) => {
+                ") WHERE column1 IS NOT NULL ON CONFLICT (id) DO UPDATE SET \
+                 time_created = excluded.time_created, \
+                 data = iif(session_id IS excluded.session_id, excluded.data, NULL)"
+            }
+            (Table::Message, Update::Full) => {
+                ") WHERE column1 IS NOT NULL ON CONFLICT (id) DO UPDATE SET \
+                 session_id = excluded.session_id, time_created = excluded.time_created, \
+                 data = excluded.data"
+            }
+            (Table::Part, Update::InPlace) => {
+                ") WHERE column1 IS NOT NULL ON CONFLICT (id) DO UPDATE SET \
+                 data = iif(message_id IS excluded.message_id \
+                            AND session_id IS excluded.session_id, excluded.data, NULL)"
+            }
+            (Table::Part, Update::Full) => {
+                ") WHERE column1 IS NOT NULL ON CONFLICT (id) DO UPDATE SET \
+                 message_id = excluded.message_id, session_id = excluded.session_id, \
+                 data = excluded.data"
+            }
+        }
+    }
+
+    /// The upsert of as many rows as `CHUNKS[chunk]`, built once.
+    fn sql(self, update: Update, chunk: usize) -> &'static str {
+        static SQL: LazyLock<Vec<String>> = LazyLock::new(|| {
+            let mut all = Vec::new();
+            for table in Table::ALL {
+                for update in [Update::InPlace, Update::Full] {
+                    for rows in CHUNKS {
+                        let mut sql = String::from(table.insert());
+                        for i in 0..rows {
+                            if i > 0 {
+                                sql.push(',');
+                            }
+                            sql.push_str(table.row());
+                        }
+                        sql.push_str(table.conflict(update));
+                        all.push(sql);
+                    }
+                }
+            }
+            all
+        });
+        &SQL[(self as usize * 2 + update as usize) * CHUNKS.len() + chunk]
+    }
+}
+
+/// How an upsert's statement updates a row that exists already (see [`Table::conflict`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Update {
+    InPlace,
+    Full,
+}
+
+/// The row counts of the multi-row upserts: a batch goes in statements of the largest, and
+/// the rest in the smallest that holds it, padded; so each table has a handful of statements
+/// to cache, not one per count, and a batch of up to 256 rows per table one statement each.
+const CHUNKS: [usize; 5] = [1, 4, 16, 64, 256];
+
+/// How `rows` rows are cut into statements: for each, how many rows it takes and its index in
+/// [`CHUNKS`].
+fn chunks(mut rows: usize) -> impl Iterator<Item = (usize, usize)> {
+    std::iter::from_fn(move || {
+        if rows == 0 {
+            return None;
+        }
+        let chunk = CHUNKS
+            .iter()
+            .position(|&c| c >= rows)
+            .unwrap_or(CHUNKS.len() - 1);
+        let taken = rows.min(CHUNKS[chunk]);
+        rows -= taken;
+        Some((taken, chunk))
+    })
 }
 
 /// An upsert (or, without one, a barrier) committed with its batch; `done` hears of it.
 #[derive(Debug)]
 pub(super) struct Batched {
     pub upsert: Option<Upsert>,
-    pub context: String,
     pub done: Option<oneshot::Sender<Result<(), StoreError>>>,
 }
 
@@ -100,25 +325,39 @@ impl Values {
 
     /// Their rows, ready to commit; a value that cannot be encoded is logged and left out.
     fn into_batched(self) -> Vec<Batched> {
-        let sessions: Vec<&Session> = self.sessions.iter().collect();
-        let messages: Vec<&Message> = self.messages.iter().collect();
-        let parts: Vec<&Part> = self.parts.iter().collect();
-        let mut out = Vec::with_capacity(self.len());
-        for (row, context) in super::SqliteStore::rows_lossy(&sessions, &messages, &parts) {
-            out.push(Batched {
+        super::SqliteStore::rows_lossy(&self.sessions, &self.messages, &self.parts)
+            .into_iter()
+            .map(|row| Batched {
                 upsert: Some(row),
-                context,
                 done: None,
-            });
+            })
+            .collect()
+    }
+}
+
+/// Why a job was refused: the writer task is gone.
+const CLOSED: &str = "the store is closed";
+
+impl Job {
+    /// The error for this job refused by a closed store.
+    pub(super) fn closed(self) -> StoreError {
+        match self {
+            Job::Batched(Batched {
+                upsert: Some(upsert),
+                ..
+            }) => StoreError::Database(format!("{}: {CLOSED}", upsert.context())),
+            _ => StoreError::Database(CLOSED.into()),
         }
-        out
     }
 }
 
 impl std::fmt::Debug for Job {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            Job::Batched(b) => write!(f, "Batched({})", b.context),
+            Job::Batched(Batched { upsert: None, .. }) => f.write_str("Batched(barrier)"),
+            Job::Batched(Batched {
+                upsert: Some(u), ..
+            }) => write!(f, "Batched({:?} of session {})", u.table(), u.session()),
             Job::Many(v) => write!(f, "Many({})", v.len()),
             Job::Exclusive(_) => f.write_str("Exclusive"),
             Job::Values(v) => write!(f, "Values({})", v.len()),
@@ -320,16 +559,22 @@ pub(super) async fn write_batches(
             taken += 1;
         }
         let writes = batch.len();
-        // The sessions written without a waiter, to clear once committed.
-        let behind: Vec<String> = batch
-            .iter()
-            .filter(|b| b.done.is_none())
-            .filter_map(|b| b.upsert.as_ref().map(|u| u.session().to_string()))
-            .collect();
-        commit_batch(&mut *conn.lock().await, batch).await;
+        let results = {
+            let mut conn = conn.lock().await;
+            apply(&mut conn, batch.iter().map(|b| b.upsert.as_ref())).await
+        };
         in_flight.fetch_sub(writes, Ordering::SeqCst);
         done += taken;
-        unflushed.committed(done, behind.iter().map(String::as_str));
+        // The sessions written without a waiter are clear once committed.
+        let mut last = None;
+        let behind = batch
+            .iter()
+            .filter(|b| b.done.is_none())
+            .filter_map(|b| b.upsert.as_ref().map(Upsert::session))
+            // Rows of a session come in runs: look each run up once.
+            .filter(|&session| last.replace(session) != Some(session));
+        unflushed.committed(done, behind);
+        answer(batch, results);
     }
 }
 
@@ -356,15 +601,8 @@ pub(super) async fn checkpoint(mut conn: SqliteConnection, store: mpsc::WeakUnbo
     let _ = conn.close().await;
 }
 
-/// Commits a batch of upserts in one statement (see the module doc), then answers each.
-pub(super) async fn commit_batch(conn: &mut SqliteConnection, batch: Vec<Batched>) {
-    let results = apply(
-        conn,
-        batch
-            .iter()
-            .map(|b| (b.upsert.as_ref(), b.context.as_str())),
-    )
-    .await;
+/// Tells each upsert's waiter how it went; failures nobody waits for are logged.
+fn answer(batch: Vec<Batched>, results: Vec<Result<(), StoreError>>) {
     for (Batched { done, .. }, outcome) in batch.into_iter().zip(results) {
         match done {
             Some(done) => {
@@ -379,90 +617,409 @@ pub(super) async fn commit_batch(conn: &mut SqliteConnection, batch: Vec<Batched
     }
 }
 
-/// Writes upserts (`None` entries are barriers) in one statement; when it fails, row by row, so
-/// that only the rows at fault report an error. Returns one result per entry.
+/// Writes upserts (`None` entries are barriers) all together, all or nothing; when that fails,
+/// one by one, so that only the rows at fault report an error. Returns one result per entry.
 pub(super) async fn apply<'a>(
     conn: &mut SqliteConnection,
-    entries: impl Iterator<Item = (Option<&'a Upsert>, &'a str)>,
+    entries: impl Iterator<Item = Option<&'a Upsert>>,
 ) -> Vec<Result<(), StoreError>> {
-    let entries: Vec<(Option<&Upsert>, &str)> = entries.collect();
-    let upserts: Vec<&Upsert> = entries.iter().filter_map(|(u, _)| *u).collect();
+    let entries: Vec<Option<&Upsert>> = entries.collect();
     let mut results: Vec<Result<(), StoreError>> = (0..entries.len()).map(|_| Ok(())).collect();
-    let applied = match upserts.as_slice() {
-        [] => Ok(()),
-        // All rows in one statement: the `write_batch` trigger applies them all or none.
-        rows => run_batch(conn, rows).await,
+    let upserts: Vec<&Upsert> = entries.iter().flatten().copied().collect();
+    let Err(error) = run_batch(conn, &upserts).await else {
+        return results;
     };
-    if let Err(error) = applied {
-        if upserts.len() == 1 {
-            if let Some(i) = entries.iter().position(|(u, _)| u.is_some()) {
-                results[i] = Err(database(entries[i].1)(error));
-            }
-        } else {
-            for (i, (upsert, context)) in entries.iter().enumerate() {
-                if let Some(upsert) = upsert {
-                    results[i] = run_upsert(conn, upsert).await.map_err(database(context));
-                }
+    if let [upsert] = upserts.as_slice() {
+        if let Some(i) = entries.iter().position(Option::is_some) {
+            results[i] = Err(upsert.failed(error));
+        }
+        return results;
+    }
+    // In the batch's order of application, so that a row whose parent is in the batch still
+    // finds it.
+    for table in Table::ALL {
+        for (i, entry) in entries.iter().enumerate() {
+            if let Some(upsert) = entry
+                && upsert.table() == table
+            {
+                results[i] = run_upsert(conn, upsert).await.map_err(|e| upsert.failed(e));
             }
         }
     }
     results
 }
 
-/// The JSON of a batch for the `write_batch` trigger: column arrays per table, in queue order.
-pub(super) fn batch_payload(upserts: &[&Upsert]) -> String {
-    let (mut sessions, mut messages, mut parts) = (Vec::new(), Vec::new(), Vec::new());
-    for upsert in upserts {
-        match upsert {
-            Upsert::Session {
-                id,
-                parent,
-                project,
-                title,
-                created,
-                updated,
-                data,
-            } => sessions.push(serde_json::json!([
-                id,
-                parent,
-                project,
-                title,
-                title.to_lowercase(),
-                created,
-                updated,
-                data
-            ])),
-            Upsert::Message {
-                id,
-                session,
-                created,
-                data,
-            } => messages.push(serde_json::json!([id, session, created, data])),
-            Upsert::Part {
-                id,
-                message,
-                session,
-                data,
-            } => parts.push(serde_json::json!([id, message, session, data])),
-        }
-    }
-    serde_json::json!({"s": sessions, "m": messages, "p": parts}).to_string()
-}
-
-/// Writes one upsert, like a batch: through the `write_batch` trigger, so that
-/// there is one copy of each table's upsert SQL (in `migrations/0002_write_batch.sql`).
+/// Writes one upsert in a statement of its own.
 pub(super) async fn run_upsert(
     conn: &mut SqliteConnection,
     upsert: &Upsert,
 ) -> Result<(), sqlx::Error> {
-    run_batch(conn, &[upsert]).await
+    run_chunk(conn, upsert.table(), &[upsert], 0).await
 }
 
-/// Writes several upserts in one statement through the `write_batch` trigger.
+/// Writes upserts all or none: per table (sessions, then messages, then parts), in multi-row
+/// statements of the [`CHUNKS`] sizes, inside one transaction unless one statement does it.
 async fn run_batch(conn: &mut SqliteConnection, upserts: &[&Upsert]) -> Result<(), sqlx::Error> {
-    sqlx::query("INSERT INTO write_batch (payload) VALUES (?1)")
-        .bind(batch_payload(upserts))
+    let mut tables: [Vec<&Upsert>; 3] = Default::default();
+    for upsert in upserts {
+        tables[upsert.table() as usize].push(upsert);
+    }
+    let statements: usize = tables.iter().map(|rows| chunks(rows.len()).count()).sum();
+    if statements <= 1 {
+        for (table, rows) in Table::ALL.into_iter().zip(&tables) {
+            for (_, chunk) in chunks(rows.len()) {
+                run_chunk(conn, table, rows, chunk).await?;
+            }
+        }
+        return Ok(());
+    }
+    let mut tx = conn.begin().await?;
+    for (table, rows) in Table::ALL.into_iter().zip(&tables) {
+        let mut rest = rows.as_slice();
+        for (taken, chunk) in chunks(rows.len()) {
+            let (head, tail) = rest.split_at(taken);
+            if let Err(error) = run_chunk(&mut tx, table, head, chunk).await {
+                let _ = tx.rollback().await;
+                return Err(error);
+            }
+            rest = tail;
+        }
+    }
+    tx.commit().await
+}
+
+/// Writes the rows of one table in one statement of `CHUNKS[chunk]` rows (at least as many as
+/// there are rows): in place; should that fail, for a row that moves to other parents (or a
+/// real fault, which fails again), again taking every column. A failed statement is undone
+/// whole, so the second one starts from where the first did.
+async fn run_chunk(
+    conn: &mut SqliteConnection,
+    table: Table,
+    rows: &[&Upsert],
+    chunk: usize,
+) -> Result<(), sqlx::Error> {
+    match execute(conn, table, Update::InPlace, rows, chunk).await {
+        Err(_) if table != Table::Session => execute(conn, table, Update::Full, rows, chunk).await,
+        result => result,
+    }
+}
+
+/// Runs the upsert statement of `CHUNKS[chunk]` rows for `rows` of `table`, padded with NULL
+/// rows.
+async fn execute(
+    conn: &mut SqliteConnection,
+    table: Table,
+    update: Update,
+    rows: &[&Upsert],
+    chunk: usize,
+) -> Result<(), sqlx::Error> {
+    let (columns, size) = (table.columns(), CHUNKS[chunk]);
+    let mut args = SqliteArguments::default();
+    args.reserve(size * columns, 0);
+    for row in rows {
+        row.bind(&mut args)?;
+    }
+    for _ in rows.len() * columns..size * columns {
+        args.add(None::<&str>).map_err(sqlx::Error::Encode)?;
+    }
+    sqlx::query_with(table.sql(update, chunk), args)
         .execute(conn)
         .await
         .map(|_| ())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::str::FromStr;
+
+    use sqlx::ConnectOptions;
+    use sqlx::sqlite::SqliteConnectOptions;
+    use taskforce_agents::id::MessageId;
+    use taskforce_agents::model::{
+        AssistantMessage, Message, MessagePath, ModelRef, Part, PartKind, TextPart, UserMessage,
+    };
+
+    use super::super::{MIGRATOR, SqliteStore};
+    use super::*;
+
+    /// A fresh in-memory database with the store's schema and foreign keys on.
+    async fn db() -> SqliteConnection {
+        let mut conn = SqliteConnectOptions::from_str("sqlite::memory:")
+            .unwrap()
+            .foreign_keys(true)
+            .connect()
+            .await
+            .unwrap();
+        MIGRATOR.run(&mut conn).await.unwrap();
+        conn
+    }
+
+    fn session(title: &str) -> Upsert {
+        SqliteStore::session_upsert(&Session::new("proj", "/srv/p", title, 1_000)).unwrap()
+    }
+
+    fn message(session: &str) -> Upsert {
+        let session = SessionId::from_str(session).unwrap();
+        let user: Message =
+            UserMessage::new(session, "build", ModelRef::new("scripted", "echo"), 1_001).into();
+        SqliteStore::message_upsert(&user).unwrap()
+    }
+
+    fn reply(session: &str, parent: &str) -> Upsert {
+        let path = MessagePath {
+            cwd: PathBuf::from("/srv/p"),
+            root: PathBuf::from("/srv/p"),
+        };
+        let assistant: Message = AssistantMessage::new(
+            SessionId::from_str(session).unwrap(),
+            MessageId::from_str(parent).unwrap(),
+            "build",
+            &ModelRef::new("scripted", "echo"),
+            path,
+            1_002,
+        )
+        .into();
+        SqliteStore::message_upsert(&assistant).unwrap()
+    }
+
+    fn part(session: &str, message: &str, text: &str) -> Part {
+        Part::new(
+            SessionId::from_str(session).unwrap(),
+            MessageId::from_str(message).unwrap(),
+            TextPart::new(text),
+        )
+    }
+
+    fn upsert(part: &Part) -> Upsert {
+        SqliteStore::part_upsert(part).unwrap()
+    }
+
+    fn id(upsert: &Upsert) -> &str {
+        match upsert {
+            Upsert::Session { id, .. } | Upsert::Message { id, .. } | Upsert::Part { id, .. } => id,
+        }
+    }
+
+    /// The rows of `table` as (id, parent columns, data), ordered by id.
+    async fn rows(conn: &mut SqliteConnection, table: &str) -> Vec<(String, String, String)> {
+        let parents = match table {
+            "session" => "coalesce(parent_id, '') || '/' || title_folded",
+            "message" => "session_id",
+            _ => "message_id || '/' || session_id",
+        };
+        sqlx::query_as(&format!(
+            "SELECT id, {parents}, data FROM {table} ORDER BY id"
+        ))
+        .fetch_all(conn)
+        .await
+        .unwrap()
+    }
+
+    /// The text of a stored text part.
+    fn text(data: &str) -> String {
+        let part: Part = serde_json::from_str(data).unwrap();
+        match part.kind {
+            PartKind::Text(t) => t.text,
+            other => panic!("not a text part: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn chunks_cover_the_rows_with_few_statements() {
+        assert_eq!(chunks(0).count(), 0);
+        assert_eq!(chunks(1).collect::<Vec<_>>(), vec![(1, 0)]);
+        assert_eq!(chunks(5).collect::<Vec<_>>(), vec![(5, 2)]);
+        assert_eq!(chunks(64).collect::<Vec<_>>(), vec![(64, 3)]);
+        assert_eq!(chunks(300).collect::<Vec<_>>(), vec![(256, 4), (44, 3)]);
+        for rows in 0..=MAX_BATCH {
+            let cut: Vec<(usize, usize)> = chunks(rows).collect();
+            assert_eq!(cut.iter().map(|(n, _)| n).sum::<usize>(), rows, "{rows}");
+            assert!(cut.iter().all(|&(n, c)| 0 < n && n <= CHUNKS[c]), "{rows}");
+            assert!(cut.len() <= rows.div_ceil(256), "{rows}");
+        }
+    }
+
+    #[test]
+    fn every_statement_binds_as_many_values_as_it_has_placeholders() {
+        for table in Table::ALL {
+            for update in [Update::InPlace, Update::Full] {
+                for (chunk, rows) in CHUNKS.iter().enumerate() {
+                    let sql = table.sql(update, chunk);
+                    assert_eq!(sql.matches('?').count(), rows * table.columns(), "{sql}");
+                }
+            }
+        }
+    }
+
+    #[tokio::test]
+    async fn a_batch_applies_parents_first_and_a_faulty_row_fails_alone() {
+        let mut conn = db().await;
+        let (s1, s2) = (session("First"), session("Second"));
+        let (m1, m2) = (message(id(&s1)), message(id(&s2)));
+        let p1 = upsert(&part(id(&s1), id(&m1), "one"));
+        let p2 = upsert(&part(id(&s2), id(&m2), "two"));
+        let orphan = upsert(&part(id(&s1), MessageId::new().as_str(), "orphan"));
+        let ghost = message(SessionId::new().as_str());
+        let mut renamed = Session::new("proj", "/srv/p", "Renamed ÉTÉ", 2_000);
+        renamed.id = SessionId::from_str(id(&s1)).unwrap();
+        let renamed = SqliteStore::session_upsert(&renamed).unwrap();
+        // Children before their parents, faulty rows in the middle, a barrier, a rename last.
+        let batch = [
+            Some(&p1),
+            Some(&m1),
+            Some(&s1),
+            None,
+            Some(&orphan),
+            Some(&s2),
+            Some(&ghost),
+            Some(&m2),
+            Some(&p2),
+            Some(&renamed),
+        ];
+        let results = apply(&mut conn, batch.into_iter()).await;
+        let failed: Vec<usize> = (0..results.len())
+            .filter(|&i| results[i].is_err())
+            .collect();
+        assert_eq!(failed, vec![4, 6], "{results:?}");
+        for (i, faulty) in [(4, &orphan), (6, &ghost)] {
+            let Err(StoreError::Database(error)) = &results[i] else {
+                panic!("{:?}", results[i]);
+            };
+            assert!(error.contains(id(faulty)), "{error}");
+            assert!(error.contains("FOREIGN KEY"), "{error}");
+        }
+
+        let sessions = rows(&mut conn, "session").await;
+        assert_eq!(sessions.len(), 2);
+        let first = sessions.iter().find(|s| s.0 == id(&s1)).unwrap();
+        assert_eq!(
+            first.1, "/renamed été",
+            "the last upsert wins, title folded"
+        );
+        let messages = rows(&mut conn, "message").await;
+        assert_eq!(messages.iter().map(|m| m.0.as_str()).collect::<Vec<_>>(), {
+            let mut ids = vec![id(&m1), id(&m2)];
+            ids.sort();
+            ids
+        });
+        let parts = rows(&mut conn, "part").await;
+        let mut expected = vec![id(&p1), id(&p2)];
+        expected.sort();
+        assert_eq!(
+            parts.iter().map(|p| p.0.as_str()).collect::<Vec<_>>(),
+            expected
+        );
+    }
+
+    #[tokio::test]
+    async fn a_batch_bigger_than_a_statement_keeps_the_last_upsert_of_each_row() {
+        let mut conn = db().await;
+        let s = session("big");
+        let m = message(id(&s));
+        let mut parts: Vec<Part> = (0..60)
+            .map(|i| part(id(&s), id(&m), &format!("{i}")))
+            .collect();
+        let mut batch = vec![s, m];
+        // Every part 6 times, round robin, so that each appears in several statements and
+        // several times in one.
+        for round in 0..6 {
+            for (i, p) in parts.iter_mut().enumerate() {
+                if let PartKind::Text(t) = &mut p.kind {
+                    t.text = format!("part {i} round {round}");
+                }
+                batch.push(upsert(p));
+            }
+        }
+        // And the messages of other sessions, more than a statement holds.
+        for i in 0..300 {
+            let other = session(&format!("other {i}"));
+            batch.push(message(id(&other)));
+            batch.push(other);
+        }
+        assert!(batch.len() <= MAX_BATCH);
+        let results = apply(&mut conn, batch.iter().map(Some)).await;
+        assert!(results.iter().all(Result::is_ok));
+
+        let stored = rows(&mut conn, "part").await;
+        assert_eq!(stored.len(), 60);
+        for (i, p) in parts.iter().enumerate() {
+            let row = stored.iter().find(|r| r.0 == p.id.as_str()).unwrap();
+            assert_eq!(text(&row.2), format!("part {i} round 5"));
+        }
+        assert_eq!(rows(&mut conn, "message").await.len(), 301);
+        assert_eq!(rows(&mut conn, "session").await.len(), 301);
+    }
+
+    #[tokio::test]
+    async fn a_row_may_move_to_other_parents() {
+        let mut conn = db().await;
+        let (s1, s2) = (session("one"), session("two"));
+        let (m1, m2) = (message(id(&s1)), message(id(&s2)));
+        let mut moving = part(id(&s1), id(&m1), "before");
+        let stays = part(id(&s1), id(&m1), "stays");
+        let batch = [&s1, &s2, &m1, &m2, &upsert(&moving), &upsert(&stays)];
+        assert!(
+            apply(&mut conn, batch.into_iter().map(Some))
+                .await
+                .iter()
+                .all(Result::is_ok)
+        );
+
+        // In a batch of one statement, then alone: the part moves to m2, the message to s2.
+        moving.message_id = MessageId::from_str(id(&m2)).unwrap();
+        moving.session_id = SessionId::from_str(id(&s2)).unwrap();
+        if let PartKind::Text(t) = &mut moving.kind {
+            t.text = "after".into();
+        }
+        let batch = [upsert(&moving), upsert(&stays)];
+        assert!(
+            apply(&mut conn, batch.iter().map(Some))
+                .await
+                .iter()
+                .all(Result::is_ok)
+        );
+        let reply = reply(id(&s1), id(&m1));
+        assert!(run_upsert(&mut conn, &reply).await.is_ok());
+        let Upsert::Message {
+            id: reply_id, data, ..
+        } = &reply
+        else {
+            unreachable!()
+        };
+        let moved = Upsert::Message {
+            id: reply_id.clone(),
+            session: id(&s2).to_string(),
+            created: 1_002,
+            data: data.replace(id(&s1), id(&s2)),
+        };
+        assert!(run_upsert(&mut conn, &moved).await.is_ok());
+
+        let parts = rows(&mut conn, "part").await;
+        let row = parts.iter().find(|r| r.0 == moving.id.as_str()).unwrap();
+        assert_eq!(row.1, format!("{}/{}", id(&m2), id(&s2)));
+        assert_eq!(text(&row.2), "after");
+        let row = parts.iter().find(|r| r.0 == stays.id.as_str()).unwrap();
+        assert_eq!(row.1, format!("{}/{}", id(&m1), id(&s1)));
+        let messages = rows(&mut conn, "message").await;
+        let row = messages.iter().find(|r| &r.0 == reply_id).unwrap();
+        assert_eq!(&row.1, id(&s2));
+
+        // A move to a parent that does not exist fails, and leaves the row as it was.
+        let mut lost = moving.clone();
+        lost.message_id = MessageId::new();
+        let results = apply(&mut conn, [Some(&upsert(&lost))].into_iter()).await;
+        assert!(results[0].is_err());
+        let parts = rows(&mut conn, "part").await;
+        let row = parts.iter().find(|r| r.0 == moving.id.as_str()).unwrap();
+        assert_eq!(text(&row.2), "after");
+    }
+
+    #[tokio::test]
+    async fn barriers_alone_write_nothing() {
+        let mut conn = db().await;
+        let results = apply(&mut conn, [None, None].into_iter()).await;
+        assert_eq!(results.len(), 2);
+        assert!(results.iter().all(Result::is_ok));
+    }
 }
