@@ -8,8 +8,8 @@
 use std::time::Duration;
 
 use futures::{FutureExt, StreamExt};
-use taskforce_actors::PromptInput;
 use taskforce_actors::bus::{BusItem, Event, Filter};
+use taskforce_actors::{PromptInput, Runtime};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 
@@ -41,7 +41,26 @@ fn two_background_calls() -> Response {
     ])
 }
 
-/// The session id in the `<task_result>` delivery that mentions `needle`.
+/// A runtime on `fake` whose project adds `config`, and a parent session in it.
+async fn start(fake: &FakeOpenAi, config: &str) -> (Env, Runtime, SessionId) {
+    let env = Env::new(&fake.base_url(), config);
+    let rt = env.runtime().await;
+    let parent = rt.create_session(None, None).await.unwrap().id;
+    (env, rt, parent)
+}
+
+/// Prompts `parent` with `go` and waits for its answer (at most 20 s).
+async fn go(rt: &Runtime, parent: &SessionId) {
+    tokio::time::timeout(
+        Duration::from_secs(20),
+        rt.prompt(parent, PromptInput::text("go")),
+    )
+    .await
+    .expect("the parent answers")
+    .unwrap();
+}
+
+/// Whether a `<task_result>` delivery among `messages` mentions `needle`.
 fn delivery_with(messages: &[taskforce_actors::store::MessageWithParts], needle: &str) -> bool {
     deliveries(messages).iter().any(|d| d.contains(needle))
 }
@@ -56,19 +75,12 @@ async fn a_background_child_waits_for_a_slot_and_starts_when_the_one_before_it_e
     })
     .await
     .unwrap();
-    let env = Env::new(&fake.base_url(), "[subagent]\nmax_concurrent = 1\n");
-    let rt = env.runtime().await;
-    let parent = rt.create_session(None, None).await.unwrap();
+    let (_env, rt, parent) = start(&fake, "[subagent]\nmax_concurrent = 1\n").await;
     let mut events = rt.subscribe(Filter::All);
-    rt.prompt(&parent.id, PromptInput::text("go"))
-        .await
-        .unwrap();
+    go(&rt, &parent).await;
     // Both calls answered at once; both results arrive later, one after the other.
-    wait_for_messages(&rt, &parent.id, "both results", |m| {
-        deliveries(m).len() == 2
-    })
-    .await;
-    let messages = rt.messages(&parent.id).await.unwrap();
+    wait_for_messages(&rt, &parent, "both results", |m| deliveries(m).len() == 2).await;
+    let messages = rt.messages(&parent).await.unwrap();
     let delivered = deliveries(&messages);
     assert!(
         delivered.iter().any(|d| d.contains("alpha")),
@@ -83,7 +95,7 @@ async fn a_background_child_waits_for_a_slot_and_starts_when_the_one_before_it_e
     // The two calls of one step may take the slot in either order; the second child went
     // busy only after the first went idle.
     let children: Vec<SessionId> = rt
-        .children(&parent.id)
+        .children(&parent)
         .await
         .unwrap()
         .into_iter()
@@ -154,27 +166,19 @@ async fn task_status_shows_a_queued_child_and_task_cancel_removes_it_from_the_qu
     })
     .await
     .unwrap();
-    let env = Env::new(&fake.base_url(), "[subagent]\nmax_concurrent = 1\n");
-    let rt = env.runtime().await;
-    let parent = rt.create_session(None, None).await.unwrap();
-    tokio::time::timeout(
-        Duration::from_secs(20),
-        rt.prompt(&parent.id, PromptInput::text("go")),
-    )
-    .await
-    .unwrap()
-    .unwrap();
-    let status = outputs_of(&rt, &parent.id, "task_status").await;
+    let (_env, rt, parent) = start(&fake, "[subagent]\nmax_concurrent = 1\n").await;
+    go(&rt, &parent).await;
+    let status = outputs_of(&rt, &parent, "task_status").await;
     assert!(status[0].contains("status=\"queued\""), "{}", status[0]);
-    let cancel = outputs_of(&rt, &parent.id, "task_cancel").await;
+    let cancel = outputs_of(&rt, &parent, "task_cancel").await;
     assert!(cancel[0].contains("status=\"cancelled\""), "{}", cancel[0]);
-    wait_for_messages(&rt, &parent.id, "B's cancelled result", |m| {
+    wait_for_messages(&rt, &parent, "B's cancelled result", |m| {
         delivery_with(m, "status=\"cancelled\"")
     })
     .await;
     // A still runs; cancelling the parent ends it.
-    rt.cancel(&parent.id).await.unwrap();
-    wait_for_messages(&rt, &parent.id, "A's cancelled result", |m| {
+    rt.cancel(&parent).await.unwrap();
+    wait_for_messages(&rt, &parent, "A's cancelled result", |m| {
         deliveries(m)
             .iter()
             .filter(|d| d.contains("status=\"cancelled\""))
@@ -202,20 +206,9 @@ async fn max_total_counts_background_children_against_foreground_calls() {
     })
     .await
     .unwrap();
-    let env = Env::new(
-        &fake.base_url(),
-        "[subagent]\nmax_concurrent = 8\nmax_total = 1\n",
-    );
-    let rt = env.runtime().await;
-    let parent = rt.create_session(None, None).await.unwrap();
+    let (_env, rt, parent) = start(&fake, "[subagent]\nmax_concurrent = 8\nmax_total = 1\n").await;
     let mut events = rt.subscribe(Filter::All);
-    tokio::time::timeout(
-        Duration::from_secs(20),
-        rt.prompt(&parent.id, PromptInput::text("go")),
-    )
-    .await
-    .unwrap()
-    .unwrap();
+    go(&rt, &parent).await;
     // The foreground call waited (queued) until the background child ended.
     let mut queued = Vec::new();
     let mut a_idle_at = None;
@@ -238,7 +231,7 @@ async fn max_total_counts_background_children_against_foreground_calls() {
                     }
                 }
                 Event::SessionIdle { session_id }
-                    if session_id.as_str() != parent.id.as_str() && a_idle_at.is_none() =>
+                    if session_id.as_str() != parent.as_str() && a_idle_at.is_none() =>
                 {
                     a_idle_at = Some(seen);
                 }
@@ -263,13 +256,9 @@ async fn max_per_session_counts_background_children() {
     })
     .await
     .unwrap();
-    let env = Env::new(&fake.base_url(), "[subagent]\nmax_per_session = 1\n");
-    let rt = env.runtime().await;
-    let parent = rt.create_session(None, None).await.unwrap();
-    rt.prompt(&parent.id, PromptInput::text("go"))
-        .await
-        .unwrap();
-    let outputs = outputs_of(&rt, &parent.id, "task").await;
+    let (_env, rt, parent) = start(&fake, "[subagent]\nmax_per_session = 1\n").await;
+    go(&rt, &parent).await;
+    let outputs = outputs_of(&rt, &parent, "task").await;
     assert_eq!(
         outputs
             .iter()
@@ -290,20 +279,14 @@ async fn a_stalled_background_child_times_out_idle_with_its_output_and_frees_its
     })
     .await
     .unwrap();
-    let env = Env::new(
-        &fake.base_url(),
+    let (_env, rt, parent) = start(
+        &fake,
         "[subagent]\nmax_concurrent = 1\ntimeout = \"1h\"\nidle_timeout = \"300ms\"\n",
-    );
-    let rt = env.runtime().await;
-    let parent = rt.create_session(None, None).await.unwrap();
-    rt.prompt(&parent.id, PromptInput::text("go"))
-        .await
-        .unwrap();
-    wait_for_messages(&rt, &parent.id, "both results", |m| {
-        deliveries(m).len() == 2
-    })
+    )
     .await;
-    let messages = rt.messages(&parent.id).await.unwrap();
+    go(&rt, &parent).await;
+    wait_for_messages(&rt, &parent, "both results", |m| deliveries(m).len() == 2).await;
+    let messages = rt.messages(&parent).await.unwrap();
     let delivered = deliveries(&messages);
     let a = delivered
         .iter()
@@ -332,20 +315,17 @@ async fn a_background_child_stops_at_its_hard_timeout() {
     })
     .await
     .unwrap();
-    let env = Env::new(
-        &fake.base_url(),
+    let (_env, rt, parent) = start(
+        &fake,
         "[subagent]\ntimeout = \"300ms\"\nidle_timeout = \"1h\"\n",
-    );
-    let rt = env.runtime().await;
-    let parent = rt.create_session(None, None).await.unwrap();
-    rt.prompt(&parent.id, PromptInput::text("go"))
-        .await
-        .unwrap();
-    wait_for_messages(&rt, &parent.id, "the timed-out result", |m| {
+    )
+    .await;
+    go(&rt, &parent).await;
+    wait_for_messages(&rt, &parent, "the timed-out result", |m| {
         delivery_with(m, "status=\"timeout\"")
     })
     .await;
-    let messages = rt.messages(&parent.id).await.unwrap();
+    let messages = rt.messages(&parent).await.unwrap();
     let delivered = deliveries(&messages);
     assert!(
         delivered[0].contains("timeoutReason: runtime"),
