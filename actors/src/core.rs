@@ -49,6 +49,8 @@ pub(crate) struct Core {
     pub limits: Arc<crate::supervisor::Limits>,
     /// Background children waiting for a running slot: cancelling their tree cancels these.
     pub queued: DashMap<SessionId, tokio_util::sync::CancellationToken>,
+    /// One delivery of background results into a parent at a time (by parent).
+    pub deliveries: DashMap<SessionId, Arc<tokio::sync::Mutex<()>>>,
 }
 
 impl Core {

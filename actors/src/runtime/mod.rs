@@ -112,6 +112,7 @@ impl Runtime {
             commands: Commands::new(&config_for_commands),
             limits: Arc::new(Limits::new(&config_for_commands.subagent)),
             queued: DashMap::new(),
+            deliveries: DashMap::new(),
         });
         let arbiters = if options.arbiters == 0 {
             std::thread::available_parallelism().map_or(2, |n| n.get())

@@ -503,6 +503,26 @@ async fn try_deliver(
     text: String,
 ) -> Result<bool, RuntimeError> {
     let id = &record.parent_id;
+    // One delivery into a parent at a time: a result stored without a reply must not find the
+    // parent busy storing another one and fall back to starting a turn.
+    let lock = core.deliveries.entry(id.clone()).or_default().clone();
+    let delivered = {
+        let _one_at_a_time = lock.lock().await;
+        deliver_now(core, record, text).await
+    };
+    drop(lock);
+    core.deliveries
+        .remove_if(id, |_, lock| Arc::strong_count(lock) == 1);
+    delivered
+}
+
+/// [`try_deliver`] once the parent's delivery lock is held.
+async fn deliver_now(
+    core: &Arc<Core>,
+    record: &BackgroundTask,
+    text: String,
+) -> Result<bool, RuntimeError> {
+    let id = &record.parent_id;
     // A deleted parent takes its records with it; nothing to deliver to.
     let Some(session) = core.store.session(id).await? else {
         return Ok(false);

@@ -177,6 +177,7 @@ async fn task_status_shows_a_queued_child_and_task_cancel_removes_it_from_the_qu
     })
     .await;
     // A still runs; cancelling the parent ends it.
+    let before = fake.requests().len();
     rt.cancel(&parent).await.unwrap();
     wait_for_messages(&rt, &parent, "A's cancelled result", |m| {
         deliveries(m)
@@ -187,6 +188,12 @@ async fn task_status_shows_a_queued_child_and_task_cancel_removes_it_from_the_qu
     })
     .await;
     assert!(fake.requests().iter().all(|r| child_name(r) != Some('B')));
+    // Cancelled results start no parent turn (A's arrives after the cancel).
+    let turns = fake.requests()[before..]
+        .iter()
+        .filter(|r| !is_child(r))
+        .count();
+    assert_eq!(turns, 0, "a cancelled result started a turn");
 }
 
 #[actix_rt::test]
