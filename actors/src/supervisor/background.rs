@@ -18,7 +18,6 @@ use std::time::Duration;
 
 use actix::Addr;
 use futures::StreamExt;
-use indexmap::IndexMap;
 use taskforce_agents::id::{SessionId, now_ms};
 use taskforce_agents::model::{Message, Session};
 use taskforce_agents::tool::background::{ChildReport, ChildStatus, task_result_text};
@@ -87,17 +86,7 @@ impl SupervisorDelegate {
             })
             .await
             .map_err(|_| ToolError::Failed("the runtime has stopped".into()))?;
-        let mut tools = IndexMap::new();
-        for t in self.denied_tools(nests) {
-            tools.insert(t, false);
-        }
-        let input = PromptInput {
-            parts: vec![PartInput::text(request.prompt.clone())],
-            agent: Some(request.agent.clone()),
-            model: Some(request.model.clone()),
-            tools: Some(tools),
-            ..Default::default()
-        };
+        let input = self.child_input(&request, nests);
         let run = BackgroundRun {
             core: self.core.clone(),
             supervisor: self.supervisor.clone(),

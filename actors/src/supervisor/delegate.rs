@@ -64,6 +64,23 @@ impl SupervisorDelegate {
         tools
     }
 
+    /// The task as the child's prompt: its agent and model, and the tools it may not use
+    /// switched off.
+    pub(super) fn child_input(&self, request: &SubagentRequest, nests: bool) -> PromptInput {
+        let tools: IndexMap<String, bool> = self
+            .denied_tools(nests)
+            .into_iter()
+            .map(|t| (t, false))
+            .collect();
+        PromptInput {
+            parts: vec![PartInput::text(request.prompt.clone())],
+            agent: Some(request.agent.clone()),
+            model: Some(request.model.clone()),
+            tools: Some(tools),
+            ..Default::default()
+        }
+    }
+
     /// The existing child to continue, or a new child of `parent`.
     pub(super) async fn child_session(
         &self,
@@ -221,17 +238,7 @@ impl Delegate for SupervisorDelegate {
             (summary, false, seen_messages, seen_parts)
         });
 
-        let mut tools = IndexMap::new();
-        for t in self.denied_tools(nests) {
-            tools.insert(t, false);
-        }
-        let input = PromptInput {
-            parts: vec![PartInput::text(request.prompt.clone())],
-            agent: Some(request.agent.clone()),
-            model: Some(request.model.clone()),
-            tools: Some(tools),
-            ..Default::default()
-        };
+        let input = self.child_input(&request, nests);
         let started = now_ms();
         let run = self.run_child(&child, new, &parent.id, input);
         tokio::pin!(run);
