@@ -77,6 +77,7 @@ fn main() {
             }
             let settle_time = built.elapsed();
 
+            perf_control("enable");
             let cpu_before = cpu_time();
             let start = Instant::now();
             rt.cancel(&root.id).await.unwrap();
@@ -132,6 +133,7 @@ fn main() {
             }
             let all_idle = start.elapsed();
             let cpu = cpu_time().saturating_sub(cpu_before);
+            perf_control("disable");
             cpu_samples.push(cpu);
             samples.push(all_idle);
             for (kind, times) in &kinds {
@@ -201,6 +203,22 @@ fn main() {
             "cancel of a {sessions}-session tree until all idle: median {median:?}, p95 {p95:?}, mean {mean:?} over {rounds} rounds (budget 20 ms)"
         );
     });
+}
+
+/// Tells `perf record --control fifo:CTL,ACK -D -1` to record (`enable`) or stop (`disable`)
+/// when `PERF_CTL` and `PERF_ACK` name its fifos, so that a profile holds only the cancels.
+fn perf_control(command: &str) {
+    use std::io::{Read, Write};
+    let (Ok(ctl), Ok(ack)) = (std::env::var("PERF_CTL"), std::env::var("PERF_ACK")) else {
+        return;
+    };
+    if let Ok(mut f) = std::fs::OpenOptions::new().write(true).open(ctl) {
+        let _ = writeln!(f, "{command}");
+    }
+    if let Ok(mut f) = std::fs::File::open(ack) {
+        let mut buf = [0u8; 5];
+        let _ = f.read(&mut buf);
+    }
 }
 
 /// CPU time used so far by every thread of this process (from `/proc/self/task/*/schedstat`,

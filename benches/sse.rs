@@ -101,7 +101,7 @@ async fn run(rt: &taskforce::actors::Runtime, url: &str, rate: u64) {
         tick.tick().await;
         let sent = origin.elapsed().as_micros() as u64;
         rt.publish(Event::PartUpdated {
-            part: (*part).clone(),
+            part: Arc::new((*part).clone()),
             delta: Some(sent.to_string()),
         });
     }

@@ -236,7 +236,11 @@ async fn queued(store: &SqliteStore) -> (Duration, Cpu) {
     let cpu = Threads::now();
     let start = Instant::now();
     for (message, tool, step) in ends {
-        store.queue_many(Vec::new(), vec![message], vec![tool, step]);
+        store.queue_many(
+            Vec::new(),
+            vec![message],
+            vec![Arc::new(tool), Arc::new(step)],
+        );
     }
     let messages = store.messages(last).await.unwrap();
     let wall = start.elapsed();

@@ -28,6 +28,8 @@ pub(crate) struct Core {
     pub config: Arc<Config>,
     pub paths: Paths,
     pub tools: Vec<Arc<dyn Tool>>,
+    /// The JSON schema of each of `tools` (same order), built once.
+    pub schemas: Vec<Arc<serde_json::Value>>,
     pub supervisor: OnceLock<Addr<Supervisor>>,
     /// The project the sessions belong to (its root directory's path).
     pub project_id: String,
@@ -65,6 +67,16 @@ impl Core {
             .read()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .clone()
+    }
+
+    /// The JSON schema of `tool`'s arguments: built once for the runtime's tools.
+    pub fn schema(&self, tool: &dyn Tool) -> Arc<serde_json::Value> {
+        self.tools
+            .iter()
+            .position(|t| t.id() == tool.id())
+            .and_then(|i| self.schemas.get(i))
+            .cloned()
+            .unwrap_or_else(|| Arc::new(tool.parameters()))
     }
 
     /// The directory sessions run in.

@@ -1,5 +1,7 @@
 //! The events the bus carries, in OpenCode's `{type, properties}` shape.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 use taskforce_agents::id::{MessageId, PartId, PermissionId, SessionId};
 use taskforce_agents::model::{AssistantError, Message, Part, Session, Todo};
@@ -102,7 +104,8 @@ pub enum Event {
     #[serde(rename = "message.part.updated")]
     PartUpdated {
         /// The part as it is now.
-        part: Part,
+        #[schema(value_type = Part)]
+        part: Arc<Part>,
         /// The text appended since the last update.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         delta: Option<String>,

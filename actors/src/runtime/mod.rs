@@ -92,6 +92,8 @@ impl Runtime {
         let project_id = paths.project_root.display().to_string();
         // The project's "always" approvals from earlier runs apply from the start.
         let broker = PermissionBroker::load(bus.clone(), store.clone(), project_id.clone()).await?;
+        let tools = builtin_tools();
+        let schemas = tools.iter().map(|t| Arc::new(t.parameters())).collect();
         let core = Arc::new(Core {
             store,
             broker: Arc::new(broker),
@@ -101,7 +103,8 @@ impl Runtime {
             config: Arc::new(config),
             project_id,
             paths,
-            tools: builtin_tools(),
+            tools,
+            schemas,
             supervisor: OnceLock::new(),
             idle_stop: options.idle_stop,
             flush_every: Duration::from_millis(200),

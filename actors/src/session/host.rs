@@ -146,7 +146,7 @@ impl ToolHost for SessionToolHost {
                 r.metadata.get_or_insert_with(Map::new).extend(metadata);
             }
         });
-        self.writer.part_live(&part);
+        self.writer.part_live(part);
     }
 
     async fn todos(&self, session: &SessionId) -> Result<Vec<Todo>, ToolError> {

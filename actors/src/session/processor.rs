@@ -103,6 +103,11 @@ impl SharedPart {
         }
     }
 
+    /// What `look` finds in the part as it is now, without copying it.
+    pub fn peek<R>(&self, look: impl FnOnce(&Part) -> R) -> R {
+        look(&self.0.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
     /// Changes the part and returns a copy of the result.
     pub fn update(&self, change: impl FnOnce(&mut Part)) -> Part {
         let mut part = self.0.lock().unwrap_or_else(PoisonError::into_inner);
@@ -233,7 +238,7 @@ impl Processor {
                     Some(Ok(ModelEvent::ToolCallStart { id, name })) => {
                         // Pending lasts until the arguments are in: published, not written.
                         let part = self.new_part(ToolPart::pending(id.clone(), name).into());
-                        self.writer.part_live(&part.lock());
+                        self.writer.part_live(part.lock());
                         calls.insert(id, part);
                     }
                     Some(Ok(ModelEvent::ToolCall {
@@ -281,7 +286,7 @@ impl Processor {
         }
         // Nothing stays pending or running.
         for part in calls.values() {
-            if !part.lock().as_tool().is_some_and(|t| t.state.is_finished()) {
+            if !part.peek(|p| p.as_tool().is_some_and(|t| t.state.is_finished())) {
                 self.finish_tool(part, Err(ToolError::Aborted)).await;
             }
         }
@@ -349,11 +354,11 @@ impl Processor {
             PartKind::Reasoning(r) => r.text.push_str(&delta),
             _ => {}
         });
-        self.writer.delta(&part, delta);
         if streaming.flushed.elapsed() >= self.core.flush_every {
             self.core.store.queue_part(&part);
             streaming.flushed = Instant::now();
         }
+        self.writer.delta(part, delta);
     }
 
     /// Ends a streaming part: trailing whitespace trimmed, end time set, written, published.
@@ -409,7 +414,7 @@ impl Processor {
             }
         });
         // Published now; written only if the call lasts (see below), as streaming text is.
-        self.writer.part_live(&running);
+        self.writer.part_live(running);
 
         let host = Arc::new(SessionToolHost::new(
             self.core.clone(),

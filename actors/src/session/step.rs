@@ -118,7 +118,7 @@ pub(crate) async fn run_step(
         .map(|t| ToolSpec {
             name: t.id().to_string(),
             description: t.description(&agent, &core.registry),
-            parameters: t.parameters(),
+            parameters: core.schema(t.as_ref()),
         })
         .collect();
     let mut system = Vec::new();

@@ -44,6 +44,7 @@ impl Writer {
     /// the store's writer does that). Reads of the session wait for the queued write, so nobody
     /// who heard of the state reads an older one. Parts are published before the messages.
     pub fn save_behind(&self, messages: Vec<Message>, parts: Vec<Part>) {
+        let parts: Vec<Arc<Part>> = parts.into_iter().map(Arc::new).collect();
         let events: Vec<Event> = parts
             .iter()
             .map(|p| Event::PartUpdated {
@@ -79,7 +80,7 @@ impl Writer {
                     .bus
                     .publish(Event::MessageUpdated { info: (*m).clone() }),
                 Item::Part(p) => self.core.bus.publish(Event::PartUpdated {
-                    part: (*p).clone(),
+                    part: Arc::new((*p).clone()),
                     delta: None,
                 }),
             }
@@ -92,17 +93,17 @@ impl Writer {
     }
 
     /// Publishes a streaming delta of `part` without writing it (the caller flushes later).
-    pub fn delta(&self, part: &Part, delta: String) {
+    pub fn delta(&self, part: Part, delta: String) {
         self.core.bus.publish(Event::PartUpdated {
-            part: part.clone(),
+            part: Arc::new(part),
             delta: Some(delta),
         });
     }
 
     /// Publishes a part update without writing it (live metadata of a running tool).
-    pub fn part_live(&self, part: &Part) {
+    pub fn part_live(&self, part: Part) {
         self.core.bus.publish(Event::PartUpdated {
-            part: part.clone(),
+            part: Arc::new(part),
             delta: None,
         });
     }

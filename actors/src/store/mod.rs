@@ -9,6 +9,8 @@ mod sqlite;
 pub use background::BackgroundTask;
 pub use sqlite::SqliteStore;
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
 use taskforce_agents::id::{MessageId, PartId, SessionId};
@@ -130,7 +132,7 @@ pub trait Store: Send + Sync + 'static {
     fn queue_part(&self, part: &Part);
     /// Queues sessions, messages and parts to be stored together (in that order) without
     /// waiting; reads of their sessions made after this call see them. A failure is logged.
-    fn queue_many(&self, sessions: Vec<Session>, messages: Vec<Message>, parts: Vec<Part>);
+    fn queue_many(&self, sessions: Vec<Session>, messages: Vec<Message>, parts: Vec<Arc<Part>>);
     /// Deletes a part.
     async fn remove_part(&self, id: &PartId) -> Result<(), StoreError>;
     /// The session's todo list, in order.

@@ -185,11 +185,11 @@ fn every_event() -> Vec<Event> {
             message_id: user.id.clone(),
         },
         Event::PartUpdated {
-            part: part.clone(),
+            part: part.clone().into(),
             delta: Some("hi".into()),
         },
         Event::PartUpdated {
-            part: part.clone(),
+            part: part.clone().into(),
             delta: None,
         },
         Event::PartRemoved {

@@ -848,7 +848,11 @@ async fn reads_see_the_writes_queued_before_them() {
     let answer = assistant(&child, &question.id, 1_003);
     let (q, an): (Message, Message) = (question.clone().into(), answer.clone().into());
     let said = text(&child, &answer.id, "queued, not waited for");
-    store.queue_many(vec![child.clone()], vec![q, an], vec![said.clone()]);
+    store.queue_many(
+        vec![child.clone()],
+        vec![q, an],
+        vec![Arc::new(said.clone())],
+    );
 
     // Each read waits for what was queued for its session before it.
     let messages = store.messages(&child.id).await.unwrap();
@@ -885,7 +889,11 @@ async fn a_group_commit_of_several_sessions_with_a_faulty_row_stores_the_rest() 
             .map(|k| text(&session, &answer.id, &format!("{i}.{k}")))
             .collect();
         let (q, an): (Message, Message) = (question.into(), answer.into());
-        store.queue_many(vec![session.clone()], vec![q, an], parts.clone());
+        store.queue_many(
+            vec![session.clone()],
+            vec![q, an],
+            parts.iter().cloned().map(Arc::new).collect(),
+        );
         if i == 3 {
             // In the middle, an awaited write with a part of a message that does not exist
             // between two good ones (the current-thread runtime runs it up to its wait).

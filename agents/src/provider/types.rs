@@ -1,6 +1,7 @@
 //! The provider-neutral request, history and stream event types.
 
 use std::pin::Pin;
+use std::sync::Arc;
 
 use futures::Stream;
 use serde::{Deserialize, Serialize};
@@ -111,8 +112,8 @@ pub struct ToolSpec {
     pub name: String,
     /// What the tool does, for the model.
     pub description: String,
-    /// The JSON schema of its arguments.
-    pub parameters: Value,
+    /// The JSON schema of its arguments (shared: the same for every call).
+    pub parameters: Arc<Value>,
 }
 
 /// One model call.

@@ -39,7 +39,8 @@ fn request(text: &str) -> ModelRequest {
         tools: vec![ToolSpec {
             name: "read".into(),
             description: "Read a file".into(),
-            parameters: json!({"type": "object", "properties": {"filePath": {"type": "string"}}}),
+            parameters: json!({"type": "object", "properties": {"filePath": {"type": "string"}}})
+                .into(),
         }],
         ..ModelRequest::default()
     }

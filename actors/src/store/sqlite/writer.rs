@@ -314,7 +314,7 @@ pub(super) enum Job {
 pub(super) struct Values {
     pub sessions: Vec<Session>,
     pub messages: Vec<Message>,
-    pub parts: Vec<Part>,
+    pub parts: Vec<Arc<Part>>,
 }
 
 impl Values {

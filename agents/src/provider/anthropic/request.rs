@@ -308,7 +308,7 @@ mod tests {
             tools: vec![ToolSpec {
                 name: "read".into(),
                 description: "Read a file".into(),
-                parameters: json!({"type": "object", "properties": {}}),
+                parameters: json!({"type": "object", "properties": {}}).into(),
             }],
             temperature: Some(0.3),
             top_p: None,

@@ -266,7 +266,7 @@ mod tests {
             tools: vec![ToolSpec {
                 name: "glob".into(),
                 description: "Find files".into(),
-                parameters: json!({"type": "object"}),
+                parameters: json!({"type": "object"}).into(),
             }],
             temperature: Some(0.5),
             top_p: None,

@@ -378,7 +378,7 @@ mod tests {
         ToolSpec {
             name: name.into(),
             description: String::new(),
-            parameters: json!({}),
+            parameters: json!({}).into(),
         }
     }
 
