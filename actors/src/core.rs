@@ -53,6 +53,8 @@ pub(crate) struct Core {
     pub queued: DashMap<SessionId, tokio_util::sync::CancellationToken>,
     /// One delivery of background results into a parent at a time (by parent).
     pub deliveries: DashMap<SessionId, Arc<tokio::sync::Mutex<()>>>,
+    /// This runtime's id and the lock that tells other runtimes it is alive.
+    pub owner: crate::runtime::OwnerLock,
 }
 
 impl Core {

@@ -44,4 +44,7 @@ pub enum RuntimeError {
     /// The request is malformed.
     #[error("invalid input: {0}")]
     InvalidInput(String),
+    /// The runtime could not take its lock file in the data directory.
+    #[error(transparent)]
+    Lock(#[from] crate::runtime::LockError),
 }

@@ -18,6 +18,8 @@ pub mod supervisor;
 
 pub use error::RuntimeError;
 pub use hooks::{HookCall, Hooks};
-pub use runtime::{GeneratedAgentFile, Runtime, RuntimeOptions, SessionPatch, SessionTree};
+pub use runtime::{
+    GeneratedAgentFile, LockError, Runtime, RuntimeOptions, SessionPatch, SessionTree,
+};
 pub use session::{PartInput, PromptInput, ShellInput};
 pub use taskforce_agents as agents;

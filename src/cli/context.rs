@@ -46,11 +46,32 @@ impl Context {
         Fut: std::future::Future<Output = anyhow::Result<T>> + 'static,
         T: 'static,
     {
+        self.start_runtime(true, body)
+    }
+
+    /// [`Context::with_runtime`] for commands that only read or manage sessions: it starts no
+    /// work of its own (pending background results wait for a runtime that stays to answer).
+    pub fn with_quiet_runtime<T, F, Fut>(&self, body: F) -> anyhow::Result<T>
+    where
+        F: FnOnce(taskforce_actors::Runtime) -> Fut + 'static,
+        Fut: std::future::Future<Output = anyhow::Result<T>> + 'static,
+        T: 'static,
+    {
+        self.start_runtime(false, body)
+    }
+
+    fn start_runtime<T, F, Fut>(&self, deliver_background: bool, body: F) -> anyhow::Result<T>
+    where
+        F: FnOnce(taskforce_actors::Runtime) -> Fut + 'static,
+        Fut: std::future::Future<Output = anyhow::Result<T>> + 'static,
+        T: 'static,
+    {
         let tokio_rt = tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()?;
         let system = actix::System::with_tokio_rt(move || tokio_rt);
-        let options = taskforce_actors::RuntimeOptions::new(self.loaded.clone());
+        let mut options = taskforce_actors::RuntimeOptions::new(self.loaded.clone());
+        options.deliver_background = deliver_background;
         system.block_on(async move {
             let runtime = taskforce_actors::Runtime::start(options)
                 .await

@@ -60,7 +60,7 @@ pub enum SessionsCommand {
 pub fn run(context: &Context, command: SessionsCommand) -> anyhow::Result<()> {
     let parse = |id: &str| SessionId::parse(id).map_err(UsageError::new);
     match command {
-        SessionsCommand::List { roots, json } => context.with_runtime(move |rt| async move {
+        SessionsCommand::List { roots, json } => context.with_quiet_runtime(move |rt| async move {
             let sessions = rt
                 .sessions(&SessionFilter {
                     roots,
@@ -84,7 +84,7 @@ pub fn run(context: &Context, command: SessionsCommand) -> anyhow::Result<()> {
         }),
         SessionsCommand::Show { id, json } => {
             let id = parse(&id)?;
-            context.with_runtime(move |rt| async move {
+            context.with_quiet_runtime(move |rt| async move {
                 let info = rt.session(&id).await.map_err(UsageError::new)?;
                 let messages = rt.messages(&id).await?;
                 if json {
@@ -127,7 +127,7 @@ pub fn run(context: &Context, command: SessionsCommand) -> anyhow::Result<()> {
         }
         SessionsCommand::Tree { id, json } => {
             let id = parse(&id)?;
-            context.with_runtime(move |rt| async move {
+            context.with_quiet_runtime(move |rt| async move {
                 let tree = rt.tree(&id).await.map_err(|e| match e {
                     taskforce_actors::RuntimeError::SessionNotFound(_) => UsageError::new(e).into(),
                     other => anyhow::Error::from(other),
@@ -142,7 +142,7 @@ pub fn run(context: &Context, command: SessionsCommand) -> anyhow::Result<()> {
         }
         SessionsCommand::Compact { id, json } => {
             let id = parse(&id)?;
-            context.with_runtime(move |rt| async move {
+            context.with_quiet_runtime(move |rt| async move {
                 rt.session(&id).await.map_err(UsageError::new)?;
                 let summary = rt.summarize(&id, None).await?;
                 if let Some(error) = summary.info.as_assistant().and_then(|a| a.error.as_ref()) {
@@ -167,7 +167,7 @@ pub fn run(context: &Context, command: SessionsCommand) -> anyhow::Result<()> {
         }
         SessionsCommand::Delete { id, json } => {
             let id = parse(&id)?;
-            context.with_runtime(move |rt| async move {
+            context.with_quiet_runtime(move |rt| async move {
                 rt.session(&id).await.map_err(UsageError::new)?;
                 let deleted = rt.delete_session(&id).await?;
                 if json {

@@ -79,7 +79,8 @@ impl From<RuntimeError> for ApiError {
             | RuntimeError::Store(_)
             | RuntimeError::Cancelled
             | RuntimeError::Crashed(_)
-            | RuntimeError::Stopped => ApiError::unknown(message),
+            | RuntimeError::Stopped
+            | RuntimeError::Lock(_) => ApiError::unknown(message),
         }
     }
 }

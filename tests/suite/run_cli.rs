@@ -376,3 +376,146 @@ async fn a_headless_run_names_the_agents_behind_a_childs_ask() {
     );
     assert_eq!(out.stdout.trim(), "parent done");
 }
+
+/// A `taskforce run` killed (SIGKILL) while its background child runs leaves the child's record
+/// running; the next runtime on the same data directory sees that its runtime is gone, records
+/// the child as interrupted with its output so far, and delivers that into the parent, which
+/// answers it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_background_child_of_a_killed_run_is_reported_interrupted_on_the_next_start() {
+    use std::time::{Duration, Instant};
+
+    use taskforce_actors::store::{SqliteStore, Store};
+    use taskforce_actors::{Runtime, RuntimeOptions};
+    use taskforce_agents::config::{LoadOptions, load};
+    use taskforce_agents::provider::fake_openai::Chunk;
+
+    let fake = FakeOpenAi::start(|req| {
+        let last = req
+            .messages()
+            .last()
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_default()
+            .to_string();
+        if !req.tool_names().contains(&"task") {
+            // The child: two pieces of text far enough apart to be written, then nothing.
+            Response::Stream(vec![
+                Chunk::role(),
+                Chunk::text("partial "),
+                Chunk::Sleep(Duration::from_millis(300)),
+                Chunk::text("finding"),
+                Chunk::Stall,
+            ])
+        } else if last.contains("<task_result ") {
+            Response::text("resumed after the crash")
+        } else if req.last_role() == Some("user") {
+            Response::tool_calls(&[(
+                "call_bg",
+                "task",
+                r#"{"description":"Dig","prompt":"dig deep","subagent_type":"general","background":true}"#,
+            )])
+        } else {
+            // The parent keeps its turn open, so the run is still going when it is killed.
+            Response::text("waiting for the digger").stall_after(1)
+        }
+    })
+    .await
+    .unwrap();
+    let s = Sandbox::new();
+    configure(&s, &fake.base_url());
+    let data = s.home.join(".local/share/taskforce");
+    let mut run = s
+        .command(&["run", "dig"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+
+    // Wait until the child's partial text is on disk.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let (parent, child) = loop {
+        assert!(Instant::now() < deadline, "the child never wrote its text");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        if !data.join("taskforce.db").is_file() {
+            continue;
+        }
+        let store = SqliteStore::open(&data).await.unwrap();
+        let records = store.undelivered_background().await.unwrap();
+        let mut found = None;
+        if let Some(record) = records.first() {
+            let messages = store.messages(&record.child_id).await.unwrap();
+            let text = messages
+                .iter()
+                .flat_map(|m| m.parts.iter())
+                .filter_map(|p| p.as_text())
+                .any(|t| t.text.contains("finding"));
+            if text {
+                found = Some((record.parent_id.clone(), record.child_id.clone()));
+            }
+        }
+        store.close().await;
+        if let Some(found) = found {
+            break found;
+        }
+    };
+    run.kill().unwrap();
+    run.wait().unwrap();
+
+    // The next runtime on that data directory.
+    let mut env = std::collections::BTreeMap::new();
+    env.insert("HOME".to_string(), s.home.display().to_string());
+    let loaded = load(&LoadOptions {
+        cwd: s.project.clone(),
+        config_file: None,
+        data_dir: None,
+        env: env.clone(),
+    })
+    .unwrap();
+    assert_eq!(loaded.paths.data_dir, data);
+    let mut options = RuntimeOptions::new(loaded);
+    options.env = env;
+    let rt = tokio::task::spawn_blocking(move || Runtime::spawn_dedicated(options))
+        .await
+        .unwrap()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let delivered = loop {
+        let messages = rt.messages(&parent).await.unwrap();
+        let answered = messages.iter().any(|m| {
+            m.parts
+                .iter()
+                .filter_map(|p| p.as_text())
+                .any(|t| t.text == "resumed after the crash")
+        });
+        let delivery = messages
+            .iter()
+            .flat_map(|m| m.parts.iter())
+            .filter_map(|p| p.as_text())
+            .find(|t| t.text.starts_with("<task_result "))
+            .map(|t| t.text.clone());
+        if answered && let Some(delivery) = delivery {
+            break delivery;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "no interrupted result was delivered and answered"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(
+        delivered.contains(&format!("session_id=\"{child}\" status=\"error\"")),
+        "{delivered}"
+    );
+    assert!(delivered.contains("partial finding"), "{delivered}");
+    assert!(
+        delivered.contains("interrupted: the runtime running subagent session"),
+        "{delivered}"
+    );
+    // The record is settled: delivered, and no longer running.
+    let store = SqliteStore::open(&data).await.unwrap();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !store.undelivered_background().await.unwrap().is_empty() {
+        assert!(Instant::now() < deadline, "the record is marked delivered");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}

@@ -104,7 +104,7 @@ pub enum Event {
     #[serde(rename = "message.part.updated")]
     PartUpdated {
         /// The part as it is now.
-        #[schema(value_type = Part)]
+        #[cfg_attr(feature = "openapi", schema(value_type = Part))]
         part: Arc<Part>,
         /// The text appended since the last update.
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -3,6 +3,7 @@
 mod command;
 mod generate;
 mod manage;
+mod owner;
 mod tree;
 
 pub use generate::GeneratedAgentFile;
@@ -23,6 +24,9 @@ use taskforce_agents::model::Session;
 use taskforce_agents::permission::Rule;
 use taskforce_agents::provider::Providers;
 use taskforce_agents::tool::builtin_tools;
+
+pub use owner::LockError;
+pub(crate) use owner::{OwnerLock, is_alive};
 
 use crate::RuntimeError;
 use crate::bus::{BusHandle, Event, Filter, SessionStatus, Subscription};
@@ -48,6 +52,10 @@ pub struct RuntimeOptions {
     pub bus_capacity: usize,
     /// The first wait before retrying a failed model call; it doubles up to 30 s.
     pub retry_base: Duration,
+    /// At start, deliver the background results earlier runtimes left undelivered (recording
+    /// children a dead runtime left running as interrupted); a delivery may start a parent turn.
+    /// Off for short-lived tools that only read or manage sessions.
+    pub deliver_background: bool,
 }
 
 impl RuntimeOptions {
@@ -60,6 +68,7 @@ impl RuntimeOptions {
             arbiters: 0,
             bus_capacity: 4096,
             retry_base: Duration::from_secs(2),
+            deliver_background: true,
         }
     }
 }
@@ -92,6 +101,7 @@ impl Runtime {
         let project_id = paths.project_root.display().to_string();
         // The project's "always" approvals from earlier runs apply from the start.
         let broker = PermissionBroker::load(bus.clone(), store.clone(), project_id.clone()).await?;
+        let owner = OwnerLock::acquire(&paths.data_dir)?;
         let tools = builtin_tools();
         let schemas = tools.iter().map(|t| Arc::new(t.parameters())).collect();
         let core = Arc::new(Core {
@@ -116,6 +126,7 @@ impl Runtime {
             limits: Arc::new(Limits::new(&config_for_commands.subagent)),
             queued: DashMap::new(),
             deliveries: DashMap::new(),
+            owner,
         });
         let arbiters = if options.arbiters == 0 {
             std::thread::available_parallelism().map_or(2, |n| n.get())
@@ -124,8 +135,11 @@ impl Runtime {
         };
         let supervisor = Supervisor::new(core.clone(), arbiters).start();
         let _ = core.supervisor.set(supervisor.clone());
-        // Background results a previous runtime could not deliver go to their parents now.
-        tokio::spawn(crate::supervisor::deliver_pending(core.clone()));
+        // Background results a previous runtime could not deliver (or children it left running
+        // when it died) go to their parents now.
+        if options.deliver_background {
+            crate::supervisor::deliver_pending(core.clone()).await;
+        }
         Ok(Runtime {
             writer: Writer::new(core.clone()),
             core,

@@ -28,4 +28,8 @@ pub struct BackgroundTask {
     /// The result is in the parent's messages.
     #[serde(default)]
     pub delivered: bool,
+    /// The id of the runtime running it; a runtime that finds it running after that runtime
+    /// died records it as interrupted. Absent in records of older versions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }

@@ -10,8 +10,10 @@
 //! other. The record is marked delivered once the text is in the parent's history; records left
 //! undelivered (the runtime stopped first) are delivered when the next runtime starts, and a
 //! result whose text is already in the parent's history is not delivered twice. A record still
-//! `running` when a runtime starts is left alone: another runtime on the same data directory may
-//! be running it.
+//! `running` when a runtime starts names the runtime running it (`owner`): if that runtime is
+//! alive (it holds its lock file, see `runtime::owner`) the record is left to it; if it is gone
+//! (crashed, killed, stopped) the child is recorded as interrupted (`status="error"`, with its
+//! output so far) and that result is delivered like any other.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,6 +32,7 @@ use super::{Activate, Adopt, CancelTree, Live, limits, session_depth};
 use crate::RuntimeError;
 use crate::bus::{BusItem, Event, Filter};
 use crate::core::Core;
+use crate::runtime::is_alive;
 use crate::session::{
     Exclusive, IsBusy, Job, PartInput, Prompt, PromptInput, Reply, Seed, SessionActor, Subtask,
 };
@@ -66,6 +69,7 @@ impl SupervisorDelegate {
             status: ChildStatus::Running,
             result: None,
             delivered: false,
+            owner: Some(self.core.owner.id.clone()),
         };
         self.core
             .store
@@ -430,6 +434,12 @@ async fn record_end(
         ),
         (Ok(message), None) => status_of(&message.info),
         (Err(RuntimeError::Cancelled), None) => (ChildStatus::Cancelled, None),
+        (Err(RuntimeError::Stopped), None) => (
+            ChildStatus::Error,
+            Some(format!(
+                "interrupted: the runtime running subagent session {child} stopped before it finished; continue it with the task tool's session_id {child}"
+            )),
+        ),
         (Err(e), None) => (ChildStatus::Error, Some(e.to_string())),
     };
     let text = last_text(ended.as_ref().ok(), &answers);
@@ -447,7 +457,10 @@ async fn record_end(
     record
 }
 
-/// Delivers every finished, undelivered background result in the store (at runtime start).
+/// Delivers every finished, undelivered background result in the store (at runtime start). A
+/// child still recorded as running whose runtime is gone (it crashed or stopped first) is
+/// recorded as interrupted, with its output so far, and that result is delivered; children of
+/// live runtimes are left to them. Returns once the records are sorted; deliveries go on.
 pub(crate) async fn deliver_pending(core: Arc<Core>) {
     let pending = match core.store.undelivered_background().await {
         Ok(pending) => pending,
@@ -456,11 +469,17 @@ pub(crate) async fn deliver_pending(core: Arc<Core>) {
             return;
         }
     };
-    for record in pending {
-        if record.status != ChildStatus::Running {
-            let core = core.clone();
-            tokio::spawn(async move { deliver(&core, record).await });
+    for mut record in pending {
+        if matches!(record.status, ChildStatus::Running | ChildStatus::Queued) {
+            let data = &core.paths.data_dir;
+            if record.owner.as_deref().is_some_and(|o| is_alive(data, o)) {
+                continue;
+            }
+            let stopped = Ended::plain(Err(RuntimeError::Stopped));
+            record = record_end(&core, record, stopped, core.paths.home.as_deref()).await;
         }
+        let core = core.clone();
+        tokio::spawn(async move { deliver(&core, record).await });
     }
 }
 

@@ -441,3 +441,54 @@ async fn an_undelivered_result_is_delivered_after_a_restart() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+#[actix_rt::test]
+async fn a_second_runtime_leaves_a_live_runtimes_background_child_alone() {
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if is_child(req) {
+            Response::text("child finished its work").with_delay(Duration::from_millis(150))
+        } else if req.last_role() == Some("user") && last_content(req).contains("<task_result ") {
+            Response::text("saw the result")
+        } else if req.last_role() == Some("user") {
+            task_call(BACKGROUND)
+        } else {
+            Response::text("started it")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let first = env.runtime().await;
+    let parent = first.create_session(None, None).await.unwrap();
+    first
+        .prompt_async(&parent.id, PromptInput::text("go"))
+        .await
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !fake.requests().iter().any(is_child) {
+        assert!(Instant::now() < deadline, "the child never started");
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+
+    // Another runtime on the same data directory, while the first one runs the child: the
+    // child's runtime is alive, so its record stays as it is.
+    let second = env.runtime().await;
+    let store = SqliteStore::open(&second.paths().data_dir).await.unwrap();
+    let records = store.undelivered_background().await.unwrap();
+    assert_eq!(records.len(), 1);
+    assert!(records[0].result.is_none(), "{:?}", records[0].result);
+    store.close().await;
+
+    // The first runtime finishes the child and delivers its real result, once.
+    wait_for_messages(&first, &parent.id, "the child's result", |m| {
+        last_assistant_text(m) == "saw the result"
+    })
+    .await;
+    let delivered = deliveries(&first.messages(&parent.id).await.unwrap());
+    assert_eq!(delivered.len(), 1, "{delivered:?}");
+    assert!(
+        delivered[0].contains("status=\"completed\""),
+        "{delivered:?}"
+    );
+    assert!(delivered[0].contains("child finished its work"));
+}
