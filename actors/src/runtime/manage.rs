@@ -1,5 +1,7 @@
 //! Changing sessions from outside their loop: patching, forking, a user's shell command.
 
+use std::sync::Arc;
+
 use taskforce_agents::id::{MessageId, PartId, SessionId, now_ms};
 use taskforce_agents::model::{Message, Part, Session, Todo};
 
@@ -88,7 +90,7 @@ impl Runtime {
                 id: PartId::new(),
                 session_id: fork.id.clone(),
                 message_id: new_id.clone(),
-                kind: p.kind,
+                kind: Arc::unwrap_or_clone(p).kind,
             }));
         }
         let message_refs: Vec<&Message> = copies.iter().collect();

@@ -139,7 +139,8 @@ pub(crate) fn prune(messages: &mut [MessageWithParts]) -> Vec<(usize, usize)> {
     }
     let now = now_ms();
     for &(mi, pi) in &victims {
-        if let PartKind::Tool(tool) = &mut messages[mi].parts[pi].kind
+        if let PartKind::Tool(tool) =
+            &mut std::sync::Arc::make_mut(&mut messages[mi].parts[pi]).kind
             && let ToolState::Completed(done) = &mut tool.state
         {
             done.time.compacted = Some(now);
@@ -162,7 +163,7 @@ mod tests {
         let part = Part::new(s.clone(), info.id.clone(), TextPart::new("go"));
         MessageWithParts {
             info: Message::User(info),
-            parts: vec![part],
+            parts: vec![part.into()],
         }
     }
 
@@ -190,7 +191,7 @@ mod tests {
                         "read",
                         2,
                     ));
-                Part::new(s.clone(), info.id.clone(), tool)
+                Part::new(s.clone(), info.id.clone(), tool).into()
             })
             .collect();
         MessageWithParts {
@@ -248,11 +249,11 @@ mod tests {
         let s = SessionId::new();
         let first = user(&s);
         let mut request = user(&s);
-        request.parts = vec![Part::new(
+        request.parts = vec![std::sync::Arc::new(Part::new(
             s.clone(),
             request.info.id().clone(),
             taskforce_agents::model::CompactionPart { auto: true },
-        )];
+        ))];
         let mut summary = reads(&s, &[]);
         if let Message::Assistant(a) = &mut summary.info {
             a.summary = Some(true);

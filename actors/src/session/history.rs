@@ -181,7 +181,7 @@ mod tests {
         let info = UserMessage::new(session.clone(), "build", ModelRef::new("p", "m"), 1);
         let parts = parts
             .into_iter()
-            .map(|k| Part::new(session.clone(), info.id.clone(), k))
+            .map(|k| Part::new(session.clone(), info.id.clone(), k).into())
             .collect();
         MessageWithParts {
             info: Message::User(info),
@@ -208,7 +208,7 @@ mod tests {
         info.error = error;
         let parts = parts
             .into_iter()
-            .map(|k| Part::new(session.clone(), info.id.clone(), k))
+            .map(|k| Part::new(session.clone(), info.id.clone(), k).into())
             .collect();
         MessageWithParts {
             info: Message::Assistant(info),

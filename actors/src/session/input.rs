@@ -1,5 +1,7 @@
 //! What a prompt carries, and turning it into a stored user message.
 
+use std::sync::Arc;
+
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use taskforce_agents::id::{MessageId, now_ms};
@@ -181,14 +183,14 @@ pub(crate) async fn create_user_message(
                 f.into()
             }
             PartInput::Agent { name } => {
-                parts.push(Part::new(
+                parts.push(Arc::new(Part::new(
                     session.id.clone(),
                     info.id().clone(),
                     AgentPart {
                         name: name.clone(),
                         source: None,
                     },
-                ));
+                )));
                 // F19: the model is told to delegate; a denied agent is vouched for by the user.
                 let denied = evaluate("task", &name, &[&agent.permission]).action == Action::Deny;
                 let mut hint = format!(
@@ -215,7 +217,11 @@ pub(crate) async fn create_user_message(
             }
             .into(),
         };
-        parts.push(Part::new(session.id.clone(), info.id().clone(), kind));
+        parts.push(Arc::new(Part::new(
+            session.id.clone(),
+            info.id().clone(),
+            kind,
+        )));
     }
     let items: Vec<Item<'_>> = unsaved
         .then_some(Item::NewSession(session))

@@ -72,28 +72,30 @@ pub(super) struct StepResult {
     /// A permission was rejected: the loop stops.
     pub blocked: bool,
     /// Finished parts not yet written: ended text and reasoning, then the step's closing part.
-    pub closing: Vec<Part>,
+    pub closing: Vec<Arc<Part>>,
 }
 
-/// A part shared between the processor and a running tool's host.
+/// A part shared between the processor and a running tool's host. Its states are shared too:
+/// each is handed to the bus and the store as is, and a change copies the part only while an
+/// earlier state is still held somewhere.
 #[derive(Clone)]
-pub(crate) struct SharedPart(Arc<Mutex<Part>>);
+pub(crate) struct SharedPart(Arc<Mutex<Arc<Part>>>);
 
 impl SharedPart {
     pub fn new(part: Part) -> Self {
-        SharedPart(Arc::new(Mutex::new(part)))
+        SharedPart(Arc::new(Mutex::new(Arc::new(part))))
     }
 
-    /// A copy of the part as it is now.
-    pub fn lock(&self) -> Part {
+    /// The part as it is now.
+    pub fn lock(&self) -> Arc<Part> {
         self.0
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .clone()
     }
 
-    /// The part itself when nothing else shares it any more, else a copy.
-    pub fn into_part(self) -> Part {
+    /// The part as it ended.
+    pub fn into_part(self) -> Arc<Part> {
         match Arc::try_unwrap(self.0) {
             Ok(cell) => cell.into_inner().unwrap_or_else(PoisonError::into_inner),
             Err(shared) => shared
@@ -103,15 +105,15 @@ impl SharedPart {
         }
     }
 
-    /// What `look` finds in the part as it is now, without copying it.
+    /// What `look` finds in the part as it is now.
     pub fn peek<R>(&self, look: impl FnOnce(&Part) -> R) -> R {
         look(&self.0.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
-    /// Changes the part and returns a copy of the result.
-    pub fn update(&self, change: impl FnOnce(&mut Part)) -> Part {
+    /// Changes the part and returns its new state.
+    pub fn update(&self, change: impl FnOnce(&mut Part)) -> Arc<Part> {
         let mut part = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        change(&mut part);
+        change(Arc::make_mut(&mut part));
         part.clone()
     }
 }
@@ -362,7 +364,7 @@ impl Processor {
     }
 
     /// Ends a streaming part: trailing whitespace trimmed, end time set, written, published.
-    fn end_text(slot: Option<Streaming>) -> Option<Part> {
+    fn end_text(slot: Option<Streaming>) -> Option<Arc<Part>> {
         let streaming = slot?;
         let part = streaming.part.update(|p| match &mut p.kind {
             PartKind::Text(t) => {

@@ -227,8 +227,8 @@ async fn fail(
     core: &Core,
     writer: &Writer,
     mut assistant: AssistantMessage,
-    parts: Vec<Part>,
-    closing: Vec<Part>,
+    parts: Vec<Arc<Part>>,
+    closing: Vec<Arc<Part>>,
     error: AssistantError,
     cancelled: bool,
 ) -> Result<(MessageWithParts, StepOutcome), RuntimeError> {

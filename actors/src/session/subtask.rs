@@ -172,11 +172,11 @@ pub(crate) async fn run_subtask(
             user.model.clone(),
             now_ms(),
         ));
-        let text = Part::new(
+        let text = Arc::new(Part::new(
             session.id.clone(),
             next.id().clone(),
             TextPart::synthetic(SUMMARIZE),
-        );
+        ));
         writer
             .save(&[Item::Message(&next), Item::Part(&text)])
             .await?;

@@ -13,7 +13,7 @@ pub(crate) enum Item<'a> {
     /// A session stored for the first time (published as created, then updated).
     NewSession(&'a Session),
     Message(&'a Message),
-    Part(&'a Part),
+    Part(&'a Arc<Part>),
 }
 
 /// Persists and publishes messages, parts and status of sessions.
@@ -43,8 +43,7 @@ impl Writer {
     /// end of a cancelled run, which must not wait for the disk (nor spend its time encoding:
     /// the store's writer does that). Reads of the session wait for the queued write, so nobody
     /// who heard of the state reads an older one. Parts are published before the messages.
-    pub fn save_behind(&self, messages: Vec<Message>, parts: Vec<Part>) {
-        let parts: Vec<Arc<Part>> = parts.into_iter().map(Arc::new).collect();
+    pub fn save_behind(&self, messages: Vec<Message>, parts: Vec<Arc<Part>>) {
         let events: Vec<Event> = parts
             .iter()
             .map(|p| Event::PartUpdated {
@@ -80,7 +79,7 @@ impl Writer {
                     .bus
                     .publish(Event::MessageUpdated { info: (*m).clone() }),
                 Item::Part(p) => self.core.bus.publish(Event::PartUpdated {
-                    part: Arc::new((*p).clone()),
+                    part: Arc::clone(p),
                     delta: None,
                 }),
             }
@@ -88,24 +87,23 @@ impl Writer {
     }
 
     /// Stores a part, then publishes `message.part.updated` (the part is on disk first).
-    pub async fn part(&self, part: &Part) -> Result<(), StoreError> {
+    pub async fn part(&self, part: &Arc<Part>) -> Result<(), StoreError> {
         self.save(&[Item::Part(part)]).await
     }
 
     /// Publishes a streaming delta of `part` without writing it (the caller flushes later).
-    pub fn delta(&self, part: Part, delta: String) {
+    pub fn delta(&self, part: Arc<Part>, delta: String) {
         self.core.bus.publish(Event::PartUpdated {
-            part: Arc::new(part),
+            part,
             delta: Some(delta),
         });
     }
 
     /// Publishes a part update without writing it (live metadata of a running tool).
-    pub fn part_live(&self, part: Part) {
-        self.core.bus.publish(Event::PartUpdated {
-            part: Arc::new(part),
-            delta: None,
-        });
+    pub fn part_live(&self, part: Arc<Part>) {
+        self.core
+            .bus
+            .publish(Event::PartUpdated { part, delta: None });
     }
 
     /// Publishes the session's status (and `session.idle` after an idle status).
@@ -137,7 +135,7 @@ fn split<'a>(items: &[Item<'a>]) -> (Vec<&'a Session>, Vec<&'a Message>, Vec<&'a
         match item {
             Item::NewSession(s) => sessions.push(*s),
             Item::Message(m) => messages.push(*m),
-            Item::Part(p) => parts.push(*p),
+            Item::Part(p) => parts.push(&***p),
         }
     }
     (sessions, messages, parts)

@@ -49,7 +49,8 @@ pub struct MessageWithParts {
     /// The message.
     pub info: Message,
     /// Its parts, ordered by id.
-    pub parts: Vec<Part>,
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Part>))]
+    pub parts: Vec<Arc<Part>>,
 }
 
 /// An "always" approval of a project: `permission` is allowed for every value matching the

@@ -300,7 +300,7 @@ impl Delegate for SupervisorDelegate {
                     )
                     .map(|m| Answer {
                         info: &m.info,
-                        parts: m.parts.iter().collect(),
+                        parts: m.parts.iter().map(|p| &**p).collect(),
                     })
                     .collect()
             }
@@ -315,7 +315,7 @@ impl Delegate for SupervisorDelegate {
         };
         let text = message
             .as_ref()
-            .and_then(|m| last_text(m.parts.iter()))
+            .and_then(|m| last_text(m.parts.iter().map(|p| &**p)))
             .or_else(|| {
                 answers
                     .iter()

@@ -2,6 +2,7 @@
 
 use std::collections::HashMap;
 use std::fmt::Display;
+use std::sync::Arc;
 
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -33,7 +34,7 @@ pub(super) fn assemble(
         } else {
             let part = decode_part(row)?;
             if let Some(&i) = index.get(&part.message_id) {
-                messages[i].parts.push(part);
+                messages[i].parts.push(Arc::new(part));
             }
         }
     }
