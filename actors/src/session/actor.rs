@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use actix::prelude::*;
 use taskforce_agents::id::SessionId;
-use taskforce_agents::model::Session;
+use taskforce_agents::model::{Message, Session};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -318,20 +318,31 @@ impl Handler<IsBusy> for SessionActor {
     }
 }
 
-/// The session's messages as the actor remembers them (what the store holds, or will once its
-/// queued writes land), when it is not running and remembers them.
+/// The session's answers (assistant messages) created at or after `since` (epoch ms), as the
+/// actor remembers them (what the store holds, or will once its queued writes land), when it is
+/// not running and remembers them.
 #[derive(Message)]
 #[rtype(result = "Option<Vec<MessageWithParts>>")]
-pub struct History;
+pub struct Answers {
+    /// The earliest creation time wanted.
+    pub since: u64,
+}
 
-impl Handler<History> for SessionActor {
+impl Handler<Answers> for SessionActor {
     type Result = Option<Vec<MessageWithParts>>;
 
-    fn handle(&mut self, _: History, _: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: Answers, _: &mut Self::Context) -> Self::Result {
         let state = lock(&self.state);
         if state.running.is_some() {
             return None;
         }
-        state.history.clone()
+        let history = state.history.as_ref()?;
+        Some(
+            history
+                .iter()
+                .filter(|m| matches!(&m.info, Message::Assistant(a) if a.time.created >= msg.since))
+                .cloned()
+                .collect(),
+        )
     }
 }

@@ -17,7 +17,7 @@ mod title;
 mod writer;
 
 pub use actor::{
-    Cancel, Exclusive, History, IsBusy, Prompt, Seed, SessionActor, Shutdown, Subtask,
+    Answers, Cancel, Exclusive, IsBusy, Prompt, Seed, SessionActor, Shutdown, Subtask,
 };
 pub use compaction::{CONTINUE, filter_compacted, overflows};
 pub use exclusive::Job;

@@ -12,8 +12,8 @@ use taskforce_agents::id::{MessageId, now_ms};
 use taskforce_agents::model::{ApiError, CreatedTime, RetryPart};
 use taskforce_agents::model::{
     AssistantError, CacheTokens, Message, ModelRef, Part, PartKind, PartTime, ReasoningPart,
-    Session, StepFinishPart, StepStartPart, TextPart, Tokens, ToolPart, ToolState, ToolStateError,
-    ToolStateRunning,
+    Session, StartTime, StepFinishPart, StepStartPart, TextPart, Tokens, ToolPart, ToolState,
+    ToolStateError, ToolStateRunning,
 };
 use taskforce_agents::permission::{PermissionError, merge};
 use taskforce_agents::provider::{
@@ -108,6 +108,14 @@ impl SharedPart {
     /// What `look` finds in the part as it is now.
     pub fn peek<R>(&self, look: impl FnOnce(&Part) -> R) -> R {
         look(&self.0.lock().unwrap_or_else(PoisonError::into_inner))
+    }
+
+    /// Replaces the part by what `next` makes of its current state (borrowed, so that only what
+    /// the new state keeps is copied) and returns the new state.
+    pub fn replace(&self, next: impl FnOnce(&Part) -> Part) -> Arc<Part> {
+        let mut part = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        *part = Arc::new(next(&part));
+        part.clone()
     }
 
     /// Changes the part and returns its new state.
@@ -563,25 +571,21 @@ impl Processor {
     /// Records a call's result on its part.
     async fn finish_tool(&self, part: &SharedPart, outcome: Result<ToolOutput, ToolError>) {
         let now = now_ms();
-        let done = part.update(|p| {
-            let Some(tool) = p.as_tool_mut() else { return };
-            // The running state is taken, not copied: its metadata can be large (a task's).
-            let placeholder = ToolState::Running(ToolStateRunning::new(Map::new(), now));
-            let running = match std::mem::replace(&mut tool.state, placeholder) {
-                ToolState::Running(r) => r,
-                other => ToolStateRunning::new(other.input().clone(), now),
+        let done = part.replace(|p| {
+            let PartKind::Tool(tool) = &p.kind else {
+                return p.clone();
             };
-            tool.state = match outcome {
-                Ok(out) => {
-                    let mut completed = running.complete(out.output, out.title, now);
-                    completed.metadata.extend(out.metadata);
-                    ToolState::Completed(completed)
-                }
-                Err(e) => {
-                    let text = e.to_string();
-                    ToolState::Error(failed(running, e, text, now))
-                }
-            };
+            Part {
+                id: p.id.clone(),
+                session_id: p.session_id.clone(),
+                message_id: p.message_id.clone(),
+                kind: PartKind::Tool(ToolPart {
+                    call_id: tool.call_id.clone(),
+                    tool: tool.tool.clone(),
+                    metadata: tool.metadata.clone(),
+                    state: ended(&tool.state, outcome, now),
+                }),
+            }
         });
         // A cancelled run's calls end without waiting for the disk (see `Writer::save_behind`).
         if self.token.is_cancelled() {
@@ -590,6 +594,54 @@ impl Processor {
             let _ = self.writer.part(&done).await;
         }
     }
+}
+
+/// The state a call ends in at `now`, from the state it is in and its outcome. The current
+/// state is only read: its input and title are copied, and of what the tool published while it
+/// ran only the metadata the outcome does not replace (a task's is large and all replaced).
+fn ended(state: &ToolState, outcome: Result<ToolOutput, ToolError>, now: u64) -> ToolState {
+    let (input, title, start, published) = match state {
+        ToolState::Running(r) => (&r.input, r.title.clone(), r.time.start, r.metadata.as_ref()),
+        other => (other.input(), None, now, None),
+    };
+    let running = |metadata| ToolStateRunning {
+        input: input.clone(),
+        title,
+        metadata,
+        time: StartTime { start },
+    };
+    match outcome {
+        Ok(out) => {
+            let metadata = merged(published, out.metadata);
+            ToolState::Completed(running(Some(metadata)).complete(out.output, out.title, now))
+        }
+        Err(mut e) => {
+            let text = e.to_string();
+            let metadata = match (published, e.take_metadata()) {
+                (None, None) => None,
+                (published, own) => Some(merged(published, own.unwrap_or_default())),
+            };
+            ToolState::Error(running(metadata).fail(text, now))
+        }
+    }
+}
+
+/// `published` with `own` laid over it: the keys of both in `published`'s order then `own`'s
+/// new ones, a value of `own` winning; copies only what `own` does not replace.
+fn merged(
+    published: Option<&Map<String, Value>>,
+    mut own: Map<String, Value>,
+) -> Map<String, Value> {
+    let Some(published) = published else {
+        return own;
+    };
+    let mut out = Map::new();
+    for (key, value) in published {
+        let value = own.shift_remove(key).unwrap_or_else(|| value.clone());
+        out.insert(key.clone(), value);
+    }
+    out.extend(own);
+    out
 }
 
 /// The error state of a failed call: `text` for the model, and the error's own metadata (a
@@ -609,4 +661,67 @@ pub(crate) fn failed(
 
 fn aborted() -> AssistantError {
     AssistantError::aborted("The operation was aborted.")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn map(value: Value) -> Map<String, Value> {
+        match value {
+            Value::Object(m) => m,
+            _ => Map::new(),
+        }
+    }
+
+    #[test]
+    fn the_outcome_metadata_is_laid_over_what_the_tool_published() {
+        let published = map(json!({"sessionId": "a", "live": 1, "summary": [1]}));
+        let own = map(json!({"summary": [1, 2], "details": {"x": 1}, "sessionId": "a"}));
+        let got = merged(Some(&published), own);
+        assert_eq!(
+            got.keys().collect::<Vec<_>>(),
+            ["sessionId", "live", "summary", "details"]
+        );
+        assert_eq!(
+            Value::Object(got),
+            json!({"sessionId": "a", "live": 1, "summary": [1, 2], "details": {"x": 1}})
+        );
+        assert_eq!(merged(None, map(json!({"k": 1}))), map(json!({"k": 1})));
+    }
+
+    #[test]
+    fn a_call_ends_from_its_running_state_without_changing_it() {
+        let mut running = ToolStateRunning::new(map(json!({"p": 1})), 5);
+        running.title = Some("working".into());
+        running.metadata = Some(map(json!({"live": true})));
+        let state = ToolState::Running(running);
+        let out = ToolOutput {
+            title: "done".into(),
+            output: "ok".into(),
+            metadata: map(json!({"n": 2})),
+        };
+        let ToolState::Completed(done) = ended(&state, Ok(out), 9) else {
+            panic!("not completed");
+        };
+        assert_eq!(done.input, map(json!({"p": 1})));
+        assert_eq!(done.title, "done");
+        assert_eq!(done.time.start, 5);
+        assert_eq!(done.time.end, 9);
+        assert_eq!(Value::Object(done.metadata), json!({"live": true, "n": 2}));
+
+        let ToolState::Error(failed) = ended(&state, Err(ToolError::Aborted), 9) else {
+            panic!("not an error");
+        };
+        assert_eq!(failed.metadata, Some(map(json!({"live": true}))));
+        assert_eq!(failed.time.start, 5);
+        let pending = ToolState::Pending(Default::default());
+        let ToolState::Error(failed) = ended(&pending, Err(ToolError::Aborted), 9) else {
+            panic!("not an error");
+        };
+        assert_eq!(failed.metadata, None);
+        assert!(matches!(state, ToolState::Running(_)));
+    }
 }

@@ -26,7 +26,7 @@ use taskforce_agents::tool::background::{ChildReport, ChildStatus, task_result_t
 use taskforce_agents::tool::{SubagentRequest, TimeoutReason, ToolContext, ToolError};
 use tokio_util::sync::CancellationToken;
 
-use super::delegate::{ABORTED, SupervisorDelegate, failed, usage_of};
+use super::delegate::{ABORTED, SupervisorDelegate, failed, start_child, usage_of};
 use super::timeout::{self, Activity, ActivityFilter, RunLimits};
 use super::{Activate, Adopt, CancelTree, Live, limits, session_depth};
 use crate::RuntimeError;
@@ -34,7 +34,7 @@ use crate::bus::{BusItem, Event, Filter};
 use crate::core::Core;
 use crate::runtime::is_alive;
 use crate::session::{
-    Exclusive, IsBusy, Job, PartInput, Prompt, PromptInput, Reply, Seed, SessionActor, Subtask,
+    Exclusive, IsBusy, Job, PartInput, Prompt, PromptInput, Reply, Seed, SessionActor,
 };
 use crate::store::{BackgroundTask, MessageWithParts};
 
@@ -367,24 +367,16 @@ impl BackgroundRun {
     /// Starts the child's actor with its task; the reply comes when its run ends.
     async fn start(&self) -> Result<Reply, RuntimeError> {
         let child = &self.child;
-        let addr = self
-            .supervisor
-            .send(Activate {
-                id: child.id.clone(),
-                parent: child.parent_id.clone(),
-                seed: Some(Seed {
-                    session: child.clone(),
-                    empty: self.new,
-                    unsaved: self.new,
-                }),
-            })
-            .await
-            .map_err(|_| RuntimeError::Stopped)?;
-        addr.send(Subtask {
-            input: self.input.clone(),
-        })
-        .await
-        .map_err(|_| RuntimeError::Crashed(child.id.to_string()))?
+        let parent = child.parent_id.as_ref();
+        let (_, reply) = start_child(
+            &self.supervisor,
+            child,
+            self.new,
+            parent,
+            self.input.clone(),
+        )
+        .await?;
+        Ok(reply)
     }
 }
 

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
-use taskforce_agents::id::{MessageId, PartId, SessionId, now_ms};
+use taskforce_agents::id::{PartId, SessionId, now_ms};
 use taskforce_agents::model::{Message, Part, PartKind, Session, ToolState};
 use taskforce_agents::permission::{Action, Rule};
 use taskforce_agents::tool::background::ChildReport;
@@ -19,11 +19,11 @@ use taskforce_agents::tool::{
 };
 
 use super::timeout::{Activity, ActivityFilter, RunLimits};
-use super::{Activate, CancelTree, Live, Supervisor, limits, session_depth, task_guard, timeout};
+use super::{Activate, CancelTree, Supervisor, limits, session_depth, task_guard, timeout};
 use crate::RuntimeError;
-use crate::bus::{BusItem, Envelope, Event, Filter};
+use crate::bus::{BusItem, Event, Filter};
 use crate::core::Core;
-use crate::session::{History, PartInput, PromptInput, Seed, Subtask};
+use crate::session::{Answers, PartInput, PromptInput, Reply, Seed, SessionActor, Subtask};
 use crate::store::MessageWithParts;
 
 /// How long a cancelled child may take to record its end before its parent moves on.
@@ -173,74 +173,36 @@ impl Delegate for SupervisorDelegate {
             ]),
         );
 
-        // Follow the child's tool parts and mirror them on the parent's running part; its
-        // activity resets the idle clock.
+        // Mirror the child's tool calls on the parent's running part while the call runs; the
+        // child's activity resets the idle clock.
         let run_limits = RunLimits::new(&self.core.config.subagent, request.timeout);
         let activity = Arc::new(Activity::new());
         let clock_start = tokio::time::Instant::now();
-        let seen = activity.clone();
-        let mut events = self.core.bus.subscribe(Filter::Session(child.id.clone()));
-        let follower_ctx = ctx.clone();
-        let child_id = child.id.clone();
-        let mut follower = tokio::spawn(async move {
-            let mut summary: BTreeMap<PartId, SummaryEntry> = BTreeMap::new();
-            // The child's messages and parts as published (the events are shared, not copied),
-            // so that its result needs no read of the store.
-            let mut seen_messages: BTreeMap<MessageId, Arc<Envelope>> = BTreeMap::new();
-            let mut seen_parts: BTreeMap<PartId, Arc<Envelope>> = BTreeMap::new();
-            let mut complete = true;
-            let mut filter = ActivityFilter::default();
-            while let Some(item) = events.next().await {
-                let envelope = match item {
-                    BusItem::Event(envelope) => envelope,
-                    BusItem::Lagged(_) => {
-                        complete = false;
-                        seen.touch();
-                        continue;
-                    }
-                };
-                if filter.is_activity(&envelope.event) {
-                    seen.touch();
-                }
-                match &envelope.event {
-                    // The loop goes idle after its last part: the summary is whole.
-                    Event::SessionIdle { session_id } if *session_id == child_id => {
-                        return (summary, complete, seen_messages, seen_parts);
-                    }
-                    Event::MessageUpdated { info } => {
-                        seen_messages.insert(info.id().clone(), envelope.clone());
-                    }
-                    Event::MessageRemoved { message_id, .. } => {
-                        seen_messages.remove(message_id);
-                    }
-                    // Streaming deltas are interim: the part's final state follows without one.
-                    Event::PartUpdated { delta: Some(_), .. } => {}
-                    Event::PartUpdated { part, .. } => {
-                        seen_parts.insert(part.id.clone(), envelope.clone());
-                        let PartKind::Tool(tool) = &part.kind else {
-                            continue;
-                        };
-                        let entry = SummaryEntry::of(&tool.tool, &tool.state);
-                        // The parent's part changes only when a child's call changes status or
-                        // title, not on every live update of its metadata; and no longer once
-                        // the parent's call is aborted (its final state carries the summary).
-                        if summary.get(&part.id) == Some(&entry) {
-                            continue;
-                        }
-                        summary.insert(part.id.clone(), entry);
-                        if !follower_ctx.abort.is_cancelled() {
-                            follower_ctx.metadata(None, meta(&[("summary", render(&summary))]));
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            (summary, false, seen_messages, seen_parts)
-        });
+        let follower = tokio::spawn(follow(
+            self.core.bus.subscribe(Filter::Session(child.id.clone())),
+            child.id.clone(),
+            activity.clone(),
+            ctx.clone(),
+        ));
 
         let input = self.child_input(&request, nests);
         let started = now_ms();
-        let run = self.run_child(&child, new, &parent.id, input);
+        let start = start_child(&self.supervisor, &child, new, Some(&parent.id), input).await;
+        let (addr, reply) = match start {
+            Ok(started) => started,
+            Err(e) => {
+                follower.abort();
+                return Err(match e {
+                    RuntimeError::Stopped => ToolError::Failed("the runtime has stopped".into()),
+                    RuntimeError::Crashed(_) => ToolError::Failed(format!(
+                        "subagent session {} stopped unexpectedly",
+                        child.id
+                    )),
+                    e => failed(e),
+                });
+            }
+        };
+        let run = async { reply_of(reply.await, &child.id) };
         tokio::pin!(run);
         let mut timed_out = None;
         let result = tokio::select! {
@@ -253,6 +215,8 @@ impl Delegate for SupervisorDelegate {
                     .unwrap_or(Err(ToolError::Aborted))
             }
             () = ctx.abort.cancelled() => {
+                // Nothing more to mirror: the parent's call is over.
+                follower.abort();
                 self.supervisor.do_send(CancelTree { id: child.id.clone() });
                 // Let the child record how it ended, but never wait long for it.
                 tokio::time::timeout(CANCEL_GRACE, &mut run)
@@ -260,6 +224,7 @@ impl Delegate for SupervisorDelegate {
                     .unwrap_or(Err(ToolError::Aborted))
             }
         };
+        follower.abort();
         let (message, status) = match result {
             Ok(message) => {
                 let status = match &message.info {
@@ -283,36 +248,9 @@ impl Delegate for SupervisorDelegate {
             Some((reason, after)) => SubagentStatus::TimedOut { reason, after },
             None => status,
         };
-        let followed = tokio::time::timeout(Duration::from_secs(1), &mut follower).await;
-        follower.abort();
-        // What the child wrote during this run (usage, display items, a fallback summary): as
-        // followed live when the follower saw every event (borrowed, not copied), else as
-        // stored.
-        let stored: Vec<MessageWithParts>;
-        let answers: Vec<Answer<'_>> = match &followed {
-            Ok(Ok((_, true, messages, parts))) => followed_answers(messages, parts, started),
-            _ => {
-                stored = self.child_history(&child.id).await;
-                stored
-                    .iter()
-                    .filter(
-                        |m| matches!(&m.info, Message::Assistant(a) if a.time.created >= started),
-                    )
-                    .map(|m| Answer {
-                        info: &m.info,
-                        parts: m.parts.iter().map(|p| &**p).collect(),
-                    })
-                    .collect()
-            }
-        };
-        let summary = match &followed {
-            Ok(Ok((summary, true, _, _))) => match render(summary) {
-                Value::Array(entries) => entries,
-                _ => Vec::new(),
-            },
-            // The follower missed events (or never saw the end): read what the child stored.
-            _ => child_summary(&answers),
-        };
+        // What the child wrote during this run (usage, display items, summary): from its
+        // actor's memory, else as stored.
+        let answers = self.child_answers(&addr, &child.id, started).await;
         let text = message
             .as_ref()
             .and_then(|m| last_text(m.parts.iter().map(|p| &**p)))
@@ -320,16 +258,16 @@ impl Delegate for SupervisorDelegate {
                 answers
                     .iter()
                     .rev()
-                    .find_map(|a| last_text(a.parts.iter().copied()))
+                    .find_map(|a| last_text(a.parts.iter().map(|p| &**p)))
             })
             .unwrap_or_default();
         Ok(SubagentOutcome {
             session_id: child.id.clone(),
             text,
             model: request.model,
-            summary,
+            summary: child_summary(&answers),
             status,
-            usage: usage_of_infos(answers.iter().map(|a| a.info)),
+            usage: usage_of_infos(answers.iter().map(|a| &a.info)),
             display_items: display_items(&answers),
         })
     }
@@ -366,42 +304,48 @@ fn last_text<'a>(parts: impl DoubleEndedIterator<Item = &'a Part>) -> Option<Str
         .find_map(|p| p.as_text().map(|t| t.text.clone()))
 }
 
-/// One answer of the child during a run, borrowed from where it was read.
-struct Answer<'a> {
-    info: &'a Message,
-    parts: Vec<&'a Part>,
-}
-
-/// The child's answers created since `started`, from the last published state of its messages
-/// and parts: messages by creation time, parts by id (as the store returns them).
-fn followed_answers<'a>(
-    messages: &'a BTreeMap<MessageId, Arc<Envelope>>,
-    parts: &'a BTreeMap<PartId, Arc<Envelope>>,
-    started: u64,
-) -> Vec<Answer<'a>> {
-    let mut answers: Vec<Answer<'a>> = messages
-        .values()
-        .filter_map(|e| match &e.event {
-            Event::MessageUpdated { info }
-                if matches!(info, Message::Assistant(a) if a.time.created >= started) =>
-            {
-                Some(Answer {
-                    info,
-                    parts: Vec::new(),
-                })
+/// Follows a child's events while its parent's call runs: mirrors its tool calls (status and
+/// title) on the parent's running part, and counts its activity for the idle clock.
+async fn follow(
+    mut events: crate::bus::Subscription,
+    child: SessionId,
+    activity: Arc<Activity>,
+    ctx: ToolContext,
+) {
+    let mut summary: BTreeMap<PartId, SummaryEntry> = BTreeMap::new();
+    let mut filter = ActivityFilter::default();
+    while let Some(item) = events.next().await {
+        let envelope = match item {
+            BusItem::Event(envelope) => envelope,
+            BusItem::Lagged(_) => {
+                activity.touch();
+                continue;
             }
-            _ => None,
-        })
-        .collect();
-    answers.sort_by_key(|a| a.info.created());
-    for e in parts.values() {
-        if let Event::PartUpdated { part, .. } = &e.event
-            && let Some(answer) = answers.iter_mut().find(|a| a.info.id() == &part.message_id)
-        {
-            answer.parts.push(part);
+        };
+        if filter.is_activity(&envelope.event) {
+            activity.touch();
+        }
+        match &envelope.event {
+            Event::SessionIdle { session_id } if *session_id == child => return,
+            Event::PartUpdated { delta: None, part } => {
+                let PartKind::Tool(tool) = &part.kind else {
+                    continue;
+                };
+                let entry = SummaryEntry::of(&tool.tool, &tool.state);
+                // The parent's part changes only when a child's call changes status or title,
+                // not on every live update of its metadata; and no longer once the parent's call
+                // is aborted (its final state carries the summary).
+                if summary.get(&part.id) == Some(&entry) {
+                    continue;
+                }
+                summary.insert(part.id.clone(), entry);
+                if !ctx.abort.is_cancelled() {
+                    ctx.metadata(None, meta(&[("summary", render(&summary))]));
+                }
+            }
+            _ => {}
         }
     }
-    answers
 }
 
 /// What the parent's part shows of one child tool call: the tool, its status and title.
@@ -438,62 +382,72 @@ fn render(summary: &BTreeMap<PartId, SummaryEntry>) -> Value {
 }
 
 impl SupervisorDelegate {
-    /// The child's messages: from its actor's memory when it has them (no wait for the disk),
-    /// else from the store.
-    async fn child_history(&self, child: &SessionId) -> Vec<MessageWithParts> {
-        if let Ok(Some(addr)) = self.supervisor.send(Live { id: child.clone() }).await
-            && let Ok(Some(history)) = addr.send(History).await
-        {
-            return history;
+    /// The child's answers created since `since`: from its actor's memory when it has them (no
+    /// wait for the disk), else from the store.
+    async fn child_answers(
+        &self,
+        addr: &Addr<SessionActor>,
+        child: &SessionId,
+        since: u64,
+    ) -> Vec<MessageWithParts> {
+        if let Ok(Some(answers)) = addr.send(Answers { since }).await {
+            return answers;
         }
         match self.core.store.messages(child).await {
-            Ok(history) => history,
+            Ok(history) => history
+                .into_iter()
+                .filter(|m| matches!(&m.info, Message::Assistant(a) if a.time.created >= since))
+                .collect(),
             Err(e) => {
                 tracing::warn!(session = %child, "reading the child's messages failed: {e}");
                 Vec::new()
             }
         }
     }
+}
 
-    /// Sends the task to the child's actor and waits for its final message.
-    async fn run_child(
-        &self,
-        session: &Session,
-        new: bool,
-        parent: &SessionId,
-        input: PromptInput,
-    ) -> Result<MessageWithParts, ToolError> {
-        let child = &session.id;
-        let addr = self
-            .supervisor
-            .send(Activate {
-                id: child.clone(),
-                parent: Some(parent.clone()),
-                seed: Some(Seed {
-                    session: session.clone(),
-                    empty: new,
-                    unsaved: new,
-                }),
-            })
-            .await
-            .map_err(|_| ToolError::Failed("the runtime has stopped".into()))?;
-        let reply = addr
-            .send(Subtask { input })
-            .await
-            .map_err(|_| {
-                ToolError::Failed(format!("subagent session {child} stopped unexpectedly"))
-            })?
-            .map_err(failed)?;
-        match reply.await {
-            Ok(Ok(message)) => Ok(message),
-            Ok(Err(RuntimeError::Cancelled)) => Err(ToolError::Aborted),
-            Ok(Err(e)) => Err(ToolError::Failed(format!(
-                "subagent session {child} failed: {e}"
-            ))),
-            Err(_) => Err(ToolError::Failed(format!(
-                "subagent session {child} stopped unexpectedly"
-            ))),
-        }
+/// Starts `session`'s actor (a child of `parent`) and gives it its task; its reply comes when
+/// the run ends.
+pub(super) async fn start_child(
+    supervisor: &Addr<Supervisor>,
+    session: &Session,
+    new: bool,
+    parent: Option<&SessionId>,
+    input: PromptInput,
+) -> Result<(Addr<SessionActor>, Reply), RuntimeError> {
+    let addr = supervisor
+        .send(Activate {
+            id: session.id.clone(),
+            parent: parent.cloned(),
+            seed: Some(Seed {
+                session: session.clone(),
+                empty: new,
+                unsaved: new,
+            }),
+        })
+        .await
+        .map_err(|_| RuntimeError::Stopped)?;
+    let reply = addr
+        .send(Subtask { input })
+        .await
+        .map_err(|_| RuntimeError::Crashed(session.id.to_string()))??;
+    Ok((addr, reply))
+}
+
+/// A child's reply as the task call's result: its final message, or why there is none.
+fn reply_of(
+    reply: Result<Result<MessageWithParts, RuntimeError>, tokio::sync::oneshot::error::RecvError>,
+    child: &SessionId,
+) -> Result<MessageWithParts, ToolError> {
+    match reply {
+        Ok(Ok(message)) => Ok(message),
+        Ok(Err(RuntimeError::Cancelled)) => Err(ToolError::Aborted),
+        Ok(Err(e)) => Err(ToolError::Failed(format!(
+            "subagent session {child} failed: {e}"
+        ))),
+        Err(_) => Err(ToolError::Failed(format!(
+            "subagent session {child} stopped unexpectedly"
+        ))),
     }
 }
 
@@ -508,10 +462,10 @@ fn summary_entry(id: &PartId, tool: &str, status: &str, title: Option<&str>) -> 
 }
 
 /// The summary of the child's tool parts in `answers`.
-fn child_summary(answers: &[Answer<'_>]) -> Vec<Value> {
+fn child_summary(answers: &[MessageWithParts]) -> Vec<Value> {
     answers
         .iter()
-        .flat_map(|m| m.parts.iter().copied())
+        .flat_map(|m| m.parts.iter())
         .filter_map(|p| {
             let t = p.as_tool()?;
             let entry = SummaryEntry::of(&t.tool, &t.state);
@@ -547,10 +501,10 @@ fn usage_of_infos<'a>(infos: impl Iterator<Item = &'a Message>) -> TaskUsage {
 }
 
 /// The texts and tool calls of `answers`, in order.
-fn display_items(answers: &[Answer<'_>]) -> Vec<DisplayItem> {
+fn display_items(answers: &[MessageWithParts]) -> Vec<DisplayItem> {
     answers
         .iter()
-        .flat_map(|m| m.parts.iter().copied())
+        .flat_map(|m| m.parts.iter())
         .filter_map(|p| match &p.kind {
             PartKind::Text(t) if !t.text.is_empty() => Some(DisplayItem::Text {
                 text: t.text.clone(),
