@@ -213,6 +213,43 @@ pub(super) async fn drive(
             }
         }
     };
+    // Background children the run started: wait until their results are delivered and
+    // answered, so that the run ends with the tree's last answer instead of taking them down
+    // with it (Ctrl-C cancels them with the rest of the tree).
+    let mut answered_later = false;
+    if !interrupted && matches!(&result, Ok(Ok(_))) {
+        let mut tick = tokio::time::interval(Duration::from_millis(100));
+        loop {
+            let pending = runtime.pending_background(session).await.unwrap_or(0);
+            let busy = runtime.statuses().contains_key(session);
+            if pending == 0 && !busy {
+                break;
+            }
+            if !answered_later && format == Format::Text && pending > 0 {
+                eprintln!("waiting for {pending} background subagent(s)…");
+            }
+            answered_later = true;
+            tokio::select! {
+                item = events.next() => {
+                    if let Some(BusItem::Event(envelope)) = item {
+                        handle_event(runtime, &envelope.event, &mut view, format, yes, interactive).await;
+                    }
+                }
+                _ = tick.tick() => {}
+                _ = tokio::signal::ctrl_c(), if !interrupted => {
+                    interrupted = true;
+                    eprintln!("interrupted: cancelling the session tree…");
+                    let _ = runtime.cancel(session).await;
+                }
+            }
+        }
+    }
+    let result = match result {
+        Ok(Ok(first)) if answered_later => {
+            Ok(Ok(last_answer(runtime, session).await.unwrap_or(first)))
+        }
+        other => other,
+    };
     // Let the last events of the tree reach the output.
     let settle = tokio::time::sleep(Duration::from_millis(300));
     tokio::pin!(settle);
@@ -253,6 +290,18 @@ pub(super) async fn drive(
         writeln!(out, "{text}")?;
     }
     Ok(())
+}
+
+/// The session's newest assistant message, as stored.
+async fn last_answer(
+    runtime: &Runtime,
+    session: &SessionId,
+) -> Option<taskforce_actors::store::MessageWithParts> {
+    let messages = runtime.messages(session).await.ok()?;
+    messages
+        .into_iter()
+        .rev()
+        .find(|m| matches!(m.info, Message::Assistant(_)))
 }
 
 async fn handle_event(

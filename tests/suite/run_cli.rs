@@ -519,3 +519,54 @@ async fn a_background_child_of_a_killed_run_is_reported_interrupted_on_the_next_
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 }
+
+/// A run whose agent starts a background child waits for the child's result to be delivered
+/// and answered, and prints that last answer, instead of exiting (and killing the child) as
+/// soon as the first turn ends.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_waits_for_its_background_children_and_prints_the_last_answer() {
+    use std::time::Duration;
+
+    let fake = FakeOpenAi::start(|req| {
+        let last = req
+            .messages()
+            .last()
+            .and_then(|m| m["content"].as_str())
+            .unwrap_or_default()
+            .to_string();
+        if !req.tool_names().contains(&"task") {
+            Response::text("the digger found gold").with_delay(Duration::from_millis(100))
+        } else if last.contains("<task_result ") {
+            Response::text("Final: gold was found.")
+        } else if req.last_role() == Some("user") {
+            Response::tool_calls(&[(
+                "call_bg",
+                "task",
+                r#"{"description":"Dig","prompt":"dig deep","subagent_type":"general","background":true}"#,
+            )])
+        } else {
+            Response::text("A digger is on it.")
+        }
+    })
+    .await
+    .unwrap();
+    let s = Sandbox::new();
+    configure(&s, &fake.base_url());
+    let out = tokio::task::spawn_blocking(move || s.run(&["run", "dig"]))
+        .await
+        .unwrap();
+    assert_eq!(out.status, 0, "stderr: {}", out.stderr);
+    assert_eq!(out.stdout.trim(), "Final: gold was found.", "{}", out.stderr);
+    assert!(
+        out.stderr.contains("waiting for 1 background subagent(s)"),
+        "{}",
+        out.stderr
+    );
+    let answered = fake.requests().iter().any(|r| {
+        r.messages()
+            .last()
+            .and_then(|m| m["content"].as_str())
+            .is_some_and(|c| c.contains("status=\"completed\"") && c.contains("found gold"))
+    });
+    assert!(answered, "the parent saw the child's result");
+}

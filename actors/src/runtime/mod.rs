@@ -377,6 +377,28 @@ impl Runtime {
         tree::build(&self.core, root).await
     }
 
+    /// How many background children started in `id`'s tree (by `id` or a descendant) have a
+    /// result not yet delivered: still queued or running, or waiting for their delivery (which
+    /// is done once the receiving session has answered it).
+    pub async fn pending_background(&self, id: &SessionId) -> Result<usize, RuntimeError> {
+        let records = self.core.store.undelivered_background().await?;
+        let mut pending = 0;
+        for record in records {
+            let mut at = Some(record.parent_id);
+            for _ in 0..256 {
+                match at {
+                    Some(p) if &p == id => {
+                        pending += 1;
+                        break;
+                    }
+                    Some(p) => at = self.core.store.session(&p).await?.and_then(|s| s.parent_id),
+                    None => break,
+                }
+            }
+        }
+        Ok(pending)
+    }
+
     /// Deletes a session and its subtree (cancelling whatever runs there first).
     pub async fn delete_session(&self, id: &SessionId) -> Result<Vec<Session>, RuntimeError> {
         self.cancel(id).await?;
