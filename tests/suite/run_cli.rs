@@ -556,7 +556,12 @@ async fn run_waits_for_its_background_children_and_prints_the_last_answer() {
         .await
         .unwrap();
     assert_eq!(out.status, 0, "stderr: {}", out.stderr);
-    assert_eq!(out.stdout.trim(), "Final: gold was found.", "{}", out.stderr);
+    assert_eq!(
+        out.stdout.trim(),
+        "Final: gold was found.",
+        "{}",
+        out.stderr
+    );
     assert!(
         out.stderr.contains("waiting for 1 background subagent(s)"),
         "{}",

@@ -124,12 +124,20 @@ static CLUES: LazyLock<AhoCorasick> = LazyLock::new(|| {
 /// `text` with secrets replaced by [`REDACTED`] and `home` (when given) shortened to `~`.
 pub fn redact(text: &str, home: Option<&Path>) -> String {
     let mut out = text.to_string();
-    if CLUES.is_match(text) {
-        redact_patterns(&mut out);
+    redact_in_place(&mut out, home);
+    out
+}
+
+/// [`redact`] on `text` itself: a text with nothing to redact is left as it is, uncopied.
+pub fn redact_in_place(text: &mut String, home: Option<&Path>) {
+    if CLUES.is_match(text.as_str()) {
+        redact_patterns(text);
     }
-    match home.and_then(Path::to_str) {
-        Some(home) => shorten_home(&out, home),
-        None => out,
+    if let Some(home) = home.and_then(Path::to_str)
+        && !home.trim_end_matches('/').is_empty()
+        && text.contains(home.trim_end_matches('/'))
+    {
+        *text = shorten_home(text, home);
     }
 }
 

@@ -11,7 +11,7 @@ use super::envelope::{
     DETAILS_KEY, DisplayItem, EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_TIMEOUT, TaskEnvelope,
     TaskError, TaskErrorCode, TaskMode, TaskResult, TimeoutReason,
 };
-use super::redact::redact;
+use super::redact::{redact, redact_in_place};
 use super::run::parse_args;
 use super::task_parallel;
 use super::truncate::{self, Direction, MAX_BYTES, MAX_LINES};
@@ -296,13 +296,14 @@ fn finish(
     agent: &str,
     task: &str,
     title: String,
-    outcome: SubagentOutcome,
+    mut outcome: SubagentOutcome,
     ctx: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
     let home = ctx.home.as_deref();
     let session_id = outcome.session_id.to_string();
     let mut metadata = Map::new();
-    metadata.insert("summary".into(), Value::Array(outcome.summary.clone()));
+    let summary = std::mem::take(&mut outcome.summary);
+    metadata.insert("summary".into(), Value::Array(summary));
     metadata.insert("sessionId".into(), Value::String(session_id.clone()));
     metadata.insert("model".into(), json!(outcome.model));
     let (result, error, text) = child_result(agent, task, outcome, home);
@@ -379,20 +380,15 @@ pub(super) fn child_result(
         SubagentStatus::TimedOut { reason, .. } => Some(*reason),
         _ => None,
     };
-    let text = redact(&outcome.text, home);
-    let display_items = outcome
-        .display_items
-        .into_iter()
-        .map(|item| match item {
-            DisplayItem::Text { text } => DisplayItem::Text {
-                text: redact(&text, home),
-            },
-            DisplayItem::ToolCall { name, args } => DisplayItem::ToolCall {
-                name,
-                args: redact_json(args, home),
-            },
-        })
-        .collect();
+    let mut text = outcome.text;
+    redact_in_place(&mut text, home);
+    let mut display_items = outcome.display_items;
+    for item in &mut display_items {
+        match item {
+            DisplayItem::Text { text } => redact_in_place(text, home),
+            DisplayItem::ToolCall { args, .. } => redact_json(args, home),
+        }
+    }
     let result = TaskResult {
         agent: agent.to_string(),
         task: task.to_string(),
@@ -442,18 +438,12 @@ pub(super) fn timeout_error(
     TaskError::new(TaskErrorCode::SubagentTimeout, message)
 }
 
-/// `value` with every string redacted.
-fn redact_json(value: Value, home: Option<&std::path::Path>) -> Value {
+/// Redacts every string in `value`, in place.
+fn redact_json(value: &mut Value, home: Option<&std::path::Path>) {
     match value {
-        Value::String(s) => Value::String(redact(&s, home)),
-        Value::Array(items) => {
-            Value::Array(items.into_iter().map(|v| redact_json(v, home)).collect())
-        }
-        Value::Object(map) => Value::Object(
-            map.into_iter()
-                .map(|(k, v)| (k, redact_json(v, home)))
-                .collect(),
-        ),
-        other => other,
+        Value::String(s) => redact_in_place(s, home),
+        Value::Array(items) => items.iter_mut().for_each(|v| redact_json(v, home)),
+        Value::Object(map) => map.values_mut().for_each(|v| redact_json(v, home)),
+        _ => {}
     }
 }
