@@ -19,7 +19,7 @@ pub mod supervisor;
 pub use error::RuntimeError;
 pub use hooks::{HookCall, Hooks};
 pub use runtime::{
-    GeneratedAgentFile, LockError, Runtime, RuntimeOptions, SessionPatch, SessionTree,
+    GeneratedAgentFile, LockError, PendingWork, Runtime, RuntimeOptions, SessionPatch, SessionTree,
 };
 pub use session::{PartInput, PromptInput, ShellInput};
 pub use taskforce_agents as agents;

@@ -157,6 +157,10 @@ fn usage_line(tree: &taskforce_actors::SessionTree) -> String {
     )
 }
 
+/// How long a run waits for background results that ended but make no progress towards their
+/// delivery (nothing in the tree runs) before it leaves them to the next runtime.
+const UNDELIVERED_PATIENCE: Duration = Duration::from_secs(10);
+
 /// Prompts, follows the events, answers permission asks, and handles Ctrl-C.
 pub(super) async fn drive(
     runtime: &Runtime,
@@ -215,18 +219,34 @@ pub(super) async fn drive(
     };
     // Background children the run started: wait until their results are delivered and
     // answered, so that the run ends with the tree's last answer instead of taking them down
-    // with it (Ctrl-C cancels them with the rest of the tree).
+    // with it (Ctrl-C cancels them with the rest of the tree). Results whose delivery makes no
+    // progress for a while (it failed) are left to the next runtime.
     let mut answered_later = false;
     if !interrupted && matches!(&result, Ok(Ok(_))) {
         let mut tick = tokio::time::interval(Duration::from_millis(100));
+        let mut last = None;
+        let mut unchanged_since = tokio::time::Instant::now();
         loop {
-            let pending = runtime.pending_background(session).await.unwrap_or(0);
-            let busy = runtime.statuses().contains_key(session);
-            if pending == 0 && !busy {
+            let work = runtime.pending_work(session).await.unwrap_or_default();
+            if work.is_done() {
                 break;
             }
-            if !answered_later && format == Format::Text && pending > 0 {
-                eprintln!("waiting for {pending} background subagent(s)…");
+            if last != Some(work) {
+                last = Some(work);
+                unchanged_since = tokio::time::Instant::now();
+            } else if !work.busy
+                && work.running == 0
+                && unchanged_since.elapsed() >= UNDELIVERED_PATIENCE
+            {
+                eprintln!(
+                    "{} background result(s) could not be delivered yet; the next `taskforce run` or `serve` delivers them",
+                    work.undelivered
+                );
+                break;
+            }
+            let waiting = work.running + work.undelivered;
+            if !answered_later && format == Format::Text && waiting > 0 {
+                eprintln!("waiting for {waiting} background subagent(s)…");
             }
             answered_later = true;
             tokio::select! {

@@ -23,6 +23,7 @@ use taskforce_agents::id::{PermissionId, SessionId, now_ms};
 use taskforce_agents::model::Session;
 use taskforce_agents::permission::Rule;
 use taskforce_agents::provider::Providers;
+use taskforce_agents::tool::background::ChildStatus;
 use taskforce_agents::tool::builtin_tools;
 
 pub use owner::LockError;
@@ -70,6 +71,25 @@ impl RuntimeOptions {
             retry_base: Duration::from_secs(2),
             deliver_background: true,
         }
+    }
+}
+
+/// What still goes on in a session tree (see [`Runtime::pending_work`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PendingWork {
+    /// A session of the tree is running its loop.
+    pub busy: bool,
+    /// Background children of the tree still queued or running.
+    pub running: usize,
+    /// Background children of the tree that ended and whose results are not delivered yet
+    /// (a delivery counts once its receiving session has answered it).
+    pub undelivered: usize,
+}
+
+impl PendingWork {
+    /// Nothing is left to wait for.
+    pub fn is_done(&self) -> bool {
+        !self.busy && self.running == 0 && self.undelivered == 0
     }
 }
 
@@ -377,26 +397,39 @@ impl Runtime {
         tree::build(&self.core, root).await
     }
 
-    /// How many background children started in `id`'s tree (by `id` or a descendant) have a
-    /// result not yet delivered: still queued or running, or waiting for their delivery (which
-    /// is done once the receiving session has answered it).
-    pub async fn pending_background(&self, id: &SessionId) -> Result<usize, RuntimeError> {
-        let records = self.core.store.undelivered_background().await?;
-        let mut pending = 0;
-        for record in records {
-            let mut at = Some(record.parent_id);
-            for _ in 0..256 {
-                match at {
-                    Some(p) if &p == id => {
-                        pending += 1;
-                        break;
-                    }
-                    Some(p) => at = self.core.store.session(&p).await?.and_then(|s| s.parent_id),
-                    None => break,
+    /// What still goes on in `id`'s tree: whether a session of it is busy, and its background
+    /// children (started by `id` or a descendant) whose results have not reached their parents.
+    pub async fn pending_work(&self, id: &SessionId) -> Result<PendingWork, RuntimeError> {
+        let mut work = PendingWork::default();
+        let busy: Vec<SessionId> = self.core.statuses.iter().map(|e| e.key().clone()).collect();
+        for session in busy {
+            if self.within(&session, id).await? {
+                work.busy = true;
+                break;
+            }
+        }
+        for record in self.core.store.undelivered_background().await? {
+            if self.within(&record.parent_id, id).await? {
+                match record.status {
+                    ChildStatus::Queued | ChildStatus::Running => work.running += 1,
+                    _ => work.undelivered += 1,
                 }
             }
         }
-        Ok(pending)
+        Ok(work)
+    }
+
+    /// Whether `session` is `root` or one of its descendants.
+    async fn within(&self, session: &SessionId, root: &SessionId) -> Result<bool, RuntimeError> {
+        let mut at = Some(session.clone());
+        for _ in 0..256 {
+            match at {
+                Some(s) if &s == root => return Ok(true),
+                Some(s) => at = self.core.store.session(&s).await?.and_then(|s| s.parent_id),
+                None => return Ok(false),
+            }
+        }
+        Ok(false)
     }
 
     /// Deletes a session and its subtree (cancelling whatever runs there first).

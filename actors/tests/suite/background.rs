@@ -492,3 +492,41 @@ async fn a_second_runtime_leaves_a_live_runtimes_background_child_alone() {
     );
     assert!(delivered[0].contains("child finished its work"));
 }
+
+#[actix_rt::test]
+async fn pending_work_follows_a_background_child_until_its_result_is_answered() {
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if is_child(req) {
+            Response::text("child finished its work").with_delay(Duration::from_millis(200))
+        } else if req.last_role() == Some("user") && last_content(req).contains("<task_result ") {
+            Response::text("saw the result")
+        } else if req.last_role() == Some("user") {
+            task_call(BACKGROUND)
+        } else {
+            Response::text("started it")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let parent = rt.create_session(None, None).await.unwrap();
+    let other = rt.create_session(None, None).await.unwrap();
+    rt.prompt(&parent.id, PromptInput::text("go"))
+        .await
+        .unwrap();
+    // The first turn is over; the child runs (or its result is on its way).
+    let first = rt.pending_work(&parent.id).await.unwrap();
+    assert!(!first.is_done(), "{first:?}");
+    assert_eq!(first.running + first.undelivered, 1, "{first:?}");
+    assert!(rt.pending_work(&other.id).await.unwrap().is_done());
+
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !rt.pending_work(&parent.id).await.unwrap().is_done() {
+        assert!(Instant::now() < deadline, "the work never ended");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Done means answered: the parent's last answer is its reply to the result.
+    let messages = rt.messages(&parent.id).await.unwrap();
+    assert_eq!(last_assistant_text(&messages), "saw the result");
+}
