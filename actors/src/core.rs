@@ -51,6 +51,8 @@ pub(crate) struct Core {
     pub limits: Arc<crate::supervisor::Limits>,
     /// Background children waiting for a running slot: cancelling their tree cancels these.
     pub queued: DashMap<SessionId, tokio_util::sync::CancellationToken>,
+    /// Background children whose end is not recorded yet: their channel closes once it is.
+    pub unrecorded: DashMap<SessionId, tokio::sync::watch::Receiver<()>>,
     /// One delivery of background results into a parent at a time (by parent).
     pub deliveries: DashMap<SessionId, Arc<tokio::sync::Mutex<()>>>,
     /// This runtime's id and the lock that tells other runtimes it is alive.

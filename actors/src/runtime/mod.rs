@@ -145,6 +145,7 @@ impl Runtime {
             commands: Commands::new(&config_for_commands),
             limits: Arc::new(Limits::new(&config_for_commands.subagent)),
             queued: DashMap::new(),
+            unrecorded: DashMap::new(),
             deliveries: DashMap::new(),
             owner,
         });

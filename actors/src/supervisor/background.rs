@@ -100,6 +100,8 @@ impl SupervisorDelegate {
             limits: RunLimits::new(&self.core.config.subagent, request.timeout),
             home: ctx.home.clone(),
         };
+        let (recorded, unrecorded) = tokio::sync::watch::channel(());
+        self.core.unrecorded.insert(child.id.clone(), unrecorded);
         tokio::spawn(async move {
             let slot = tokio::select! {
                 biased;
@@ -116,6 +118,8 @@ impl SupervisorDelegate {
             };
             run.core.queued.remove(&run.child.id);
             let record = record_end(&run.core, record, ended, run.home.as_deref()).await;
+            run.core.unrecorded.remove(&run.child.id);
+            drop(recorded);
             deliver(&run.core, record).await;
         });
         Ok(child.id)
@@ -146,22 +150,16 @@ impl SupervisorDelegate {
         let mut events = self.core.bus.subscribe(Filter::Session(child.clone()));
         let busy = is_busy(&self.supervisor, child).await;
         let queued = self.core.queued.contains_key(child);
+        let unrecorded = self.core.unrecorded.get(child).map(|r| r.clone());
         self.supervisor
             .send(CancelTree { id: child.clone() })
             .await
             .map_err(|_| ToolError::Failed("the runtime has stopped".into()))?;
-        if queued {
-            // It never started: its waiting task records the cancelled end right away.
-            let recorded = async {
-                loop {
-                    match self.core.store.background(child).await {
-                        Ok(Some(r)) if r.status != ChildStatus::Running => return Some(r),
-                        Ok(_) => tokio::time::sleep(Duration::from_millis(5)).await,
-                        Err(_) => return None,
-                    }
-                }
-            };
-            if let Ok(Some(record)) = tokio::time::timeout(CANCEL_WAIT, recorded).await {
+        if queued && let Some(mut unrecorded) = unrecorded {
+            // It never started: its waiting task records the cancelled end right away (and
+            // closes the channel once it has).
+            let _ = tokio::time::timeout(CANCEL_WAIT, unrecorded.wait_for(|_| false)).await;
+            if let Ok(Some(record)) = self.core.store.background(child).await {
                 return report(&self.core, &self.supervisor, child, Some(&record)).await;
             }
         }
