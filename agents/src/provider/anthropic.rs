@@ -38,7 +38,7 @@ use std::time::Duration;
 use indexmap::IndexMap;
 use reqwest::header::{ACCEPT, HeaderMap, HeaderName, HeaderValue};
 
-use super::http::{Endpoint, describe, post_json};
+use super::http::{Endpoint, Wire, describe, stream_call};
 use super::{LanguageModel, ModelRequest, ModelStream, ProviderError};
 use crate::config::ProviderConfig;
 use crate::model::ModelRef;
@@ -241,29 +241,23 @@ impl LanguageModel for AnthropicModel {
 
     async fn stream(&self, request: &ModelRequest) -> Result<ModelStream, ProviderError> {
         let provider = &self.provider;
-        let body = self.request_body(request);
-        tracing::debug!(
-            provider = %provider.id,
-            model = %self.model.model_id,
-            agent = %request.agent,
-            messages = request.messages.len(),
-            tools = request.tools.len(),
-            "messages request"
-        );
-        let response = post_json(
-            Endpoint {
-                provider: &provider.id,
-                client: &provider.client,
-                url: &provider.endpoint,
-                headers: &provider.headers,
-            },
-            &body,
-            errors::from_status,
-        )
-        .await?;
-        Ok(stream::events(provider.id.clone(), response.bytes_stream()))
+        let endpoint = Endpoint {
+            provider: &provider.id,
+            client: &provider.client,
+            url: &provider.endpoint,
+            headers: &provider.headers,
+        };
+        stream_call(endpoint, &WIRE, &self.model.model_id, request).await
     }
 }
+
+/// The messages wire format.
+const WIRE: Wire = Wire {
+    call: "messages",
+    body: request::body,
+    on_status: errors::from_status,
+    events: |provider, response| stream::events(provider, response.bytes_stream()),
+};
 
 #[cfg(test)]
 mod tests {

@@ -4,7 +4,38 @@
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
-use super::ProviderError;
+use super::{ModelRequest, ModelStream, ProviderError};
+
+/// How an adapter speaks its wire format: the name of its call (for logs), the body of a
+/// request, what an error status means, and how the answer's body becomes model events.
+pub(crate) struct Wire {
+    pub call: &'static str,
+    pub body: fn(&str, &ModelRequest) -> Value,
+    pub on_status: fn(&str, u16, &HeaderMap, String) -> ProviderError,
+    pub events: fn(String, reqwest::Response) -> ModelStream,
+}
+
+/// One streamed model call of `model_id` to `endpoint` in `wire`'s format.
+pub(crate) async fn stream_call(
+    endpoint: Endpoint<'_>,
+    wire: &Wire,
+    model_id: &str,
+    request: &ModelRequest,
+) -> Result<ModelStream, ProviderError> {
+    let body = (wire.body)(model_id, request);
+    tracing::debug!(
+        provider = %endpoint.provider,
+        model = %model_id,
+        agent = %request.agent,
+        messages = request.messages.len(),
+        tools = request.tools.len(),
+        "{} request",
+        wire.call
+    );
+    let provider = endpoint.provider.to_string();
+    let response = post_json(endpoint, &body, wire.on_status).await?;
+    Ok((wire.events)(provider, response))
+}
 
 /// Where an adapter sends its requests.
 pub(crate) struct Endpoint<'a> {

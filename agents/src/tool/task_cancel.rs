@@ -2,11 +2,9 @@
 //! with its whole subtree; a background child's result then arrives as `cancelled`.
 
 use async_trait::async_trait;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
-use super::background::session_arg;
-use super::run::parse_args;
+use super::background::{child_call, child_parameters};
 use super::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::agent::{AgentInfo, Registry};
 
@@ -15,11 +13,6 @@ const ID: &str = "task_cancel";
 /// The task_cancel tool.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TaskCancelTool;
-
-#[derive(Debug, Deserialize)]
-struct Args {
-    session_id: String,
-}
 
 #[async_trait]
 impl Tool for TaskCancelTool {
@@ -34,21 +27,11 @@ impl Tool for TaskCancelTool {
     }
 
     fn parameters(&self) -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "session_id": {"type": "string", "description": "The child's session id (from the task tool's <task_metadata>)"}
-            },
-            "required": ["session_id"]
-        })
+        child_parameters()
     }
 
     async fn execute(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
-        let args: Args = parse_args(ID, args)?;
-        let child = session_arg(ID, &args.session_id)?;
-        let Some(delegate) = ctx.delegate.clone() else {
-            return Err(ToolError::Failed("subagents are not available here".into()));
-        };
+        let (child, delegate) = child_call(ID, args, ctx)?;
         let report = delegate.task_cancel(ctx, &child).await?;
         Ok(report.to_output(format!("cancelled {child}"), ctx))
     }
