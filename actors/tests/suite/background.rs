@@ -444,19 +444,7 @@ async fn an_undelivered_result_is_delivered_after_a_restart() {
 
 #[actix_rt::test]
 async fn a_second_runtime_leaves_a_live_runtimes_background_child_alone() {
-    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
-        if is_child(req) {
-            Response::text("child finished its work").with_delay(Duration::from_millis(150))
-        } else if req.last_role() == Some("user") && last_content(req).contains("<task_result ") {
-            Response::text("saw the result")
-        } else if req.last_role() == Some("user") {
-            task_call(BACKGROUND)
-        } else {
-            Response::text("started it")
-        }
-    })
-    .await
-    .unwrap();
+    let fake = answering_fake().await;
     let env = Env::new(&fake.base_url(), "");
     let first = env.runtime().await;
     let parent = first.create_session(None, None).await.unwrap();
@@ -495,19 +483,7 @@ async fn a_second_runtime_leaves_a_live_runtimes_background_child_alone() {
 
 #[actix_rt::test]
 async fn pending_work_follows_a_background_child_until_its_result_is_answered() {
-    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
-        if is_child(req) {
-            Response::text("child finished its work").with_delay(Duration::from_millis(200))
-        } else if req.last_role() == Some("user") && last_content(req).contains("<task_result ") {
-            Response::text("saw the result")
-        } else if req.last_role() == Some("user") {
-            task_call(BACKGROUND)
-        } else {
-            Response::text("started it")
-        }
-    })
-    .await
-    .unwrap();
+    let fake = answering_fake().await;
     let env = Env::new(&fake.base_url(), "");
     let rt = env.runtime().await;
     let parent = rt.create_session(None, None).await.unwrap();
@@ -529,4 +505,22 @@ async fn pending_work_follows_a_background_child_until_its_result_is_answered() 
     // Done means answered: the parent's last answer is its reply to the result.
     let messages = rt.messages(&parent.id).await.unwrap();
     assert_eq!(last_assistant_text(&messages), "saw the result");
+}
+
+/// A fake model whose parent starts one background child (which answers after 150 ms), says
+/// "started it", and answers the child's result with "saw the result".
+async fn answering_fake() -> FakeOpenAi {
+    FakeOpenAi::start(|req: &RecordedRequest| {
+        if is_child(req) {
+            Response::text("child finished its work").with_delay(Duration::from_millis(150))
+        } else if req.last_role() == Some("user") && last_content(req).contains("<task_result ") {
+            Response::text("saw the result")
+        } else if req.last_role() == Some("user") {
+            task_call(BACKGROUND)
+        } else {
+            Response::text("started it")
+        }
+    })
+    .await
+    .unwrap()
 }
