@@ -391,12 +391,7 @@ async fn a_background_child_of_a_killed_run_is_reported_interrupted_on_the_next_
     use taskforce_agents::provider::fake_openai::Chunk;
 
     let fake = FakeOpenAi::start(|req| {
-        let last = req
-            .messages()
-            .last()
-            .and_then(|m| m["content"].as_str())
-            .unwrap_or_default()
-            .to_string();
+        let last = last_content(req);
         if !req.tool_names().contains(&"task") {
             // The child: two pieces of text far enough apart to be written, then nothing.
             Response::Stream(vec![
@@ -409,11 +404,7 @@ async fn a_background_child_of_a_killed_run_is_reported_interrupted_on_the_next_
         } else if last.contains("<task_result ") {
             Response::text("resumed after the crash")
         } else if req.last_role() == Some("user") {
-            Response::tool_calls(&[(
-                "call_bg",
-                "task",
-                r#"{"description":"Dig","prompt":"dig deep","subagent_type":"general","background":true}"#,
-            )])
+            background_dig()
         } else {
             // The parent keeps its turn open, so the run is still going when it is killed.
             Response::text("waiting for the digger").stall_after(1)
@@ -528,22 +519,13 @@ async fn run_waits_for_its_background_children_and_prints_the_last_answer() {
     use std::time::Duration;
 
     let fake = FakeOpenAi::start(|req| {
-        let last = req
-            .messages()
-            .last()
-            .and_then(|m| m["content"].as_str())
-            .unwrap_or_default()
-            .to_string();
+        let last = last_content(req);
         if !req.tool_names().contains(&"task") {
             Response::text("the digger found gold").with_delay(Duration::from_millis(100))
         } else if last.contains("<task_result ") {
             Response::text("Final: gold was found.")
         } else if req.last_role() == Some("user") {
-            Response::tool_calls(&[(
-                "call_bg",
-                "task",
-                r#"{"description":"Dig","prompt":"dig deep","subagent_type":"general","background":true}"#,
-            )])
+            background_dig()
         } else {
             Response::text("A digger is on it.")
         }
@@ -574,4 +556,22 @@ async fn run_waits_for_its_background_children_and_prints_the_last_answer() {
             .is_some_and(|c| c.contains("status=\"completed\"") && c.contains("found gold"))
     });
     assert!(answered, "the parent saw the child's result");
+}
+
+/// The text of the newest message of `req`.
+fn last_content(req: &taskforce_agents::provider::fake_openai::RecordedRequest) -> String {
+    req.messages()
+        .last()
+        .and_then(|m| m["content"].as_str())
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// A `task` call starting a `general` child in the background.
+fn background_dig() -> Response {
+    Response::tool_calls(&[(
+        "call_bg",
+        "task",
+        r#"{"description":"Dig","prompt":"dig deep","subagent_type":"general","background":true}"#,
+    )])
 }

@@ -2,7 +2,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Instant;
+use tokio::time::Instant;
 
 use futures::StreamExt;
 use futures::stream::FuturesUnordered;
@@ -149,6 +149,23 @@ pub(super) struct Processor {
 struct Streaming {
     part: SharedPart,
     flushed: Instant,
+    /// Changed since it was last written.
+    dirty: bool,
+}
+
+impl Streaming {
+    /// When its unwritten text is due on disk, if it has any.
+    fn due(slot: &Option<Streaming>, every: std::time::Duration) -> Option<Instant> {
+        slot.as_ref().filter(|s| s.dirty).map(|s| s.flushed + every)
+    }
+}
+
+/// Sleeps until `at`, or forever when there is nothing to wait for.
+async fn until(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
 }
 
 type ToolRun = tokio::task::JoinHandle<(String, Result<ToolOutput, ToolError>)>;
@@ -202,9 +219,24 @@ impl Processor {
                 }
             };
             loop {
+                // Text of a stream that pauses is written once it is due, not only at the next
+                // delta: what a stalled or killed call said so far is on disk.
+                let every = self.core.flush_every;
+                let due = [
+                    Streaming::due(&text, every),
+                    Streaming::due(&reasoning, every),
+                ]
+                .into_iter()
+                .flatten()
+                .min();
                 let event = tokio::select! {
                     e = stream.next() => e,
                     () = self.token.cancelled() => { aborted_now = true; break 'attempts; }
+                    () = until(due) => {
+                        self.flush_due(&mut text);
+                        self.flush_due(&mut reasoning);
+                        continue;
+                    }
                 };
                 match event {
                     None => break 'attempts,
@@ -356,6 +388,7 @@ impl Processor {
                 slot.insert(Streaming {
                     part,
                     flushed: Instant::now(),
+                    dirty: false,
                 })
             }
         };
@@ -367,8 +400,24 @@ impl Processor {
         if streaming.flushed.elapsed() >= self.core.flush_every {
             self.core.store.queue_part(&part);
             streaming.flushed = Instant::now();
+            streaming.dirty = false;
+        } else {
+            streaming.dirty = true;
         }
         self.writer.delta(part, delta);
+    }
+
+    /// Writes a streaming part whose unwritten text is due.
+    fn flush_due(&self, slot: &mut Option<Streaming>) {
+        let every = self.core.flush_every;
+        if let Some(streaming) = slot
+            && streaming.dirty
+            && streaming.flushed.elapsed() >= every
+        {
+            self.core.store.queue_part(&streaming.part.lock());
+            streaming.flushed = Instant::now();
+            streaming.dirty = false;
+        }
     }
 
     /// Ends a streaming part: trailing whitespace trimmed, end time set, written, published.

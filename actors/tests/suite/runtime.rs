@@ -903,3 +903,38 @@ async fn a_crashed_child_becomes_an_error_result_for_its_parent() {
     };
     assert!(e.error.contains("stopped unexpectedly"), "{}", e.error);
 }
+
+#[actix_rt::test]
+async fn text_of_a_stalled_stream_is_written_once_it_is_due() {
+    let fake = FakeOpenAi::start(|_| Response::text("partial_answer").stall_after(2))
+        .await
+        .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let session = rt.create_session(None, None).await.unwrap();
+    rt.prompt_async(&session.id, PromptInput::text("go"))
+        .await
+        .unwrap();
+    // One delta, then nothing: the text is on disk (and read back) while the call still hangs.
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let store = SqliteStore::open(&rt.paths().data_dir).await.unwrap();
+        let stored = store.messages(&session.id).await.unwrap();
+        store.close().await;
+        let written = stored
+            .iter()
+            .flat_map(|m| m.parts.iter())
+            .filter_map(|p| p.as_text())
+            .any(|t| t.text == "partial_answer");
+        if written {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the streamed text was never written"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    assert!(rt.statuses().contains_key(&session.id), "still streaming");
+    rt.cancel(&session.id).await.unwrap();
+}
