@@ -121,6 +121,20 @@ async fn open_creates_the_directory_and_a_wal_database() {
     assert_eq!(batch_objects, 0);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn stores_opened_at_once_on_a_new_directory_all_open() {
+    for _ in 0..5 {
+        let dir = tempfile::tempdir().unwrap();
+        let data = dir.path().join("data");
+        let opens = futures::future::join_all((0..4).map(|_| SqliteStore::open(&data))).await;
+        for open in opens {
+            let store = open.unwrap();
+            assert_eq!(count(&store, "session").await, 0);
+            store.close().await;
+        }
+    }
+}
+
 #[tokio::test]
 async fn open_reports_an_unusable_directory() {
     let dir = tempfile::tempdir().unwrap();

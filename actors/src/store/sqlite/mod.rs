@@ -48,6 +48,9 @@ use rows::*;
 use unflushed::Unflushed;
 use writer::*;
 
+/// The file beside the database that one process at a time locks to apply the migrations.
+const MIGRATION_LOCK: &str = "taskforce.db.migrate-lock";
+
 /// The schema migrations in `actors/migrations`, embedded at compile time.
 static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
 
@@ -136,10 +139,26 @@ impl SqliteStore {
             .connect()
             .await
             .map_err(|e| open_error(format!("cannot open the database: {e}")))?;
+        // Two processes opening a new database at once must not both create its tables: the
+        // migrations run under an exclusive lock on a file beside the database.
+        let lock_path = data_dir.join(MIGRATION_LOCK);
+        let migrating = tokio::task::spawn_blocking(move || {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&lock_path)?;
+            file.lock()?;
+            Ok::<_, std::io::Error>(file)
+        })
+        .await
+        .map_err(|e| open_error(format!("cannot lock the database for its migrations: {e}")))?
+        .map_err(|e| open_error(format!("cannot lock the database for its migrations: {e}")))?;
         MIGRATOR
             .run(&mut writer)
             .await
             .map_err(|e| open_error(format!("cannot apply the migrations: {e}")))?;
+        drop(migrating);
 
         let read_options = base.clone().pragma("query_only", "ON");
         let mut conns = Vec::with_capacity(READERS);
