@@ -49,8 +49,9 @@ impl Context {
         self.start_runtime(true, body)
     }
 
-    /// [`Context::with_runtime`] for commands that only read or manage sessions: it starts no
-    /// work of its own (pending background results wait for a runtime that stays to answer).
+    /// [`Context::with_runtime`] that starts no work of its own: pending background results
+    /// wait for `serve` (or a `run` of their own tree) rather than being delivered by a command
+    /// that ends before their answer.
     pub fn with_quiet_runtime<T, F, Fut>(&self, body: F) -> anyhow::Result<T>
     where
         F: FnOnce(taskforce_actors::Runtime) -> Fut + 'static,

@@ -116,9 +116,15 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<()> {
     };
     let format = args.format;
     let yes = args.yes;
-    context.with_runtime(move |runtime| async move {
+    // Only this run's own tree gets the background results an earlier runtime left behind:
+    // a run that ends must not cut another session's delivery turn.
+    context.with_quiet_runtime(move |runtime| async move {
         let session = match session_id {
-            Some(id) => runtime.session(&id).await.map_err(UsageError::new)?,
+            Some(id) => {
+                let session = runtime.session(&id).await.map_err(UsageError::new)?;
+                runtime.deliver_pending(&session.id).await;
+                session
+            }
             None => runtime.create_session(None, None).await?,
         };
         let outcome = drive(&runtime, &session.id, &agent_name, request, format, yes).await;

@@ -452,6 +452,14 @@ async fn a_background_child_of_a_killed_run_is_reported_interrupted_on_the_next_
     run.kill().unwrap();
     run.wait().unwrap();
 
+    // A command that only reads sessions leaves the orphan to a runtime that stays.
+    s.ok(&["sessions", "list"]);
+    let store = SqliteStore::open(&data).await.unwrap();
+    let records = store.undelivered_background().await.unwrap();
+    store.close().await;
+    assert_eq!(records.len(), 1);
+    assert!(records[0].result.is_none(), "{:?}", records[0].result);
+
     // The next runtime on that data directory.
     let mut env = std::collections::BTreeMap::new();
     env.insert("HOME".to_string(), s.home.display().to_string());

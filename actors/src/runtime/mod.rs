@@ -159,7 +159,7 @@ impl Runtime {
         // Background results a previous runtime could not deliver (or children it left running
         // when it died) go to their parents now.
         if options.deliver_background {
-            crate::supervisor::deliver_pending(core.clone()).await;
+            crate::supervisor::deliver_pending(core.clone(), None).await;
         }
         Ok(Runtime {
             writer: Writer::new(core.clone()),
@@ -420,17 +420,16 @@ impl Runtime {
         Ok(work)
     }
 
-    /// Whether `session` is `root` or one of its descendants.
+    /// Delivers the background results earlier runtimes left undelivered in `id`'s tree, and
+    /// records the children a dead runtime left running there as interrupted (their results are
+    /// delivered too); for a runtime started without `deliver_background`. Returns once the
+    /// records are sorted; the deliveries go on (see [`Runtime::pending_work`]).
+    pub async fn deliver_pending(&self, id: &SessionId) {
+        crate::supervisor::deliver_pending(self.core.clone(), Some(id)).await;
+    }
+
     async fn within(&self, session: &SessionId, root: &SessionId) -> Result<bool, RuntimeError> {
-        let mut at = Some(session.clone());
-        for _ in 0..256 {
-            match at {
-                Some(s) if &s == root => return Ok(true),
-                Some(s) => at = self.core.store.session(&s).await?.and_then(|s| s.parent_id),
-                None => return Ok(false),
-            }
-        }
-        Ok(false)
+        Ok(crate::supervisor::is_within(&self.core, session, root).await?)
     }
 
     /// Deletes a session and its subtree (cancelling whatever runs there first).

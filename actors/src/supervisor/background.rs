@@ -28,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::delegate::{ABORTED, SupervisorDelegate, failed, start_child, usage_of};
 use super::timeout::{self, Activity, ActivityFilter, RunLimits};
-use super::{Activate, Adopt, CancelTree, Live, limits, session_depth};
+use super::{Activate, Adopt, CancelTree, Live, is_within, limits, session_depth};
 use crate::RuntimeError;
 use crate::bus::{BusItem, Event, Filter};
 use crate::core::Core;
@@ -447,11 +447,12 @@ async fn record_end(
     record
 }
 
-/// Delivers every finished, undelivered background result in the store (at runtime start). A
-/// child still recorded as running whose runtime is gone (it crashed or stopped first) is
-/// recorded as interrupted, with its output so far, and that result is delivered; children of
-/// live runtimes are left to them. Returns once the records are sorted; deliveries go on.
-pub(crate) async fn deliver_pending(core: Arc<Core>) {
+/// Delivers every finished, undelivered background result in the store (at runtime start), or
+/// only those of `within`'s tree. A child still recorded as running whose runtime is gone (it
+/// crashed or stopped first) is recorded as interrupted, with its output so far, and that
+/// result is delivered; children of live runtimes are left to them. Returns once the records
+/// are sorted; deliveries go on.
+pub(crate) async fn deliver_pending(core: Arc<Core>, within: Option<&SessionId>) {
     let pending = match core.store.undelivered_background().await {
         Ok(pending) => pending,
         Err(e) => {
@@ -460,6 +461,13 @@ pub(crate) async fn deliver_pending(core: Arc<Core>) {
         }
     };
     for mut record in pending {
+        if let Some(root) = within
+            && !is_within(&core, &record.parent_id, root)
+                .await
+                .unwrap_or(false)
+        {
+            continue;
+        }
         if matches!(record.status, ChildStatus::Running | ChildStatus::Queued) {
             let data = &core.paths.data_dir;
             if record.owner.as_deref().is_some_and(|o| is_alive(data, o)) {

@@ -1,6 +1,7 @@
 //! The guards in front of the task tool: whether a session may start subagents at all, and how
 //! deep it sits in its session tree.
 
+use taskforce_agents::id::SessionId;
 use taskforce_agents::model::Session;
 use taskforce_agents::tool::{TaskError, TaskErrorCode};
 
@@ -71,4 +72,21 @@ async fn walk(core: &Core, session: &Session) -> u32 {
         };
     }
     depth
+}
+
+/// Whether `session` is `root` or one of its descendants (as stored).
+pub(crate) async fn is_within(
+    core: &Core,
+    session: &SessionId,
+    root: &SessionId,
+) -> Result<bool, crate::store::StoreError> {
+    let mut at = Some(session.clone());
+    for _ in 0..256 {
+        match at {
+            Some(s) if &s == root => return Ok(true),
+            Some(s) => at = core.store.session(&s).await?.and_then(|s| s.parent_id),
+            None => return Ok(false),
+        }
+    }
+    Ok(false)
 }

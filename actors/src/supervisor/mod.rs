@@ -9,7 +9,7 @@ mod timeout;
 
 pub(crate) use background::deliver_pending;
 pub use delegate::SupervisorDelegate;
-pub(crate) use guard::{session_depth, task_guard};
+pub(crate) use guard::{is_within, session_depth, task_guard};
 pub(crate) use limits::Limits;
 
 use std::collections::HashMap;

@@ -524,3 +524,68 @@ async fn answering_fake() -> FakeOpenAi {
     .await
     .unwrap()
 }
+
+#[actix_rt::test]
+async fn deliver_pending_reaches_only_the_given_tree() {
+    use taskforce_actors::store::BackgroundTask;
+    use taskforce_agents::model::ModelRef;
+    use taskforce_agents::tool::background::ChildStatus;
+
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if last_content(req).contains("<task_result ") {
+            Response::text("saw the interruption")
+        } else {
+            Response::text("hello")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let mut options = env.options();
+    options.deliver_background = false;
+    let rt = Runtime::start(options).await.unwrap();
+    // Two trees, each with a child a dead runtime left running.
+    let mut trees = Vec::new();
+    let store = SqliteStore::open(&rt.paths().data_dir).await.unwrap();
+    for _ in 0..2 {
+        let parent = rt.create_session(None, None).await.unwrap();
+        let child = rt.create_session(Some(&parent.id), None).await.unwrap();
+        store
+            .put_background(&BackgroundTask {
+                child_id: child.id.clone(),
+                parent_id: parent.id.clone(),
+                agent: "build".into(),
+                model: ModelRef::new("fake", "gpt-test"),
+                started: 1,
+                status: ChildStatus::Running,
+                result: None,
+                delivered: false,
+                owner: Some("rt_01GONEAWAY".into()),
+            })
+            .await
+            .unwrap();
+        trees.push((parent.id, child.id));
+    }
+    let (first, first_child) = &trees[0];
+    let (second, _) = &trees[1];
+
+    rt.deliver_pending(first).await;
+    wait_for_messages(&rt, first, "the interrupted result's answer", |m| {
+        last_assistant_text(m) == "saw the interruption"
+    })
+    .await;
+    let delivered = deliveries(&rt.messages(first).await.unwrap());
+    assert_eq!(delivered.len(), 1, "{delivered:?}");
+    assert!(
+        delivered[0].contains(&format!("session_id=\"{first_child}\" status=\"error\"")),
+        "{delivered:?}"
+    );
+    assert!(delivered[0].contains("interrupted"), "{delivered:?}");
+    // The other tree is left as it was.
+    assert!(deliveries(&rt.messages(second).await.unwrap()).is_empty());
+    let left = store.undelivered_background().await.unwrap();
+    assert_eq!(left.len(), 1);
+    assert_eq!(&left[0].parent_id, second);
+    assert_eq!(left[0].status, ChildStatus::Running);
+    store.close().await;
+}
