@@ -41,9 +41,6 @@ use crate::store::{BackgroundTask, MessageWithParts};
 /// How long `task_cancel` waits for the child to record its end.
 const CANCEL_WAIT: Duration = Duration::from_secs(2);
 
-/// The deepest parent chain followed when checking who owns a child.
-const MAX_WALK: usize = 256;
-
 impl SupervisorDelegate {
     /// Queues the child of `request` for a running slot and returns its id at once; a spawned
     /// task waits for the slot (cancellable meanwhile), runs the child under the run-time
@@ -184,7 +181,7 @@ impl SupervisorDelegate {
         let store = &self.core.store;
         let me = &self.parent.id;
         let record = store.background(child).await.map_err(failed)?;
-        let mut parent = match &record {
+        let parent = match &record {
             Some(r) => Some(r.parent_id.clone()),
             None => match store.session(child).await.map_err(failed)? {
                 Some(s) => s.parent_id,
@@ -195,18 +192,10 @@ impl SupervisorDelegate {
                 }
             },
         };
-        for _ in 0..MAX_WALK {
-            match parent {
-                Some(p) if &p == me => return Ok(record),
-                Some(p) => {
-                    parent = store
-                        .session(&p)
-                        .await
-                        .map_err(failed)?
-                        .and_then(|s| s.parent_id)
-                }
-                None => break,
-            }
+        if let Some(parent) = parent
+            && is_within(&self.core, &parent, me).await.map_err(failed)?
+        {
+            return Ok(record);
         }
         Err(ToolError::Failed(format!(
             "session {child} was not started by this session (it belongs to another session tree or branch); only this session's own subagents can be inspected or cancelled"
