@@ -135,12 +135,10 @@ impl SqliteStore {
             // Checkpoints (which fsync) run in the background, not inside a write.
             .pragma("wal_autocheckpoint", "0")
             .optimize_on_close(true, None);
-        let mut writer = writer_options
-            .connect()
-            .await
-            .map_err(|e| open_error(format!("cannot open the database: {e}")))?;
-        // Two processes opening a new database at once must not both create its tables: the
-        // migrations run under an exclusive lock on a file beside the database.
+        // Two processes opening a new database at once must not both create its tables, nor
+        // switch it to WAL at the same moment (that answers "database is locked" at once, with
+        // no busy wait): the first connection and the migrations run under an exclusive lock on
+        // a file beside the database.
         let lock_path = data_dir.join(MIGRATION_LOCK);
         let migrating = tokio::task::spawn_blocking(move || {
             let file = std::fs::OpenOptions::new()
@@ -154,6 +152,10 @@ impl SqliteStore {
         .await
         .map_err(|e| open_error(format!("cannot lock the database for its migrations: {e}")))?
         .map_err(|e| open_error(format!("cannot lock the database for its migrations: {e}")))?;
+        let mut writer = writer_options
+            .connect()
+            .await
+            .map_err(|e| open_error(format!("cannot open the database: {e}")))?;
         MIGRATOR
             .run(&mut writer)
             .await
@@ -661,5 +663,19 @@ impl Store for SqliteStore {
 
     async fn undelivered_background(&self) -> Result<Vec<BackgroundTask>, StoreError> {
         background::undelivered(&mut *self.readers.get().await).await
+    }
+
+    async fn claim_background(
+        &self,
+        child: &SessionId,
+        from: Option<&str>,
+        to: &str,
+    ) -> Result<bool, StoreError> {
+        let context = format!("cannot take over background task {child}");
+        let (child, from, to) = (child.clone(), from.map(str::to_string), to.to_string());
+        self.exclusive(context.clone(), move |conn| {
+            Box::pin(background::claim(conn, child, from, to, context))
+        })
+        .await
     }
 }
