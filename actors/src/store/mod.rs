@@ -161,4 +161,15 @@ pub trait Store: Send + Sync + 'static {
     async fn undelivered_background(&self) -> Result<Vec<BackgroundTask>, StoreError> {
         Ok(Vec::new())
     }
+    /// Makes runtime `to` the owner of `child`'s undelivered record if its owner is still
+    /// `from` (`None`: no owner); answers whether it did. Of several runtimes taking over the
+    /// same record at once, exactly one does.
+    async fn claim_background(
+        &self,
+        _child: &SessionId,
+        _from: Option<&str>,
+        _to: &str,
+    ) -> Result<bool, StoreError> {
+        Ok(false)
+    }
 }

@@ -13,7 +13,9 @@
 //! `running` when a runtime starts names the runtime running it (`owner`): if that runtime is
 //! alive (it holds its lock file, see `runtime::owner`) the record is left to it; if it is gone
 //! (crashed, killed, stopped) the child is recorded as interrupted (`status="error"`, with its
-//! output so far) and that result is delivered like any other.
+//! output so far) and that result is delivered like any other. A record of a runtime that is
+//! gone is taken over in the store first (`claim_background`), so that of two runtimes starting
+//! at once only one records and delivers it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -355,15 +357,17 @@ impl BackgroundRun {
     async fn start(&self) -> Result<Reply, RuntimeError> {
         let child = &self.child;
         let parent = child.parent_id.as_ref();
-        let (_, reply) = start_child(
+        // Its run outlives the call that started it: no parent token.
+        let run = start_child(
             &self.supervisor,
             child,
             self.new,
             parent,
             self.input.clone(),
+            None,
         )
         .await?;
-        Ok(reply)
+        Ok(run.reply)
     }
 }
 
@@ -457,16 +461,47 @@ pub(crate) async fn deliver_pending(core: Arc<Core>, within: Option<&SessionId>)
         {
             continue;
         }
-        if matches!(record.status, ChildStatus::Running | ChildStatus::Queued) {
-            let data = &core.paths.data_dir;
-            if record.owner.as_deref().is_some_and(|o| is_alive(data, o)) {
-                continue;
-            }
+        let unfinished = matches!(record.status, ChildStatus::Running | ChildStatus::Queued);
+        if !take_over(&core, &mut record, unfinished).await {
+            continue;
+        }
+        if unfinished {
             let stopped = Ended::plain(Err(RuntimeError::Stopped));
             record = record_end(&core, record, stopped, core.paths.home.as_deref()).await;
         }
         let core = core.clone();
         tokio::spawn(async move { deliver(&core, record).await });
+    }
+}
+
+/// Whether this runtime delivers `record`. A running child of a live runtime (this one
+/// included) is that runtime's business. A record of a runtime that is gone is first taken over
+/// in the store, so that of runtimes starting at once only one records and delivers it. An
+/// ended result of a live runtime is delivered as it always was (the parent's history is
+/// checked first, so it is not delivered twice).
+async fn take_over(core: &Core, record: &mut BackgroundTask, unfinished: bool) -> bool {
+    let me = &core.owner.id;
+    let alive = match record.owner.as_deref() {
+        Some(owner) => owner == me || is_alive(&core.paths.data_dir, owner),
+        None => false,
+    };
+    if alive {
+        return !unfinished;
+    }
+    let claimed = core
+        .store
+        .claim_background(&record.child_id, record.owner.as_deref(), me)
+        .await;
+    match claimed {
+        Ok(true) => {
+            record.owner = Some(me.clone());
+            true
+        }
+        Ok(false) => false,
+        Err(e) => {
+            tracing::warn!(child = %record.child_id, "taking over a background result failed: {e}");
+            false
+        }
     }
 }
 

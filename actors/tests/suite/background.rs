@@ -589,3 +589,70 @@ async fn deliver_pending_reaches_only_the_given_tree() {
     assert_eq!(left[0].status, ChildStatus::Running);
     store.close().await;
 }
+
+#[actix_rt::test]
+async fn two_runtimes_starting_at_once_deliver_a_dead_runtimes_result_once() {
+    use taskforce_actors::store::BackgroundTask;
+    use taskforce_agents::model::ModelRef;
+    use taskforce_agents::tool::background::ChildStatus;
+
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if last_content(req).contains("<task_result ") {
+            Response::text("saw the interruption")
+        } else {
+            Response::text("hello")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let mut options = env.options();
+    options.deliver_background = false;
+    let setup = Runtime::start(options).await.unwrap();
+    let parent = setup.create_session(None, None).await.unwrap();
+    let child = setup.create_session(Some(&parent.id), None).await.unwrap();
+    let store = SqliteStore::open(&setup.paths().data_dir).await.unwrap();
+    store
+        .put_background(&BackgroundTask {
+            child_id: child.id.clone(),
+            parent_id: parent.id.clone(),
+            agent: "build".into(),
+            model: ModelRef::new("fake", "gpt-test"),
+            started: 1,
+            status: ChildStatus::Running,
+            result: None,
+            delivered: false,
+            owner: Some("rt_01GONEAWAY".into()),
+        })
+        .await
+        .unwrap();
+
+    // Two runtimes start on the same data directory at the same moment; both look for results
+    // left behind, and only one may deliver this one.
+    let (a, b) = tokio::join!(Runtime::start(env.options()), Runtime::start(env.options()));
+    let (a, b) = (a.unwrap(), b.unwrap());
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let done = a.pending_work(&parent.id).await.unwrap().is_done()
+            && b.pending_work(&parent.id).await.unwrap().is_done();
+        let messages = store.messages(&parent.id).await.unwrap();
+        if done && last_assistant_text(&messages) == "saw the interruption" {
+            break;
+        }
+        assert!(Instant::now() < deadline, "the result was never answered");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    // Give a second delivery, were one under way, the time to land.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let messages = store.messages(&parent.id).await.unwrap();
+    let delivered = deliveries(&messages);
+    assert_eq!(delivered.len(), 1, "{delivered:?}");
+    assert!(delivered[0].contains("interrupted"), "{delivered:?}");
+    let answers = messages
+        .iter()
+        .filter(|m| last_assistant_text(std::slice::from_ref(m)) == "saw the interruption")
+        .count();
+    assert_eq!(answers, 1);
+    assert!(store.undelivered_background().await.unwrap().is_empty());
+    store.close().await;
+}

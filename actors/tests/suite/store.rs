@@ -1075,3 +1075,74 @@ fn plain(parts: &[Arc<Part>]) -> Vec<Part> {
 fn shared(parts: Vec<Part>) -> Vec<Arc<Part>> {
     parts.into_iter().map(Arc::new).collect()
 }
+
+#[tokio::test]
+async fn a_background_record_is_taken_over_by_one_claim_only() {
+    use taskforce_actors::agents::tool::background::ChildStatus;
+    use taskforce_actors::store::BackgroundTask;
+
+    let (_dir, store) = open().await;
+    let parent = root("parent", 1);
+    let child = root("child", 2);
+    store.put_session(&parent).await.unwrap();
+    store.put_session(&child).await.unwrap();
+    let mut record = BackgroundTask {
+        child_id: child.id.clone(),
+        parent_id: parent.id.clone(),
+        agent: "build".into(),
+        model: model(),
+        started: 1,
+        status: ChildStatus::Running,
+        result: None,
+        delivered: false,
+        owner: Some("rt_gone".into()),
+    };
+    store.put_background(&record).await.unwrap();
+    // Only a claim naming the current owner wins, and only once.
+    assert!(
+        !store
+            .claim_background(&child.id, None, "rt_a")
+            .await
+            .unwrap()
+    );
+    assert!(
+        store
+            .claim_background(&child.id, Some("rt_gone"), "rt_a")
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .claim_background(&child.id, Some("rt_gone"), "rt_b")
+            .await
+            .unwrap()
+    );
+    let stored = store.background(&child.id).await.unwrap().unwrap();
+    assert_eq!(stored.owner.as_deref(), Some("rt_a"));
+    assert_eq!(stored.status, ChildStatus::Running);
+    // A record without an owner (an older version's) is claimed from none; a delivered one
+    // is never claimed.
+    record.owner = None;
+    store.put_background(&record).await.unwrap();
+    assert!(
+        store
+            .claim_background(&child.id, None, "rt_b")
+            .await
+            .unwrap()
+    );
+    record.delivered = true;
+    store.put_background(&record).await.unwrap();
+    assert!(
+        !store
+            .claim_background(&child.id, None, "rt_c")
+            .await
+            .unwrap()
+    );
+    let missing = root("missing", 3);
+    assert!(
+        !store
+            .claim_background(&missing.id, None, "rt_c")
+            .await
+            .unwrap()
+    );
+}

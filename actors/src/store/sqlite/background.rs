@@ -32,6 +32,28 @@ pub(super) async fn put(
     Ok(())
 }
 
+/// Sets the owner of `child`'s undelivered record to `to` if it is still `from`; answers
+/// whether it did (one statement: of two processes claiming at once, one changes the row).
+pub(super) async fn claim(
+    conn: &mut SqliteConnection,
+    child: SessionId,
+    from: Option<String>,
+    to: String,
+    context: String,
+) -> Result<bool, StoreError> {
+    let done = sqlx::query(
+        "UPDATE background_task SET data = json_set(data, '$.owner', ?3) \
+         WHERE child_id = ?1 AND delivered = 0 AND json_extract(data, '$.owner') IS ?2",
+    )
+    .bind(child.as_str())
+    .bind(from)
+    .bind(to)
+    .execute(conn)
+    .await
+    .map_err(database(&context))?;
+    Ok(done.rows_affected() == 1)
+}
+
 /// The record of `child`, if it ran in the background.
 pub(super) async fn one(
     conn: &mut SqliteConnection,
