@@ -82,26 +82,34 @@ impl SessionActor {
         }
     }
 
-    /// Queues a prompt and starts the loop if none runs.
-    fn enqueue(&mut self, input: PromptInput, ctx: &mut Context<Self>) -> Reply {
+    /// Queues a prompt and starts the loop if none runs; a new loop's token is a child of
+    /// `within` when given (so cancelling `within` cancels the loop). Answers the prompt's reply
+    /// and the running loop's token.
+    fn enqueue(
+        &mut self,
+        input: PromptInput,
+        within: Option<&CancellationToken>,
+        ctx: &mut Context<Self>,
+    ) -> (Reply, CancellationToken) {
         self.disarm_idle(ctx);
         let (tx, rx) = oneshot::channel();
-        let start = {
+        let (token, new) = {
             let mut state = lock(&self.state);
             state.queue.push_back(input);
             state.waiters.push(tx);
-            if state.running.is_none() {
-                let token = CancellationToken::new();
-                state.running = Some(token.clone());
-                Some(token)
-            } else {
-                None
+            match &state.running {
+                Some(token) => (token.clone(), false),
+                None => {
+                    let token = within.map_or_else(CancellationToken::new, |w| w.child_token());
+                    state.running = Some(token.clone());
+                    (token, true)
+                }
             }
         };
-        if let Some(token) = start {
-            self.start_loop(token, ctx);
+        if new {
+            self.start_loop(token.clone(), ctx);
         }
-        rx
+        (rx, token)
     }
 
     /// Runs the agent loop under `token` (already set as the running one).
@@ -234,24 +242,70 @@ impl Handler<Prompt> for SessionActor {
     type Result = Result<Reply, RuntimeError>;
 
     fn handle(&mut self, msg: Prompt, ctx: &mut Self::Context) -> Self::Result {
-        Ok(self.enqueue(msg.input, ctx))
+        Ok(self.enqueue(msg.input, None, ctx).0)
     }
 }
 
 /// Run the agent loop on a task delegated by the parent session.
 #[derive(Message)]
-#[rtype(result = "Result<Reply, RuntimeError>")]
+#[rtype(result = "Result<SubtaskRun, RuntimeError>")]
 pub struct Subtask {
     /// The delegated task as a prompt (agent, model and the child's tool switches set).
     pub input: PromptInput,
+    /// The parent's call: cancelling it cancels the run this task starts (a run already going
+    /// keeps its own token).
+    pub within: Option<CancellationToken>,
+}
+
+/// A delegated task under way in its session.
+pub struct SubtaskRun {
+    /// Answered when the run ends.
+    pub reply: Reply,
+    /// The token of the run carrying the task.
+    pub token: CancellationToken,
+    /// The session's answers, readable once the run has ended.
+    pub answers: AnswerBook,
 }
 
 impl Handler<Subtask> for SessionActor {
-    type Result = Result<Reply, RuntimeError>;
+    type Result = Result<SubtaskRun, RuntimeError>;
 
     fn handle(&mut self, msg: Subtask, ctx: &mut Self::Context) -> Self::Result {
-        Ok(self.enqueue(msg.input, ctx))
+        let (reply, token) = self.enqueue(msg.input, msg.within.as_ref(), ctx);
+        Ok(SubtaskRun {
+            reply,
+            token,
+            answers: AnswerBook(self.state.clone()),
+        })
     }
+}
+
+/// Reads a session's answers from its actor's memory without a message to the actor.
+#[derive(Clone)]
+pub struct AnswerBook(Arc<Mutex<LoopState>>);
+
+impl AnswerBook {
+    /// The session's answers (assistant messages) created at or after `since` (epoch ms), as
+    /// the actor remembers them (what the store holds, or will once its queued writes land),
+    /// when no loop runs and the actor remembers them.
+    pub fn since(&self, since: u64) -> Option<Vec<MessageWithParts>> {
+        answers_since(&lock(&self.0), since)
+    }
+}
+
+/// The answers created at or after `since` in `state`'s history, unless a loop runs.
+fn answers_since(state: &LoopState, since: u64) -> Option<Vec<MessageWithParts>> {
+    if state.running.is_some() {
+        return None;
+    }
+    let history = state.history.as_ref()?;
+    Some(
+        history
+            .iter()
+            .filter(|m| matches!(&m.info, Message::Assistant(a) if a.time.created >= since))
+            .cloned()
+            .collect(),
+    )
 }
 
 /// Cancel the running loop; answers whether one was running.
@@ -315,34 +369,5 @@ impl Handler<IsBusy> for SessionActor {
 
     fn handle(&mut self, _: IsBusy, _: &mut Self::Context) -> bool {
         lock(&self.state).running.is_some()
-    }
-}
-
-/// The session's answers (assistant messages) created at or after `since` (epoch ms), as the
-/// actor remembers them (what the store holds, or will once its queued writes land), when it is
-/// not running and remembers them.
-#[derive(Message)]
-#[rtype(result = "Option<Vec<MessageWithParts>>")]
-pub struct Answers {
-    /// The earliest creation time wanted.
-    pub since: u64,
-}
-
-impl Handler<Answers> for SessionActor {
-    type Result = Option<Vec<MessageWithParts>>;
-
-    fn handle(&mut self, msg: Answers, _: &mut Self::Context) -> Self::Result {
-        let state = lock(&self.state);
-        if state.running.is_some() {
-            return None;
-        }
-        let history = state.history.as_ref()?;
-        Some(
-            history
-                .iter()
-                .filter(|m| matches!(&m.info, Message::Assistant(a) if a.time.created >= msg.since))
-                .cloned()
-                .collect(),
-        )
     }
 }

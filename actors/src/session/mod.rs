@@ -17,7 +17,8 @@ mod title;
 mod writer;
 
 pub use actor::{
-    Answers, Cancel, Exclusive, IsBusy, Prompt, Seed, SessionActor, Shutdown, Subtask,
+    AnswerBook, Cancel, Exclusive, IsBusy, Prompt, Seed, SessionActor, Shutdown, Subtask,
+    SubtaskRun,
 };
 pub use compaction::{CONTINUE, filter_compacted, overflows};
 pub use exclusive::Job;

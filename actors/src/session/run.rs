@@ -122,6 +122,11 @@ pub(crate) async fn run_loop(
         state.history = consistent.then_some(messages);
         state.unsaved = unsaved;
     }
+    // A cancel that came through a parent's call (not this actor's mailbox) leaves no
+    // permission ask of this session pending either.
+    if token.is_cancelled() {
+        core.broker.drop_session(&id);
+    }
     // Idle goes out before the waiters hear: a follower of this session's events has seen all
     // of them once it sees the idle.
     writer.status(&session, SessionStatus::Idle);

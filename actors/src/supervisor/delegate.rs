@@ -17,13 +17,14 @@ use taskforce_agents::tool::{
     Delegate, DisplayItem, SubagentOutcome, SubagentRequest, SubagentStatus, TaskError, TaskUsage,
     ToolContext, ToolError,
 };
+use tokio_util::sync::CancellationToken;
 
 use super::timeout::{Activity, ActivityFilter, RunLimits};
 use super::{Activate, CancelTree, Supervisor, limits, session_depth, task_guard, timeout};
 use crate::RuntimeError;
 use crate::bus::{BusItem, Event, Filter};
 use crate::core::Core;
-use crate::session::{Answers, PartInput, PromptInput, Reply, Seed, SessionActor, Subtask};
+use crate::session::{AnswerBook, PartInput, PromptInput, Seed, Subtask, SubtaskRun};
 use crate::store::MessageWithParts;
 
 /// How long a cancelled child may take to record its end before its parent moves on.
@@ -187,8 +188,22 @@ impl Delegate for SupervisorDelegate {
 
         let input = self.child_input(&request, nests);
         let started = now_ms();
-        let start = start_child(&self.supervisor, &child, new, Some(&parent.id), input).await;
-        let (addr, reply) = match start {
+        // The child's run is a child of this call's token: cancelling the parent's run (its
+        // whole tree) reaches every descendant at once, with no message per level.
+        let within = Some(ctx.abort.clone());
+        let start = start_child(
+            &self.supervisor,
+            &child,
+            new,
+            Some(&parent.id),
+            input,
+            within,
+        );
+        let SubtaskRun {
+            reply,
+            token: run_token,
+            answers: book,
+        } = match start.await {
             Ok(started) => started,
             Err(e) => {
                 follower.abort();
@@ -217,7 +232,11 @@ impl Delegate for SupervisorDelegate {
             () = ctx.abort.cancelled() => {
                 // Nothing more to mirror: the parent's call is over.
                 follower.abort();
-                self.supervisor.do_send(CancelTree { id: child.id.clone() });
+                // A run started by this call was cancelled with it (its token is a child of
+                // the call's); only a run that was already going needs telling.
+                if !run_token.is_cancelled() {
+                    self.supervisor.do_send(CancelTree { id: child.id.clone() });
+                }
                 // Let the child record how it ended, but never wait long for it.
                 tokio::time::timeout(CANCEL_GRACE, &mut run)
                     .await
@@ -250,7 +269,7 @@ impl Delegate for SupervisorDelegate {
         };
         // What the child wrote during this run (usage, display items, summary): from its
         // actor's memory, else as stored.
-        let answers = self.child_answers(&addr, &child.id, started).await;
+        let answers = self.child_answers(&book, &child.id, started).await;
         let text = message
             .as_ref()
             .and_then(|m| last_text(m.parts.iter().map(|p| &**p)))
@@ -383,14 +402,14 @@ fn render(summary: &BTreeMap<PartId, SummaryEntry>) -> Value {
 
 impl SupervisorDelegate {
     /// The child's answers created since `since`: from its actor's memory when it has them (no
-    /// wait for the disk), else from the store.
+    /// wait for the disk, no message), else from the store.
     async fn child_answers(
         &self,
-        addr: &Addr<SessionActor>,
+        book: &AnswerBook,
         child: &SessionId,
         since: u64,
     ) -> Vec<MessageWithParts> {
-        if let Ok(Some(answers)) = addr.send(Answers { since }).await {
+        if let Some(answers) = book.since(since) {
             return answers;
         }
         match self.core.store.messages(child).await {
@@ -406,15 +425,16 @@ impl SupervisorDelegate {
     }
 }
 
-/// Starts `session`'s actor (a child of `parent`) and gives it its task; its reply comes when
-/// the run ends.
+/// Starts `session`'s actor (a child of `parent`) and gives it its task, the run a child of
+/// `within` (the parent's call) when given; its reply comes when the run ends.
 pub(super) async fn start_child(
     supervisor: &Addr<Supervisor>,
     session: &Session,
     new: bool,
     parent: Option<&SessionId>,
     input: PromptInput,
-) -> Result<(Addr<SessionActor>, Reply), RuntimeError> {
+    within: Option<CancellationToken>,
+) -> Result<SubtaskRun, RuntimeError> {
     let addr = supervisor
         .send(Activate {
             id: session.id.clone(),
@@ -427,11 +447,9 @@ pub(super) async fn start_child(
         })
         .await
         .map_err(|_| RuntimeError::Stopped)?;
-    let reply = addr
-        .send(Subtask { input })
+    addr.send(Subtask { input, within })
         .await
-        .map_err(|_| RuntimeError::Crashed(session.id.to_string()))??;
-    Ok((addr, reply))
+        .map_err(|_| RuntimeError::Crashed(session.id.to_string()))?
 }
 
 /// A child's reply as the task call's result: its final message, or why there is none.

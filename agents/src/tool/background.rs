@@ -162,7 +162,7 @@ pub(crate) fn started(
     metadata.insert("model".into(), json!(request.model));
     metadata.insert("background".into(), Value::Bool(true));
     metadata.insert("status".into(), json!(ChildStatus::Running));
-    metadata.insert(DETAILS_KEY.into(), envelope.to_value());
+    metadata.insert(DETAILS_KEY.into(), envelope.into_value());
     ToolOutput {
         title: request.description.clone(),
         output: format!(

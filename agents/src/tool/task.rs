@@ -278,7 +278,7 @@ pub(super) fn failure(
     mut metadata: Map<String, Value>,
 ) -> ToolError {
     envelope.error = Some(error.clone());
-    metadata.insert(DETAILS_KEY.into(), envelope.to_value());
+    metadata.insert(DETAILS_KEY.into(), envelope.into_value());
     ToolError::Task(Box::new(TaskFailure {
         error,
         metadata,
@@ -333,7 +333,7 @@ fn finish(
         }
     };
     metadata.insert("truncated".into(), Value::Bool(envelope.error.is_some()));
-    metadata.insert(DETAILS_KEY.into(), envelope.to_value());
+    metadata.insert(DETAILS_KEY.into(), envelope.into_value());
     Ok(ToolOutput {
         title,
         output: format!("{visible}\n\n<task_metadata>\nsession_id: {session_id}\n</task_metadata>"),

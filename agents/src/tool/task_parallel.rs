@@ -289,7 +289,7 @@ fn answer(
         ));
     }
     metadata.insert("truncated".into(), Value::Bool(truncated));
-    metadata.insert(DETAILS_KEY.into(), envelope.to_value());
+    metadata.insert(DETAILS_KEY.into(), envelope.into_value());
     Ok(ToolOutput {
         title: format!("{n} parallel tasks"),
         output,
