@@ -7,9 +7,11 @@
 
 mod event;
 mod subscription;
+mod wake;
 
 pub use event::{Event, SessionStatus};
 pub use subscription::{BusItem, Filter, Subscription};
+pub(crate) use wake::batch_wakes_here;
 
 use std::sync::{Arc, Mutex, PoisonError};
 

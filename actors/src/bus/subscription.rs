@@ -3,7 +3,7 @@
 use std::collections::HashSet;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, Waker};
 
 use futures::Stream;
 use taskforce_agents::id::SessionId;
@@ -11,6 +11,7 @@ use tokio::sync::broadcast;
 use tokio_stream::wrappers::BroadcastStream;
 use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
 
+use super::wake::Batched;
 use super::{Envelope, ParentMap};
 
 /// Which events a subscription receives.
@@ -37,6 +38,13 @@ pub enum BusItem {
 /// A stream of bus events passing a filter.
 pub struct Subscription {
     inner: BroadcastStream<Arc<Envelope>>,
+    filter: Passing,
+    /// The waker last given to the stream and its batched wrapper (see [`super::wake`]).
+    waker: Option<(Waker, Waker)>,
+}
+
+/// A subscription's filter and what it has learned of the tree it follows.
+struct Passing {
     filter: Filter,
     parents: ParentMap,
     /// Sessions known to be inside a subtree filter's tree (a session never changes parent;
@@ -55,12 +63,17 @@ impl Subscription {
     ) -> Self {
         Subscription {
             inner: BroadcastStream::new(receiver),
-            filter,
-            parents,
-            members: HashSet::new(),
+            filter: Passing {
+                filter,
+                parents,
+                members: HashSet::new(),
+            },
+            waker: None,
         }
     }
+}
 
+impl Passing {
     fn passes(&mut self, envelope: &Envelope) -> bool {
         match &self.filter {
             Filter::All => true,
@@ -105,10 +118,26 @@ impl Stream for Subscription {
     type Item = BusItem;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<BusItem>> {
+        // Wakes from a burst of publishes on an arbiter come as one (see `super::wake`); the
+        // wrapper is made once per waker and lent, not cloned, on every poll.
+        let this = &mut *self;
+        if !matches!(&this.waker, Some((inner, _)) if inner.will_wake(cx.waker())) {
+            let wrapper = Batched::waker(cx.waker().clone());
+            this.waker = Some((cx.waker().clone(), wrapper));
+        }
+        let Subscription {
+            inner,
+            filter,
+            waker: Some((_, wrapper)),
+        } = this
+        else {
+            return Poll::Pending;
+        };
+        let mut batched = Context::from_waker(wrapper);
         loop {
-            match Pin::new(&mut self.inner).poll_next(cx) {
+            match Pin::new(&mut *inner).poll_next(&mut batched) {
                 Poll::Ready(Some(Ok(envelope))) => {
-                    if self.passes(&envelope) {
+                    if filter.passes(&envelope) {
                         return Poll::Ready(Some(BusItem::Event(envelope)));
                     }
                 }

@@ -37,7 +37,13 @@ impl Supervisor {
             core,
             live: HashMap::new(),
             children: HashMap::new(),
-            arbiters: (0..arbiters.max(1)).map(|_| Arbiter::new()).collect(),
+            arbiters: (0..arbiters.max(1))
+                .map(|_| {
+                    let arbiter = Arbiter::new();
+                    arbiter.spawn_fn(crate::bus::batch_wakes_here);
+                    arbiter
+                })
+                .collect(),
             next: 0,
         }
     }
