@@ -13,7 +13,7 @@ use taskforce_agents::model::{ApiError, CreatedTime, RetryPart};
 use taskforce_agents::model::{
     AssistantError, CacheTokens, Message, ModelRef, Part, PartKind, PartTime, ReasoningPart,
     Session, StartTime, StepFinishPart, StepStartPart, TextPart, Tokens, ToolPart, ToolState,
-    ToolStateError, ToolStateRunning,
+    ToolStatePending, ToolStateRunning,
 };
 use taskforce_agents::permission::{PermissionError, merge};
 use taskforce_agents::provider::{
@@ -110,11 +110,20 @@ impl SharedPart {
         look(&self.0.lock().unwrap_or_else(PoisonError::into_inner))
     }
 
-    /// Replaces the part by what `next` makes of its current state (borrowed, so that only what
-    /// the new state keeps is copied) and returns the new state.
-    pub fn replace(&self, next: impl FnOnce(&Part) -> Part) -> Arc<Part> {
+    /// Changes the part in place when nothing else holds its current state (`change` gets
+    /// `Ok`), else replaces it by the copy `change` makes from it (`Err`); returns the new state.
+    pub fn change_or_copy(
+        &self,
+        change: impl FnOnce(Result<&mut Part, &Part>) -> Option<Part>,
+    ) -> Arc<Part> {
         let mut part = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        *part = Arc::new(next(&part));
+        if let Some(owned) = Arc::get_mut(&mut part) {
+            if let Some(next) = change(Ok(owned)) {
+                *owned = next;
+            }
+        } else if let Some(next) = change(Err(&part)) {
+            *part = Arc::new(next);
+        }
         part.clone()
     }
 
@@ -620,20 +629,34 @@ impl Processor {
     /// Records a call's result on its part.
     async fn finish_tool(&self, part: &SharedPart, outcome: Result<ToolOutput, ToolError>) {
         let now = now_ms();
-        let done = part.replace(|p| {
-            let PartKind::Tool(tool) = &p.kind else {
-                return p.clone();
-            };
-            Part {
-                id: p.id.clone(),
-                session_id: p.session_id.clone(),
-                message_id: p.message_id.clone(),
-                kind: PartKind::Tool(ToolPart {
-                    call_id: tool.call_id.clone(),
-                    tool: tool.tool.clone(),
-                    metadata: tool.metadata.clone(),
-                    state: ended(&tool.state, outcome, now),
-                }),
+        // The running state is moved into the ended one when nothing else holds it; otherwise
+        // only what the ended state keeps of it is copied.
+        let done = part.change_or_copy(|p| match p {
+            Ok(owned) => {
+                if let PartKind::Tool(tool) = &mut owned.kind {
+                    let running = std::mem::replace(
+                        &mut tool.state,
+                        ToolState::Pending(ToolStatePending::default()),
+                    );
+                    tool.state = ended_owned(running, outcome, now);
+                }
+                None
+            }
+            Err(p) => {
+                let PartKind::Tool(tool) = &p.kind else {
+                    return None;
+                };
+                Some(Part {
+                    id: p.id.clone(),
+                    session_id: p.session_id.clone(),
+                    message_id: p.message_id.clone(),
+                    kind: PartKind::Tool(ToolPart {
+                        call_id: tool.call_id.clone(),
+                        tool: tool.tool.clone(),
+                        metadata: tool.metadata.clone(),
+                        state: ended(&tool.state, outcome, now),
+                    }),
+                })
             }
         });
         // A cancelled run's calls end without waiting for the disk (see `Writer::save_behind`).
@@ -645,67 +668,72 @@ impl Processor {
     }
 }
 
-/// The state a call ends in at `now`, from the state it is in and its outcome. The current
-/// state is only read: its input and title are copied, and of what the tool published while it
-/// ran only the metadata the outcome does not replace (a task's is large and all replaced).
+/// The state a call ends in at `now`, from the state it is in (only read: what the ended state
+/// keeps of it is copied, not the published metadata the outcome replaces — a task's is large
+/// and all replaced) and its outcome.
 fn ended(state: &ToolState, outcome: Result<ToolOutput, ToolError>, now: u64) -> ToolState {
-    let (input, title, start, published) = match state {
-        ToolState::Running(r) => (&r.input, r.title.clone(), r.time.start, r.metadata.as_ref()),
-        other => (other.input(), None, now, None),
+    let own = match &outcome {
+        Ok(out) => Some(&out.metadata),
+        Err(e) => e.metadata(),
     };
-    let running = |metadata| ToolStateRunning {
-        input: input.clone(),
-        title,
-        metadata,
-        time: StartTime { start },
+    let kept = match state {
+        ToolState::Running(r) => ToolState::Running(ToolStateRunning {
+            input: r.input.clone(),
+            title: r.title.clone(),
+            metadata: r.metadata.as_ref().map(|published| {
+                published
+                    .iter()
+                    .map(|(key, value)| {
+                        let replaced = own.is_some_and(|own| own.contains_key(key));
+                        let value = if replaced { Value::Null } else { value.clone() };
+                        (key.clone(), value)
+                    })
+                    .collect()
+            }),
+            time: r.time,
+        }),
+        other => other.clone(),
     };
+    ended_owned(kept, outcome, now)
+}
+
+/// [`ended`] for a state the caller owns: its input, title and published metadata are moved.
+fn ended_owned(state: ToolState, outcome: Result<ToolOutput, ToolError>, now: u64) -> ToolState {
+    let running = match state {
+        ToolState::Running(r) => r,
+        other => ToolStateRunning {
+            input: other.input().clone(),
+            title: None,
+            metadata: None,
+            time: StartTime { start: now },
+        },
+    };
+    end_running(running, outcome, ToolError::to_string, now)
+}
+
+/// How a running call ends at `now`: completed with the output, or failed with `text` of the
+/// error; the outcome's own metadata (a task's envelope) is laid over what the tool published
+/// while it ran (published keys keep their place, new ones follow, the outcome's values win).
+pub(crate) fn end_running(
+    running: ToolStateRunning,
+    outcome: Result<ToolOutput, ToolError>,
+    text: impl FnOnce(&ToolError) -> String,
+    now: u64,
+) -> ToolState {
     match outcome {
         Ok(out) => {
-            let metadata = merged(published, out.metadata);
-            ToolState::Completed(running(Some(metadata)).complete(out.output, out.title, now))
+            let mut completed = running.complete(out.output, out.title, now);
+            completed.metadata.extend(out.metadata);
+            ToolState::Completed(completed)
         }
-        Err(mut e) => {
-            let text = e.to_string();
-            let metadata = match (published, e.take_metadata()) {
-                (None, None) => None,
-                (published, own) => Some(merged(published, own.unwrap_or_default())),
-            };
-            ToolState::Error(running(metadata).fail(text, now))
+        Err(mut error) => {
+            let mut failed = running.fail(text(&error), now);
+            if let Some(own) = error.take_metadata() {
+                failed.metadata.get_or_insert_with(Map::new).extend(own);
+            }
+            ToolState::Error(failed)
         }
     }
-}
-
-/// `published` with `own` laid over it: the keys of both in `published`'s order then `own`'s
-/// new ones, a value of `own` winning; copies only what `own` does not replace.
-fn merged(
-    published: Option<&Map<String, Value>>,
-    mut own: Map<String, Value>,
-) -> Map<String, Value> {
-    let Some(published) = published else {
-        return own;
-    };
-    let mut out = Map::new();
-    for (key, value) in published {
-        let value = own.shift_remove(key).unwrap_or_else(|| value.clone());
-        out.insert(key.clone(), value);
-    }
-    out.extend(own);
-    out
-}
-
-/// The error state of a failed call: `text` for the model, and the error's own metadata (a
-/// task failure's envelope) added to what the tool published while it ran.
-pub(crate) fn failed(
-    running: ToolStateRunning,
-    mut error: ToolError,
-    text: String,
-    now: u64,
-) -> ToolStateError {
-    let mut state = running.fail(text, now);
-    if let Some(metadata) = error.take_metadata() {
-        state.metadata.get_or_insert_with(Map::new).extend(metadata);
-    }
-    state
 }
 
 fn aborted() -> AssistantError {
@@ -715,6 +743,7 @@ fn aborted() -> AssistantError {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+    use taskforce_agents::id::{MessageId, SessionId};
 
     use super::*;
 
@@ -727,18 +756,24 @@ mod tests {
 
     #[test]
     fn the_outcome_metadata_is_laid_over_what_the_tool_published() {
-        let published = map(json!({"sessionId": "a", "live": 1, "summary": [1]}));
-        let own = map(json!({"summary": [1, 2], "details": {"x": 1}, "sessionId": "a"}));
-        let got = merged(Some(&published), own);
+        let mut running = ToolStateRunning::new(Map::new(), 1);
+        running.metadata = Some(map(json!({"sessionId": "a", "live": 1, "summary": [1]})));
+        let out = ToolOutput {
+            title: "t".into(),
+            output: "o".into(),
+            metadata: map(json!({"summary": [1, 2], "details": {"x": 1}, "sessionId": "a"})),
+        };
+        let ToolState::Completed(done) = end_running(running, Ok(out), |_| String::new(), 2) else {
+            panic!("not completed");
+        };
         assert_eq!(
-            got.keys().collect::<Vec<_>>(),
+            done.metadata.keys().collect::<Vec<_>>(),
             ["sessionId", "live", "summary", "details"]
         );
         assert_eq!(
-            Value::Object(got),
+            Value::Object(done.metadata),
             json!({"sessionId": "a", "live": 1, "summary": [1, 2], "details": {"x": 1}})
         );
-        assert_eq!(merged(None, map(json!({"k": 1}))), map(json!({"k": 1})));
     }
 
     #[test]
@@ -772,5 +807,61 @@ mod tests {
         };
         assert_eq!(failed.metadata, None);
         assert!(matches!(state, ToolState::Running(_)));
+    }
+
+    #[test]
+    fn a_call_owned_by_nobody_else_ends_the_same_when_moved() {
+        let mut running = ToolStateRunning::new(map(json!({"p": 1})), 5);
+        running.title = Some("working".into());
+        running.metadata = Some(map(json!({"sessionId": "a", "live": true, "summary": [1]})));
+        let out = || ToolOutput {
+            title: "done".into(),
+            output: "ok".into(),
+            metadata: map(json!({"summary": [1, 2], "n": 2})),
+        };
+        let outcomes: [fn() -> Result<ToolOutput, ToolError>; 2] = [
+            || Err(ToolError::Aborted),
+            || Err(ToolError::Failed("no".into())),
+        ];
+        let states = [
+            ToolState::Running(running),
+            ToolState::Pending(Default::default()),
+        ];
+        for state in &states {
+            let by_ref = ended(state, Ok(out()), 9);
+            assert_eq!(ended_owned(state.clone(), Ok(out()), 9), by_ref);
+            if let (ToolState::Running(_), ToolState::Completed(c)) = (state, &by_ref) {
+                assert_eq!(
+                    c.metadata.keys().collect::<Vec<_>>(),
+                    ["sessionId", "live", "summary", "n"]
+                );
+            }
+            for outcome in outcomes {
+                assert_eq!(
+                    ended_owned(state.clone(), outcome(), 9),
+                    ended(state, outcome(), 9)
+                );
+            }
+        }
+        let shared = SharedPart::new(Part::new(
+            SessionId::new(),
+            MessageId::new(),
+            PartKind::Tool(ToolPart::pending(String::from("c1"), String::from("read"))),
+        ));
+        let held = shared.lock();
+        // Held elsewhere: copied, the held state is left as it was.
+        let copied = shared.change_or_copy(|p| match p {
+            Ok(_) => panic!("the state is shared"),
+            Err(p) => Some(p.clone()),
+        });
+        assert!(!Arc::ptr_eq(&copied, &held));
+        drop((held, copied));
+        // Held by nobody else: changed in place.
+        let before = Arc::as_ptr(&shared.lock());
+        let changed = shared.change_or_copy(|p| match p {
+            Ok(_) => None,
+            Err(_) => panic!("nobody else holds it"),
+        });
+        assert_eq!(Arc::as_ptr(&changed), before);
     }
 }

@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::call::{CallSite, call_tool};
 use super::host::SessionToolHost;
-use super::processor::{SharedPart, failed};
+use super::processor::{SharedPart, end_running};
 use super::writer::{Item, Writer};
 use crate::RuntimeError;
 use crate::core::Core;
@@ -128,27 +128,19 @@ pub(crate) async fn run_subtask(
             return;
         };
         let running = running.clone();
-        tool.state = match outcome {
-            Ok(out) => {
-                let mut completed = running.complete(out.output, out.title, now);
-                completed.metadata.extend(out.metadata);
-                ToolState::Completed(completed)
-            }
-            // OpenCode's texts; a coded task failure keeps its code after the prefix
-            // (`Tool execution failed: SUBAGENT_FAILED: …`) and its envelope in the metadata.
-            Err(e) if e.is_aborted() => {
-                ToolState::Error(failed(running, e, "Tool execution aborted".into(), now))
-            }
-            Err(e) => {
-                let message = e.to_string();
-                let text = if message.is_empty() {
-                    "Tool execution failed".to_string()
-                } else {
-                    format!("Tool execution failed: {message}")
-                };
-                ToolState::Error(failed(running, e, text, now))
+        // OpenCode's texts; a coded task failure keeps its code after the prefix
+        // (`Tool execution failed: SUBAGENT_FAILED: …`) and its envelope in the metadata.
+        let text = |e: &ToolError| {
+            let message = e.to_string();
+            if e.is_aborted() {
+                "Tool execution aborted".to_string()
+            } else if message.is_empty() {
+                "Tool execution failed".to_string()
+            } else {
+                format!("Tool execution failed: {message}")
             }
         };
+        tool.state = end_running(running, outcome, text, now);
     });
     assistant.finish = Some("tool-calls".into());
     assistant.time.completed = Some(now);

@@ -237,38 +237,6 @@ impl TaskEnvelope {
         // A struct of strings, numbers and enums always serializes.
         serde_json::to_value(self).unwrap_or(Value::Null)
     }
-
-    /// The envelope as a JSON value, its display items' tool arguments moved into place
-    /// rather than copied through the serializer (they are most of a large envelope).
-    pub fn into_value(mut self) -> Value {
-        let mut moved: Vec<Value> = Vec::new();
-        for item in self.display_items_mut() {
-            if let DisplayItem::ToolCall { args, .. } = item {
-                moved.push(std::mem::take(args));
-            }
-        }
-        let mut value = self.to_value();
-        let mut moved = moved.into_iter();
-        let results = value.get_mut("results").and_then(Value::as_array_mut);
-        for result in results.into_iter().flatten() {
-            let items = result.get_mut("displayItems").and_then(Value::as_array_mut);
-            for item in items.into_iter().flatten() {
-                if item.get("type").and_then(Value::as_str) == Some("toolCall")
-                    && let (Some(slot), Some(args)) = (item.get_mut("args"), moved.next())
-                {
-                    *slot = args;
-                }
-            }
-        }
-        value
-    }
-
-    /// Every display item of every result, in order.
-    fn display_items_mut(&mut self) -> impl Iterator<Item = &mut DisplayItem> {
-        self.results
-            .iter_mut()
-            .flat_map(|r| r.display_items.iter_mut().flatten())
-    }
 }
 
 /// A fresh run id: 8 lowercase hex characters from a new ULID's random bits.
@@ -360,38 +328,8 @@ mod tests {
         assert!(r.get("error").is_none());
         assert!(r.get("timeoutReason").is_none());
         assert!(v.get("error").is_none());
-        assert_eq!(envelope.clone().into_value(), v);
         let mut meta = Map::new();
         meta.insert(DETAILS_KEY.into(), v);
         assert_eq!(TaskEnvelope::from_metadata(&meta), Some(envelope));
-    }
-
-    #[test]
-    fn into_value_puts_every_tool_call_back_in_its_place() {
-        let item = |i: usize| DisplayItem::ToolCall {
-            name: format!("tool{i}"),
-            args: json!({"n": i, "nested": {"list": [i, i + 1]}}),
-        };
-        let result = |items: Vec<DisplayItem>| TaskResult {
-            agent: "general".into(),
-            task: "t".into(),
-            exit_code: EXIT_CANCELLED,
-            session_id: "ses_1".into(),
-            usage: TaskUsage::default(),
-            error: Some("cancelled".into()),
-            timeout_reason: None,
-            output: None,
-            display_items: Some(items),
-        };
-        let mut envelope = TaskEnvelope::new(TaskMode::Parallel);
-        envelope.results.push(result(vec![
-            item(0),
-            DisplayItem::Text { text: "x".into() },
-            item(1),
-        ]));
-        envelope.results.push(result(Vec::new()));
-        envelope.results.push(result(vec![item(2)]));
-        envelope.error = Some(TaskError::new(TaskErrorCode::SubagentCancelled, "stop"));
-        assert_eq!(envelope.to_value(), envelope.clone().into_value());
     }
 }

@@ -8,6 +8,7 @@ pub(crate) use bash::kill_group;
 mod context;
 mod edit;
 pub mod envelope;
+mod envelope_value;
 mod glob;
 mod grep;
 mod list;
