@@ -18,6 +18,10 @@ use crate::permission::PermissionBroker;
 use crate::store::Store;
 use crate::supervisor::Supervisor;
 
+/// A concurrent map keyed by session id, hashed with a fast seeded hasher (these maps are
+/// touched on every event and status change).
+pub(crate) type IdMap<V> = DashMap<SessionId, V, foldhash::fast::RandomState>;
+
 /// Shared services: store, bus, agents, providers, tools, and the supervisor's address.
 pub(crate) struct Core {
     pub store: Arc<dyn Store>,
@@ -40,9 +44,9 @@ pub(crate) struct Core {
     /// The first wait before retrying a failed model call (it doubles each time).
     pub retry_base: Duration,
     /// The status of every session that is not idle.
-    pub statuses: DashMap<SessionId, SessionStatus>,
+    pub statuses: IdMap<SessionStatus>,
     /// How deep each session seen sits in its tree (root = 0); a session's parent never changes.
-    pub depths: DashMap<SessionId, u32>,
+    pub depths: IdMap<u32>,
     /// Every slash command.
     pub commands: taskforce_agents::command::Commands,
     /// Embedders' hooks, in registration order.
@@ -50,11 +54,11 @@ pub(crate) struct Core {
     /// Running-children and per-tree limits of task calls.
     pub limits: Arc<crate::supervisor::Limits>,
     /// Background children waiting for a running slot: cancelling their tree cancels these.
-    pub queued: DashMap<SessionId, tokio_util::sync::CancellationToken>,
+    pub queued: IdMap<tokio_util::sync::CancellationToken>,
     /// Background children whose end is not recorded yet: their channel closes once it is.
-    pub unrecorded: DashMap<SessionId, tokio::sync::watch::Receiver<()>>,
+    pub unrecorded: IdMap<tokio::sync::watch::Receiver<()>>,
     /// One delivery of background results into a parent at a time (by parent).
-    pub deliveries: DashMap<SessionId, Arc<tokio::sync::Mutex<()>>>,
+    pub deliveries: IdMap<Arc<tokio::sync::Mutex<()>>>,
     /// This runtime's id and the lock that tells other runtimes it is alive.
     pub owner: crate::runtime::OwnerLock,
 }

@@ -16,9 +16,10 @@ pub(crate) use wake::batch_wakes_here;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use actix::{Actor, Addr, Context, Handler, Message};
-use dashmap::DashMap;
 use taskforce_agents::id::SessionId;
 use tokio::sync::broadcast;
+
+use crate::core::IdMap;
 
 /// An event with its position in the bus's total order.
 #[derive(Debug, Clone, PartialEq)]
@@ -30,10 +31,10 @@ pub struct Envelope {
 }
 
 /// Parent links of every session the bus has seen, for subtree filters.
-pub(crate) type ParentMap = Arc<DashMap<SessionId, SessionId>>;
+pub(crate) type ParentMap = Arc<IdMap<SessionId>>;
 
 /// Per-session channels for subscriptions filtered to one session.
-pub(crate) type SessionChannels = Arc<DashMap<SessionId, broadcast::Sender<Arc<Envelope>>>>;
+pub(crate) type SessionChannels = Arc<IdMap<broadcast::Sender<Arc<Envelope>>>>;
 
 /// Buffer of a one-session subscription.
 const SESSION_CAPACITY: usize = 256;

@@ -49,7 +49,7 @@ struct Passing {
     parents: ParentMap,
     /// Sessions known to be inside a subtree filter's tree (a session never changes parent;
     /// only membership is remembered, since a parent link may be learned later).
-    members: HashSet<SessionId>,
+    members: HashSet<SessionId, foldhash::fast::RandomState>,
 }
 
 /// The most tree members a subscription remembers before it starts over.
@@ -66,7 +66,7 @@ impl Subscription {
             filter: Passing {
                 filter,
                 parents,
-                members: HashSet::new(),
+                members: HashSet::default(),
             },
             waker: None,
         }

@@ -15,7 +15,6 @@ use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use actix::{Actor, Addr};
-use dashmap::DashMap;
 use taskforce_agents::agent::Registry;
 use taskforce_agents::command::Commands;
 use taskforce_agents::config::{Config, LoadedConfig};
@@ -31,7 +30,7 @@ pub(crate) use owner::{OwnerLock, is_alive};
 
 use crate::RuntimeError;
 use crate::bus::{BusHandle, Event, Filter, SessionStatus, Subscription};
-use crate::core::Core;
+use crate::core::{Core, IdMap};
 use crate::hooks::Hooks;
 use crate::permission::{PermissionBroker, PermissionReply, PermissionRequest};
 use crate::session::{Exclusive, Job, Prompt, PromptInput, Seed, Writer};
@@ -139,14 +138,14 @@ impl Runtime {
             idle_stop: options.idle_stop,
             flush_every: Duration::from_millis(200),
             retry_base: options.retry_base,
-            statuses: DashMap::new(),
-            depths: DashMap::new(),
+            statuses: IdMap::default(),
+            depths: IdMap::default(),
             hooks: Default::default(),
             commands: Commands::new(&config_for_commands),
             limits: Arc::new(Limits::new(&config_for_commands.subagent)),
-            queued: DashMap::new(),
-            unrecorded: DashMap::new(),
-            deliveries: DashMap::new(),
+            queued: IdMap::default(),
+            unrecorded: IdMap::default(),
+            deliveries: IdMap::default(),
             owner,
         });
         let arbiters = if options.arbiters == 0 {

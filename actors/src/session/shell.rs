@@ -47,7 +47,7 @@ pub(crate) async fn run_shell(
     input: ShellInput,
     token: &CancellationToken,
 ) -> Result<MessageWithParts, RuntimeError> {
-    let agent = Arc::new(core.registry.require(&input.agent)?.clone());
+    let agent = core.registry.require_shared(&input.agent)?;
     let prompt = PromptInput {
         parts: vec![PartInput::Text {
             text: SUBTASK_BY_USER.to_string(),

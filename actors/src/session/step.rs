@@ -67,7 +67,7 @@ pub(crate) async fn run_step(
     } else {
         user.agent.as_str()
     };
-    let agent = Arc::new(core.registry.require(agent_name)?.clone());
+    let agent = core.registry.require_shared(agent_name)?;
     let model_ref = match (compacting, &agent.model) {
         (true, Some(own)) => own.clone(),
         _ => user.model.clone(),

@@ -5,6 +5,8 @@
 //! it explicitly) the rule that keeps truncated tool output readable. The last match wins, so
 //! the agent's own config beats the global config, which beats the built-in definition.
 
+use std::sync::Arc;
+
 use indexmap::IndexMap;
 use serde_json::Map;
 
@@ -20,7 +22,8 @@ use crate::tool::BUILTIN_TOOLS;
 /// Every agent of a configuration, and which one is the default.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Registry {
-    agents: IndexMap<String, AgentInfo>,
+    /// Shared, so that a session step holds its agent without copying it.
+    agents: IndexMap<String, Arc<AgentInfo>>,
     default: String,
 }
 
@@ -85,12 +88,27 @@ impl Registry {
         }
 
         let default = resolve_default(config.default_agent.as_deref(), &agents)?;
+        let agents = agents
+            .into_iter()
+            .map(|(name, info)| (name, Arc::new(info)))
+            .collect();
         Ok(Registry { agents, default })
     }
 
     /// The agent called `name`, if any.
     pub fn get(&self, name: &str) -> Option<&AgentInfo> {
-        self.agents.get(name)
+        self.agents.get(name).map(|a| &**a)
+    }
+
+    /// The agent called `name`, shared, or an error listing the known agents.
+    pub fn require_shared(&self, name: &str) -> Result<Arc<AgentInfo>, AgentError> {
+        self.agents
+            .get(name)
+            .cloned()
+            .ok_or_else(|| AgentError::NotFound {
+                name: name.to_string(),
+                known: self.names(),
+            })
     }
 
     /// The agent called `name`, or an error listing the known agents.
@@ -107,15 +125,19 @@ impl Registry {
         self.agents
             .get(&self.default)
             .unwrap_or_else(|| &self.agents[0])
+            .as_ref()
     }
 
     /// Every agent, hidden ones included: the default first, then definition order
     /// (build, plan, general, explore, compaction, title, summary, then custom agents).
     pub fn list(&self) -> impl Iterator<Item = &AgentInfo> {
-        let default = self.agents.get(&self.default);
-        default
-            .into_iter()
-            .chain(self.agents.values().filter(move |a| a.name != self.default))
+        let default = self.agents.get(&self.default).map(|a| &**a);
+        default.into_iter().chain(
+            self.agents
+                .values()
+                .map(|a| &**a)
+                .filter(move |a| a.name != self.default),
+        )
     }
 
     /// Every agent's name, in `list` order.
