@@ -285,27 +285,22 @@ impl Handler<Subtask> for SessionActor {
 pub struct AnswerBook(Arc<Mutex<LoopState>>);
 
 impl AnswerBook {
-    /// The session's answers (assistant messages) created at or after `since` (epoch ms), as
-    /// the actor remembers them (what the store holds, or will once its queued writes land),
-    /// when no loop runs and the actor remembers them.
-    pub fn since(&self, since: u64) -> Option<Vec<MessageWithParts>> {
-        answers_since(&lock(&self.0), since)
+    /// What `read` makes of the session's answers (assistant messages) created at or after
+    /// `since` (epoch ms), as the actor remembers them (what the store holds, or will once its
+    /// queued writes land), when no loop runs and the actor remembers them.
+    pub fn read<R>(&self, since: u64, read: impl FnOnce(Vec<&MessageWithParts>) -> R) -> Option<R> {
+        let state = lock(&self.0);
+        if state.running.is_some() {
+            return None;
+        }
+        let history = state.history.as_ref()?;
+        Some(read(
+            history
+                .iter()
+                .filter(|m| matches!(&m.info, Message::Assistant(a) if a.time.created >= since))
+                .collect(),
+        ))
     }
-}
-
-/// The answers created at or after `since` in `state`'s history, unless a loop runs.
-fn answers_since(state: &LoopState, since: u64) -> Option<Vec<MessageWithParts>> {
-    if state.running.is_some() {
-        return None;
-    }
-    let history = state.history.as_ref()?;
-    Some(
-        history
-            .iter()
-            .filter(|m| matches!(&m.info, Message::Assistant(a) if a.time.created >= since))
-            .cloned()
-            .collect(),
-    )
 }
 
 /// Cancel the running loop; answers whether one was running.

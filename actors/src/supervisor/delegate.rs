@@ -269,25 +269,20 @@ impl Delegate for SupervisorDelegate {
         };
         // What the child wrote during this run (usage, display items, summary): from its
         // actor's memory, else as stored.
-        let answers = self.child_answers(&book, &child.id, started).await;
+        let digest = self.child_digest(&book, &child.id, started).await;
         let text = message
             .as_ref()
             .and_then(|m| last_text(m.parts.iter().map(|p| &**p)))
-            .or_else(|| {
-                answers
-                    .iter()
-                    .rev()
-                    .find_map(|a| last_text(a.parts.iter().map(|p| &**p)))
-            })
+            .or(digest.text)
             .unwrap_or_default();
         Ok(SubagentOutcome {
             session_id: child.id.clone(),
             text,
             model: request.model,
-            summary: child_summary(&answers),
+            summary: digest.summary,
             status,
-            usage: usage_of_infos(answers.iter().map(|a| &a.info)),
-            display_items: display_items(&answers),
+            usage: digest.usage,
+            display_items: digest.display_items,
         })
     }
 
@@ -401,26 +396,46 @@ fn render(summary: &BTreeMap<PartId, SummaryEntry>) -> Value {
 }
 
 impl SupervisorDelegate {
-    /// The child's answers created since `since`: from its actor's memory when it has them (no
-    /// wait for the disk, no message), else from the store.
-    async fn child_answers(
-        &self,
-        book: &AnswerBook,
-        child: &SessionId,
-        since: u64,
-    ) -> Vec<MessageWithParts> {
-        if let Some(answers) = book.since(since) {
-            return answers;
+    /// What the child wrote since `since`: read in its actor's memory when it has it (no wait
+    /// for the disk, no message, nothing copied but what the result keeps), else in the store.
+    async fn child_digest(&self, book: &AnswerBook, child: &SessionId, since: u64) -> Digest {
+        if let Some(digest) = book.read(since, Digest::of) {
+            return digest;
         }
         match self.core.store.messages(child).await {
-            Ok(history) => history
-                .into_iter()
-                .filter(|m| matches!(&m.info, Message::Assistant(a) if a.time.created >= since))
-                .collect(),
+            Ok(history) => Digest::of(
+                history
+                    .iter()
+                    .filter(|m| matches!(&m.info, Message::Assistant(a) if a.time.created >= since))
+                    .collect(),
+            ),
             Err(e) => {
                 tracing::warn!(session = %child, "reading the child's messages failed: {e}");
-                Vec::new()
+                Digest::of(Vec::new())
             }
+        }
+    }
+}
+
+/// What a task's result takes from the child's answers of one run.
+struct Digest {
+    /// The text of the last answer with text.
+    text: Option<String>,
+    summary: Vec<Value>,
+    usage: TaskUsage,
+    display_items: Vec<DisplayItem>,
+}
+
+impl Digest {
+    fn of(answers: Vec<&MessageWithParts>) -> Digest {
+        Digest {
+            text: answers
+                .iter()
+                .rev()
+                .find_map(|a| last_text(a.parts.iter().map(|p| &**p))),
+            summary: child_summary(&answers),
+            usage: usage_of(&answers),
+            display_items: display_items(&answers),
         }
     }
 }
@@ -480,7 +495,7 @@ fn summary_entry(id: &PartId, tool: &str, status: &str, title: Option<&str>) -> 
 }
 
 /// The summary of the child's tool parts in `answers`.
-fn child_summary(answers: &[MessageWithParts]) -> Vec<Value> {
+fn child_summary(answers: &[&MessageWithParts]) -> Vec<Value> {
     answers
         .iter()
         .flat_map(|m| m.parts.iter())
@@ -519,7 +534,7 @@ fn usage_of_infos<'a>(infos: impl Iterator<Item = &'a Message>) -> TaskUsage {
 }
 
 /// The texts and tool calls of `answers`, in order.
-fn display_items(answers: &[MessageWithParts]) -> Vec<DisplayItem> {
+fn display_items(answers: &[&MessageWithParts]) -> Vec<DisplayItem> {
     answers
         .iter()
         .flat_map(|m| m.parts.iter())
