@@ -51,12 +51,24 @@ struct Fanout {
 
 impl Fanout {
     fn publish(&self, event: Event) {
+        self.publish_all([event]);
+    }
+
+    /// Publishes `events` in order under one hold of the ordering lock.
+    fn publish_all(&self, events: impl IntoIterator<Item = Event>) {
+        let mut seq = self.seq.lock().unwrap_or_else(PoisonError::into_inner);
+        for event in events {
+            self.send(&mut seq, event);
+        }
+    }
+
+    /// Stamps `event` with the next number and puts it in the subscribers' buffers.
+    fn send(&self, seq: &mut u64, event: Event) {
         if let Event::SessionCreated { info } = &event
             && let Some(parent) = &info.parent_id
         {
             self.parents.insert(info.id.clone(), parent.clone());
         }
-        let mut seq = self.seq.lock().unwrap_or_else(PoisonError::into_inner);
         *seq += 1;
         let envelope = Arc::new(Envelope { seq: *seq, event });
         // One-session subscribers have their own channel, so they cost nothing to the others.
@@ -136,6 +148,12 @@ impl BusHandle {
     /// Publishes an event: it is in every subscriber's buffer when this returns.
     pub fn publish(&self, event: Event) {
         self.fanout.publish(event);
+    }
+
+    /// Publishes several events in order, one after the other with nothing in between (build
+    /// them before: the bus's ordering lock is held while the iterator runs).
+    pub fn publish_all(&self, events: impl IntoIterator<Item = Event>) {
+        self.fanout.publish_all(events);
     }
 
     /// Publishes an event; kept for callers that awaited delivery (publishing no longer waits).

@@ -57,33 +57,33 @@ impl Writer {
             )
             .collect();
         self.core.store.queue_many(Vec::new(), messages, parts);
-        for event in events {
-            self.core.bus.publish(event);
-        }
+        self.core.bus.publish_all(events);
     }
 
     /// Publishes saved items in order.
     fn publish(&self, items: &[Item<'_>]) {
-        for item in items {
-            match item {
-                Item::NewSession(s) => {
-                    self.core
-                        .bus
-                        .publish(Event::SessionCreated { info: (*s).clone() });
-                    self.core
-                        .bus
-                        .publish(Event::SessionUpdated { info: (*s).clone() });
-                }
-                Item::Message(m) => self
-                    .core
-                    .bus
-                    .publish(Event::MessageUpdated { info: (*m).clone() }),
-                Item::Part(p) => self.core.bus.publish(Event::PartUpdated {
-                    part: Arc::clone(p),
-                    delta: None,
-                }),
-            }
-        }
+        // Built before the bus's ordering lock is taken, so that the lock is held briefly.
+        let events: Vec<Event> = items
+            .iter()
+            .flat_map(|item| {
+                let (first, second) = match item {
+                    Item::NewSession(s) => (
+                        Event::SessionCreated { info: (*s).clone() },
+                        Some(Event::SessionUpdated { info: (*s).clone() }),
+                    ),
+                    Item::Message(m) => (Event::MessageUpdated { info: (*m).clone() }, None),
+                    Item::Part(p) => (
+                        Event::PartUpdated {
+                            part: Arc::clone(p),
+                            delta: None,
+                        },
+                        None,
+                    ),
+                };
+                std::iter::once(first).chain(second)
+            })
+            .collect();
+        self.core.bus.publish_all(events);
     }
 
     /// Stores a part, then publishes `message.part.updated` (the part is on disk first).
@@ -116,14 +116,17 @@ impl Writer {
                 .statuses
                 .insert(session.id.clone(), status.clone());
         }
-        self.core.bus.publish(Event::SessionStatus {
+        let status = Event::SessionStatus {
             session_id: session.id.clone(),
             status,
-        });
+        };
         if idle {
-            self.core.bus.publish(Event::SessionIdle {
+            let idle = Event::SessionIdle {
                 session_id: session.id.clone(),
-            });
+            };
+            self.core.bus.publish_all([status, idle]);
+        } else {
+            self.core.bus.publish(status);
         }
     }
 }
