@@ -35,7 +35,9 @@ use crate::hooks::Hooks;
 use crate::permission::{PermissionBroker, PermissionReply, PermissionRequest};
 use crate::session::{Exclusive, Job, Prompt, PromptInput, Seed, Writer};
 use crate::store::{MessageWithParts, SessionFilter, SqliteStore, Store};
-use crate::supervisor::{Activate, CancelTree, Forget, Limits, Live, LiveCount, Supervisor};
+use crate::supervisor::{
+    Activate, CancelTree, Forget, Limits, Live, LiveCount, StopAll, Supervisor,
+};
 
 /// How to start a runtime.
 #[derive(Debug, Clone)]
@@ -347,6 +349,16 @@ impl Runtime {
             })
             .await
             .map_err(|_| RuntimeError::Stopped)
+    }
+
+    /// Stops the runtime as a process exit would: every session actor and running loop stops
+    /// where it is (nothing more is recorded for them), and the runtime's lock is released, so
+    /// that another runtime on the same data directory takes over what it left (background
+    /// children are reported interrupted, undelivered results delivered). Prompts afterwards
+    /// fail with `Stopped`.
+    pub async fn shutdown(&self) {
+        let _ = self.supervisor.send(StopAll).await;
+        self.core.owner.release();
     }
 
     /// Cancels a session's loop and every descendant's; idle sessions just report idle.

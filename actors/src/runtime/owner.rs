@@ -18,7 +18,7 @@ pub(crate) struct OwnerLock {
     /// The runtime's id, recorded on the work it owns.
     pub id: String,
     path: PathBuf,
-    _file: File,
+    file: File,
 }
 
 /// Why the lock could not be taken.
@@ -50,11 +50,14 @@ impl OwnerLock {
             TryLockError::Error(e) => fail(e),
             TryLockError::WouldBlock => fail(std::io::Error::other("held by another process")),
         })?;
-        Ok(OwnerLock {
-            id,
-            path,
-            _file: file,
-        })
+        Ok(OwnerLock { id, path, file })
+    }
+
+    /// Gives the lock up before the process ends (the runtime was shut down): from now on
+    /// other runtimes take this one for dead.
+    pub fn release(&self) {
+        let _ = std::fs::remove_file(&self.path);
+        let _ = self.file.unlock();
     }
 }
 

@@ -13,9 +13,10 @@
 //! `running` when a runtime starts names the runtime running it (`owner`): if that runtime is
 //! alive (it holds its lock file, see `runtime::owner`) the record is left to it; if it is gone
 //! (crashed, killed, stopped) the child is recorded as interrupted (`status="error"`, with its
-//! output so far) and that result is delivered like any other. A record of a runtime that is
-//! gone is taken over in the store first (`claim_background`), so that of two runtimes starting
-//! at once only one records and delivers it.
+//! output so far) and that result is delivered like any other. Results a live runtime has not
+//! delivered yet are left to it too; a record of a runtime that is gone is taken over in the
+//! store first (`claim_background`), so that of two runtimes starting at once only one records
+//! and delivers it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -474,19 +475,16 @@ pub(crate) async fn deliver_pending(core: Arc<Core>, within: Option<&SessionId>)
     }
 }
 
-/// Whether this runtime delivers `record`. A running child of a live runtime (this one
-/// included) is that runtime's business. A record of a runtime that is gone is first taken over
-/// in the store, so that of runtimes starting at once only one records and delivers it. An
-/// ended result of a live runtime is delivered as it always was (the parent's history is
-/// checked first, so it is not delivered twice).
+/// Whether this runtime delivers `record`. Its own: once the child ended (a running one is
+/// still its business). A live runtime's: never, that runtime delivers them. A record of a
+/// runtime that is gone is first taken over in the store, so that of runtimes starting at once
+/// only one records and delivers it.
 async fn take_over(core: &Core, record: &mut BackgroundTask, unfinished: bool) -> bool {
     let me = &core.owner.id;
-    let alive = match record.owner.as_deref() {
-        Some(owner) => owner == me || is_alive(&core.paths.data_dir, owner),
-        None => false,
-    };
-    if alive {
-        return !unfinished;
+    match record.owner.as_deref() {
+        Some(owner) if owner == me => return !unfinished,
+        Some(owner) if is_alive(&core.paths.data_dir, owner) => return false,
+        _ => {}
     }
     let claimed = core
         .store

@@ -225,6 +225,23 @@ impl Handler<SessionStopped> for Supervisor {
     }
 }
 
+/// Stops every session actor (their running loops end where they are, as if the process had
+/// stopped) and the supervisor itself.
+#[derive(Message)]
+#[rtype(result = "()")]
+pub struct StopAll;
+
+impl Handler<StopAll> for Supervisor {
+    type Result = ();
+
+    fn handle(&mut self, _: StopAll, ctx: &mut Self::Context) {
+        self.live.clear();
+        self.children.clear();
+        // `stopped` stops the arbiters, and with them every session actor and its loop.
+        ctx.stop();
+    }
+}
+
 /// How many session actors are live.
 #[derive(Message)]
 #[rtype(result = "usize")]

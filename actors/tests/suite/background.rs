@@ -420,6 +420,15 @@ async fn an_undelivered_result_is_delivered_after_a_restart() {
         }
         store.close().await;
         assert!(deliveries(&rt.messages(&parent.id).await.unwrap()).is_empty());
+        // The first runtime stops (as its process would), its parent still mid-turn.
+        rt.shutdown().await;
+        let after = rt
+            .prompt_async(&parent.id, PromptInput::text("again"))
+            .await;
+        assert!(
+            matches!(after, Err(taskforce_actors::RuntimeError::Stopped)),
+            "{after:?}"
+        );
         parent.id
     };
 
