@@ -534,12 +534,9 @@ async fn answering_fake() -> FakeOpenAi {
     .unwrap()
 }
 
-#[actix_rt::test]
-async fn deliver_pending_reaches_only_the_given_tree() {
-    use taskforce_actors::store::BackgroundTask;
-    use taskforce_agents::model::ModelRef;
-    use taskforce_agents::tool::background::ChildStatus;
-
+/// A fake whose parents answer a delivered result with "saw the interruption", and a runtime
+/// on it that delivers nothing by itself, with a store beside it.
+async fn quiet_runtime_on_an_interruption_fake() -> (FakeOpenAi, Env, Runtime, SqliteStore) {
     let fake = FakeOpenAi::start(|req: &RecordedRequest| {
         if last_content(req).contains("<task_result ") {
             Response::text("saw the interruption")
@@ -553,27 +550,44 @@ async fn deliver_pending_reaches_only_the_given_tree() {
     let mut options = env.options();
     options.deliver_background = false;
     let rt = Runtime::start(options).await.unwrap();
+    let store = SqliteStore::open(&rt.paths().data_dir).await.unwrap();
+    (fake, env, rt, store)
+}
+
+/// A parent with a child that a dead runtime left running in the background.
+async fn child_left_by_a_dead_runtime(rt: &Runtime, store: &SqliteStore) -> (SessionId, SessionId) {
+    use taskforce_actors::store::BackgroundTask;
+    use taskforce_agents::model::ModelRef;
+    use taskforce_agents::tool::background::ChildStatus;
+
+    let parent = rt.create_session(None, None).await.unwrap();
+    let child = rt.create_session(Some(&parent.id), None).await.unwrap();
+    store
+        .put_background(&BackgroundTask {
+            child_id: child.id.clone(),
+            parent_id: parent.id.clone(),
+            agent: "build".into(),
+            model: ModelRef::new("fake", "gpt-test"),
+            started: 1,
+            status: ChildStatus::Running,
+            result: None,
+            delivered: false,
+            owner: Some("rt_01GONEAWAY".into()),
+        })
+        .await
+        .unwrap();
+    (parent.id, child.id)
+}
+
+#[actix_rt::test]
+async fn deliver_pending_reaches_only_the_given_tree() {
+    use taskforce_agents::tool::background::ChildStatus;
+
+    let (_fake, _env, rt, store) = quiet_runtime_on_an_interruption_fake().await;
     // Two trees, each with a child a dead runtime left running.
     let mut trees = Vec::new();
-    let store = SqliteStore::open(&rt.paths().data_dir).await.unwrap();
     for _ in 0..2 {
-        let parent = rt.create_session(None, None).await.unwrap();
-        let child = rt.create_session(Some(&parent.id), None).await.unwrap();
-        store
-            .put_background(&BackgroundTask {
-                child_id: child.id.clone(),
-                parent_id: parent.id.clone(),
-                agent: "build".into(),
-                model: ModelRef::new("fake", "gpt-test"),
-                started: 1,
-                status: ChildStatus::Running,
-                result: None,
-                delivered: false,
-                owner: Some("rt_01GONEAWAY".into()),
-            })
-            .await
-            .unwrap();
-        trees.push((parent.id, child.id));
+        trees.push(child_left_by_a_dead_runtime(&rt, &store).await);
     }
     let (first, first_child) = &trees[0];
     let (second, _) = &trees[1];
@@ -601,40 +615,8 @@ async fn deliver_pending_reaches_only_the_given_tree() {
 
 #[actix_rt::test]
 async fn two_runtimes_starting_at_once_deliver_a_dead_runtimes_result_once() {
-    use taskforce_actors::store::BackgroundTask;
-    use taskforce_agents::model::ModelRef;
-    use taskforce_agents::tool::background::ChildStatus;
-
-    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
-        if last_content(req).contains("<task_result ") {
-            Response::text("saw the interruption")
-        } else {
-            Response::text("hello")
-        }
-    })
-    .await
-    .unwrap();
-    let env = Env::new(&fake.base_url(), "");
-    let mut options = env.options();
-    options.deliver_background = false;
-    let setup = Runtime::start(options).await.unwrap();
-    let parent = setup.create_session(None, None).await.unwrap();
-    let child = setup.create_session(Some(&parent.id), None).await.unwrap();
-    let store = SqliteStore::open(&setup.paths().data_dir).await.unwrap();
-    store
-        .put_background(&BackgroundTask {
-            child_id: child.id.clone(),
-            parent_id: parent.id.clone(),
-            agent: "build".into(),
-            model: ModelRef::new("fake", "gpt-test"),
-            started: 1,
-            status: ChildStatus::Running,
-            result: None,
-            delivered: false,
-            owner: Some("rt_01GONEAWAY".into()),
-        })
-        .await
-        .unwrap();
+    let (_fake, env, setup, store) = quiet_runtime_on_an_interruption_fake().await;
+    let (parent, _) = child_left_by_a_dead_runtime(&setup, &store).await;
 
     // Two runtimes start on the same data directory at the same moment; both look for results
     // left behind, and only one may deliver this one.
@@ -642,9 +624,9 @@ async fn two_runtimes_starting_at_once_deliver_a_dead_runtimes_result_once() {
     let (a, b) = (a.unwrap(), b.unwrap());
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
-        let done = a.pending_work(&parent.id).await.unwrap().is_done()
-            && b.pending_work(&parent.id).await.unwrap().is_done();
-        let messages = store.messages(&parent.id).await.unwrap();
+        let done = a.pending_work(&parent).await.unwrap().is_done()
+            && b.pending_work(&parent).await.unwrap().is_done();
+        let messages = store.messages(&parent).await.unwrap();
         if done && last_assistant_text(&messages) == "saw the interruption" {
             break;
         }
@@ -653,7 +635,7 @@ async fn two_runtimes_starting_at_once_deliver_a_dead_runtimes_result_once() {
     }
     // Give a second delivery, were one under way, the time to land.
     tokio::time::sleep(Duration::from_millis(300)).await;
-    let messages = store.messages(&parent.id).await.unwrap();
+    let messages = store.messages(&parent).await.unwrap();
     let delivered = deliveries(&messages);
     assert_eq!(delivered.len(), 1, "{delivered:?}");
     assert!(delivered[0].contains("interrupted"), "{delivered:?}");
