@@ -357,7 +357,10 @@ impl Runtime {
     /// children are reported interrupted, undelivered results delivered). Prompts afterwards
     /// fail with `Stopped`.
     pub async fn shutdown(&self) {
-        let _ = self.supervisor.send(StopAll).await;
+        if let Ok(stopping) = self.supervisor.send(StopAll).await {
+            // Released only once no session of this runtime runs any more.
+            let _ = tokio::task::spawn_blocking(move || stopping.join()).await;
+        }
         self.core.owner.release();
     }
 

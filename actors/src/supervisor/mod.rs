@@ -225,20 +225,36 @@ impl Handler<SessionStopped> for Supervisor {
     }
 }
 
-/// Stops every session actor (their running loops end where they are, as if the process had
-/// stopped) and the supervisor itself.
+/// Stops the supervisor and hands over its arbiters, told to stop: joining them waits until
+/// every session actor and running loop has ended where it was, as if the process had stopped.
 #[derive(Message)]
-#[rtype(result = "()")]
+#[rtype(result = "Stopping")]
 pub struct StopAll;
 
-impl Handler<StopAll> for Supervisor {
-    type Result = ();
+/// Arbiters told to stop, to be joined (off any async thread: joining blocks).
+pub struct Stopping(Vec<Arbiter>);
 
-    fn handle(&mut self, _: StopAll, ctx: &mut Self::Context) {
+impl Stopping {
+    /// Blocks until every arbiter's thread has ended.
+    pub fn join(self) {
+        for arbiter in self.0 {
+            let _ = arbiter.join();
+        }
+    }
+}
+
+impl Handler<StopAll> for Supervisor {
+    type Result = MessageResult<StopAll>;
+
+    fn handle(&mut self, _: StopAll, ctx: &mut Self::Context) -> Self::Result {
         self.live.clear();
         self.children.clear();
-        // `stopped` stops the arbiters, and with them every session actor and its loop.
+        let arbiters = std::mem::take(&mut self.arbiters);
+        for arbiter in &arbiters {
+            arbiter.stop();
+        }
         ctx.stop();
+        MessageResult(Stopping(arbiters))
     }
 }
 
