@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use actix::Addr;
 use dashmap::DashMap;
-use taskforce_agents::agent::Registry;
+use taskforce_agents::agent::{AgentInfo, Registry};
 use taskforce_agents::config::{Config, Paths};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::provider::Providers;
@@ -34,6 +34,8 @@ pub(crate) struct Core {
     pub tools: Vec<Arc<dyn Tool>>,
     /// The JSON schema of each of `tools` (same order), built once.
     pub schemas: Vec<Arc<serde_json::Value>>,
+    /// The description of each of `tools` (same order) for each agent that ran, built once.
+    pub descriptions: DashMap<String, Vec<Arc<str>>, foldhash::fast::RandomState>,
     pub supervisor: OnceLock<Addr<Supervisor>>,
     /// The project the sessions belong to (its root directory's path).
     pub project_id: String,
@@ -85,6 +87,26 @@ impl Core {
             .and_then(|i| self.schemas.get(i))
             .cloned()
             .unwrap_or_else(|| Arc::new(tool.parameters()))
+    }
+
+    /// `tool`'s description for the model when `agent` runs it: built once per agent.
+    pub fn description(&self, tool: &dyn Tool, agent: &AgentInfo) -> Arc<str> {
+        let Some(i) = self.tools.iter().position(|t| t.id() == tool.id()) else {
+            return tool.description(agent, &self.registry).into();
+        };
+        if let Some(known) = self.descriptions.get(&agent.name)
+            && let Some(d) = known.get(i)
+        {
+            return d.clone();
+        }
+        let all: Vec<Arc<str>> = self
+            .tools
+            .iter()
+            .map(|t| Arc::from(t.description(agent, &self.registry)))
+            .collect();
+        let d = all[i].clone();
+        self.descriptions.insert(agent.name.clone(), all);
+        d
     }
 
     /// The directory sessions run in.

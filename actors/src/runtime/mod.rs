@@ -136,6 +136,7 @@ impl Runtime {
             paths,
             tools,
             schemas,
+            descriptions: Default::default(),
             supervisor: OnceLock::new(),
             idle_stop: options.idle_stop,
             flush_every: Duration::from_millis(200),

@@ -117,7 +117,7 @@ pub(crate) async fn run_step(
         .iter()
         .map(|t| ToolSpec {
             name: t.id().to_string(),
-            description: t.description(&agent, &core.registry),
+            description: core.description(t.as_ref(), &agent),
             parameters: core.schema(t.as_ref()),
         })
         .collect();

@@ -110,8 +110,8 @@ impl ChatMessage {
 pub struct ToolSpec {
     /// The tool id the model calls it by.
     pub name: String,
-    /// What the tool does, for the model.
-    pub description: String,
+    /// What the tool does, for the model (shared: the same for every call of one agent).
+    pub description: Arc<str>,
     /// The JSON schema of its arguments (shared: the same for every call).
     pub parameters: Arc<Value>,
 }

@@ -45,7 +45,7 @@ fn openai_with_key(server: &FakeOpenAi, key: Option<&str>) -> OpenAiModel {
 fn tool(name: &str) -> ToolSpec {
     ToolSpec {
         name: name.into(),
-        description: format!("the {name} tool"),
+        description: format!("the {name} tool").into(),
         parameters: json!({"type": "object", "properties": {}}).into(),
     }
 }

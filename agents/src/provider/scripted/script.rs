@@ -377,7 +377,7 @@ mod tests {
     fn tool(name: &str) -> ToolSpec {
         ToolSpec {
             name: name.into(),
-            description: String::new(),
+            description: "".into(),
             parameters: json!({}).into(),
         }
     }
