@@ -43,7 +43,7 @@ pub struct Seed {
 #[derive(Default)]
 pub(crate) struct LoopState {
     /// The session.
-    pub session: Option<Session>,
+    pub session: Option<Arc<Session>>,
     /// The session's messages as stored, when known.
     pub history: Option<Vec<MessageWithParts>>,
     /// The session row is not stored yet.
@@ -72,7 +72,7 @@ impl SessionActor {
         if let Some(seed) = seed {
             state.history = seed.empty.then(Vec::new);
             state.unsaved = seed.unsaved;
-            state.session = Some(seed.session);
+            state.session = Some(Arc::new(seed.session));
         }
         SessionActor {
             id,

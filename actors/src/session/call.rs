@@ -18,7 +18,7 @@ use crate::supervisor::SupervisorDelegate;
 /// Who makes a call and where: everything a [`ToolContext`] needs but the call's own id.
 pub(crate) struct CallSite<'a> {
     pub core: &'a Arc<Core>,
-    pub session: &'a Session,
+    pub session: &'a Arc<Session>,
     pub agent: Arc<AgentInfo>,
     pub model: ModelRef,
     pub message_id: MessageId,

@@ -139,7 +139,7 @@ impl SharedPart {
 pub(super) struct Processor {
     pub core: Arc<Core>,
     pub writer: Writer,
-    pub session: Session,
+    pub session: Arc<Session>,
     pub agent: Arc<AgentInfo>,
     pub model: ModelRef,
     pub message_id: MessageId,

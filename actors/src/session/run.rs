@@ -139,7 +139,7 @@ pub(crate) async fn load(
     core: &Core,
     id: &SessionId,
     state: &Mutex<LoopState>,
-) -> Result<(Session, Vec<MessageWithParts>, bool), RuntimeError> {
+) -> Result<(Arc<Session>, Vec<MessageWithParts>, bool), RuntimeError> {
     let (known, remembered, unsaved) = {
         let mut state = lock(state);
         (
@@ -152,6 +152,7 @@ pub(crate) async fn load(
         Some(s) => s,
         None => match core.store.session(id).await? {
             Some(s) => {
+                let s = Arc::new(s);
                 lock(state).session = Some(s.clone());
                 s
             }
@@ -202,7 +203,7 @@ fn finish(state: &Mutex<LoopState>, result: Result<MessageWithParts, RuntimeErro
 async fn drive(
     core: &Arc<Core>,
     writer: &Writer,
-    session: &Session,
+    session: &Arc<Session>,
     state: &Mutex<LoopState>,
     token: &CancellationToken,
     messages: &mut Vec<MessageWithParts>,

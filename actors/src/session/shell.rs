@@ -41,7 +41,7 @@ pub struct ShellInput {
 pub(crate) async fn run_shell(
     core: &Arc<Core>,
     writer: &Writer,
-    session: &Session,
+    session: &Arc<Session>,
     messages: &mut Vec<MessageWithParts>,
     unsaved: &mut bool,
     input: ShellInput,

@@ -43,7 +43,7 @@ pub(crate) enum StepOutcome {
 pub(crate) async fn run_step(
     core: &Arc<Core>,
     writer: &Writer,
-    session: &Session,
+    session: &Arc<Session>,
     messages: &[MessageWithParts],
     step: u32,
     token: &CancellationToken,

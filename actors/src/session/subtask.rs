@@ -46,7 +46,7 @@ pub(crate) fn pending_subtask(messages: &[MessageWithParts]) -> Option<SubtaskPa
 pub(crate) async fn run_subtask(
     core: &Arc<Core>,
     writer: &Writer,
-    session: &Session,
+    session: &Arc<Session>,
     messages: &[MessageWithParts],
     task: SubtaskPart,
     token: &CancellationToken,

@@ -38,11 +38,11 @@ pub struct SupervisorDelegate {
     pub(super) core: Arc<Core>,
     pub(super) supervisor: Addr<Supervisor>,
     /// The calling session.
-    pub(super) parent: Session,
+    pub(super) parent: Arc<Session>,
 }
 
 impl SupervisorDelegate {
-    pub(crate) fn new(core: Arc<Core>, supervisor: Addr<Supervisor>, parent: Session) -> Self {
+    pub(crate) fn new(core: Arc<Core>, supervisor: Addr<Supervisor>, parent: Arc<Session>) -> Self {
         SupervisorDelegate {
             core,
             supervisor,
