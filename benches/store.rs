@@ -238,7 +238,7 @@ async fn queued(store: &SqliteStore) -> (Duration, Cpu) {
     for (message, tool, step) in ends {
         store.queue_many(
             Vec::new(),
-            vec![message],
+            vec![message.into()],
             vec![Arc::new(tool), Arc::new(step)],
         );
     }

@@ -88,7 +88,8 @@ pub enum Event {
     #[serde(rename = "message.updated")]
     MessageUpdated {
         /// The message as it is now.
-        info: Message,
+        #[cfg_attr(feature = "openapi", schema(value_type = Message))]
+        info: Arc<Message>,
     },
     /// A message was removed.
     #[serde(rename = "message.removed")]

@@ -234,25 +234,24 @@ async fn fail(
 ) -> Result<(MessageWithParts, StepOutcome), RuntimeError> {
     assistant.error = Some(error.clone());
     assistant.time.completed.get_or_insert_with(now_ms);
-    let info = Message::Assistant(assistant.clone());
-    if cancelled {
-        writer.save_behind(vec![info], closing);
+    let session_id = assistant.session_id.clone();
+    let info = Message::Assistant(assistant);
+    let info = if cancelled {
+        // One copy, shared by the event and the write queue; the loop keeps its own.
+        let shared = Arc::new(info);
+        writer.save_behind(vec![shared.clone()], closing);
+        Arc::unwrap_or_clone(shared)
     } else {
         let mut items: Vec<Item<'_>> = closing.iter().map(Item::Part).collect();
         items.push(Item::Message(&info));
         writer.save(&items).await?;
-    }
+        info
+    };
     core.bus.publish(Event::SessionError {
-        session_id: Some(assistant.session_id.clone()),
+        session_id: Some(session_id),
         error: Some(error),
     });
-    Ok((
-        MessageWithParts {
-            info: Message::Assistant(assistant),
-            parts,
-        },
-        StepOutcome::Stop,
-    ))
+    Ok((MessageWithParts { info, parts }, StepOutcome::Stop))
 }
 
 /// The tools the model is offered: every tool not hidden by the agent's and session's rules

@@ -43,18 +43,16 @@ impl Writer {
     /// end of a cancelled run, which must not wait for the disk (nor spend its time encoding:
     /// the store's writer does that). Reads of the session wait for the queued write, so nobody
     /// who heard of the state reads an older one. Parts are published before the messages.
-    pub fn save_behind(&self, messages: Vec<Message>, parts: Vec<Arc<Part>>) {
+    pub fn save_behind(&self, messages: Vec<Arc<Message>>, parts: Vec<Arc<Part>>) {
         let events: Vec<Event> = parts
             .iter()
             .map(|p| Event::PartUpdated {
                 part: p.clone(),
                 delta: None,
             })
-            .chain(
-                messages
-                    .iter()
-                    .map(|m| Event::MessageUpdated { info: m.clone() }),
-            )
+            .chain(messages.iter().map(|m| Event::MessageUpdated {
+                info: Arc::clone(m),
+            }))
             .collect();
         self.core.store.queue_many(Vec::new(), messages, parts);
         self.core.bus.publish_all(events);
@@ -71,7 +69,12 @@ impl Writer {
                         Event::SessionCreated { info: (*s).clone() },
                         Some(Event::SessionUpdated { info: (*s).clone() }),
                     ),
-                    Item::Message(m) => (Event::MessageUpdated { info: (*m).clone() }, None),
+                    Item::Message(m) => (
+                        Event::MessageUpdated {
+                            info: Arc::new((*m).clone()),
+                        },
+                        None,
+                    ),
                     Item::Part(p) => (
                         Event::PartUpdated {
                             part: Arc::clone(p),

@@ -133,7 +133,12 @@ pub trait Store: Send + Sync + 'static {
     fn queue_part(&self, part: &Part);
     /// Queues sessions, messages and parts to be stored together (in that order) without
     /// waiting; reads of their sessions made after this call see them. A failure is logged.
-    fn queue_many(&self, sessions: Vec<Session>, messages: Vec<Message>, parts: Vec<Arc<Part>>);
+    fn queue_many(
+        &self,
+        sessions: Vec<Session>,
+        messages: Vec<Arc<Message>>,
+        parts: Vec<Arc<Part>>,
+    );
     /// Deletes a part.
     async fn remove_part(&self, id: &PartId) -> Result<(), StoreError>;
     /// The session's todo list, in order.

@@ -178,7 +178,7 @@ fn every_event() -> Vec<Event> {
             error: None,
         },
         Event::MessageUpdated {
-            info: Message::from(user.clone()),
+            info: Message::from(user.clone()).into(),
         },
         Event::MessageRemoved {
             session_id: child.id.clone(),

@@ -852,7 +852,7 @@ impl Store for CrashingStore {
     fn queue_part(&self, p: &Part) {
         self.0.queue_part(p)
     }
-    fn queue_many(&self, s: Vec<Session>, m: Vec<Message>, p: Vec<Arc<Part>>) {
+    fn queue_many(&self, s: Vec<Session>, m: Vec<Arc<Message>>, p: Vec<Arc<Part>>) {
         self.0.queue_many(s, m, p)
     }
     async fn remove_part(&self, id: &PartId) -> Result<(), StoreError> {

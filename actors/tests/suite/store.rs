@@ -864,7 +864,7 @@ async fn reads_see_the_writes_queued_before_them() {
     let said = text(&child, &answer.id, "queued, not waited for");
     store.queue_many(
         vec![child.clone()],
-        vec![q, an],
+        vec![q.into(), an.into()],
         vec![Arc::new(said.clone())],
     );
 
@@ -905,7 +905,7 @@ async fn a_group_commit_of_several_sessions_with_a_faulty_row_stores_the_rest() 
         let (q, an): (Message, Message) = (question.into(), answer.into());
         store.queue_many(
             vec![session.clone()],
-            vec![q, an],
+            vec![q.into(), an.into()],
             parts.iter().cloned().map(Arc::new).collect(),
         );
         if i == 3 {

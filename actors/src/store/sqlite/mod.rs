@@ -358,7 +358,11 @@ impl SqliteStore {
 
     /// The rows of what can be encoded among sessions, messages and parts; the rest is logged
     /// (for writes nobody waits for, where there is nobody to tell).
-    fn rows_lossy(sessions: &[Session], messages: &[Message], parts: &[Arc<Part>]) -> Vec<Upsert> {
+    fn rows_lossy(
+        sessions: &[Session],
+        messages: &[Arc<Message>],
+        parts: &[Arc<Part>],
+    ) -> Vec<Upsert> {
         let logged = |e: StoreError| tracing::warn!("a queued write was dropped: {e}");
         let mut out = Vec::with_capacity(sessions.len() + messages.len() + parts.len());
         out.extend(
@@ -555,7 +559,12 @@ impl Store for SqliteStore {
         self.enqueue(Self::part_upsert(part));
     }
 
-    fn queue_many(&self, sessions: Vec<Session>, messages: Vec<Message>, parts: Vec<Arc<Part>>) {
+    fn queue_many(
+        &self,
+        sessions: Vec<Session>,
+        messages: Vec<Arc<Message>>,
+        parts: Vec<Arc<Part>>,
+    ) {
         // The sessions written, each run of rows of one session once.
         let mut written: Vec<String> = Vec::new();
         let ids = sessions

@@ -313,7 +313,7 @@ pub(super) enum Job {
 #[derive(Debug, Default)]
 pub(super) struct Values {
     pub sessions: Vec<Session>,
-    pub messages: Vec<Message>,
+    pub messages: Vec<Arc<Message>>,
     pub parts: Vec<Arc<Part>>,
 }
 
