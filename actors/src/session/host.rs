@@ -24,11 +24,11 @@ pub(crate) struct SessionToolHost {
     core: Arc<Core>,
     writer: Writer,
     part: SharedPart,
-    ruleset: Vec<Rule>,
+    ruleset: Arc<[Rule]>,
 }
 
 impl SessionToolHost {
-    pub fn new(core: Arc<Core>, writer: Writer, part: SharedPart, ruleset: Vec<Rule>) -> Self {
+    pub fn new(core: Arc<Core>, writer: Writer, part: SharedPart, ruleset: Arc<[Rule]>) -> Self {
         SessionToolHost {
             core,
             writer,

@@ -15,7 +15,7 @@ use taskforce_agents::model::{
     Session, StartTime, StepFinishPart, StepStartPart, TextPart, Tokens, ToolPart, ToolState,
     ToolStatePending, ToolStateRunning,
 };
-use taskforce_agents::permission::{PermissionError, merge};
+use taskforce_agents::permission::{PermissionError, Rule};
 use taskforce_agents::provider::{
     FinishReason, ModelEvent, ModelRequest, ProviderError, Usage, cost,
 };
@@ -144,6 +144,8 @@ pub(super) struct Processor {
     pub model: ModelRef,
     pub message_id: MessageId,
     pub tools: Vec<Arc<dyn Tool>>,
+    /// The agent's and the session's rules, merged: what the step's calls are asked against.
+    pub rules: Arc<[Rule]>,
     pub token: CancellationToken,
     /// Every part of the message, in creation order.
     pub parts: Vec<SharedPart>,
@@ -488,7 +490,7 @@ impl Processor {
             self.core.clone(),
             self.writer.clone(),
             part.clone(),
-            merge(&[&self.agent.permission, self.session.rules()]),
+            self.rules.clone(),
         ));
         let site = CallSite {
             core: &self.core,

@@ -98,7 +98,7 @@ pub(crate) async fn run_shell(
         core.clone(),
         writer.clone(),
         part.clone(),
-        vec![Rule::new("*", "*", Action::Allow)],
+        vec![Rule::new("*", "*", Action::Allow)].into(),
     ));
     let site = CallSite {
         core,

@@ -3,13 +3,12 @@
 
 use std::sync::Arc;
 
-use taskforce_agents::agent::AgentInfo;
 use taskforce_agents::id::now_ms;
 use taskforce_agents::model::ApiError;
 use taskforce_agents::model::{
     AssistantError, AssistantMessage, Message, MessagePath, Part, PartKind, Session, UserMessage,
 };
-use taskforce_agents::permission::merge;
+use taskforce_agents::permission::{Rule, merge};
 use taskforce_agents::provider::{ChatMessage, ModelRequest, ProviderError, Role, ToolSpec, cost};
 use taskforce_agents::tool::Tool;
 use tokio_util::sync::CancellationToken;
@@ -68,6 +67,8 @@ pub(crate) async fn run_step(
         user.agent.as_str()
     };
     let agent = core.registry.require_shared(agent_name)?;
+    // The agent's and the session's rules, merged once for the step and all its calls.
+    let rules: Arc<[Rule]> = merge(&[&agent.permission, session.rules()]).into();
     let model_ref = match (compacting, &agent.model) {
         (true, Some(own)) => own.clone(),
         _ => user.model.clone(),
@@ -108,7 +109,7 @@ pub(crate) async fn run_step(
     let tools: Vec<Arc<dyn Tool>> = if compacting {
         Vec::new()
     } else {
-        offered_tools(core, &agent, session, &user)
+        offered_tools(core, &rules, &user)
             .into_iter()
             .filter(|t| !(task_guarded && matches!(t.id(), "task" | "task_status" | "task_cancel")))
             .collect()
@@ -173,6 +174,7 @@ pub(crate) async fn run_step(
         tools,
         token: token.clone(),
         parts: Vec::new(),
+        rules,
         bypass_agent_check: mentions_agent,
         task_guarded,
     };
@@ -256,14 +258,8 @@ async fn fail(
 
 /// The tools the model is offered: every tool not hidden by the agent's and session's rules
 /// and not switched off by the prompt.
-fn offered_tools(
-    core: &Core,
-    agent: &AgentInfo,
-    session: &Session,
-    user: &UserMessage,
-) -> Vec<Arc<dyn Tool>> {
-    let rules = merge(&[&agent.permission, session.rules()]);
-    let hidden = taskforce_agents::permission::disabled(core.tools.iter().map(|t| t.id()), &rules);
+fn offered_tools(core: &Core, rules: &[Rule], user: &UserMessage) -> Vec<Arc<dyn Tool>> {
+    let hidden = taskforce_agents::permission::disabled(core.tools.iter().map(|t| t.id()), rules);
     core.tools
         .iter()
         .filter(|t| !hidden.iter().any(|h| h == t.id()))

@@ -100,7 +100,7 @@ pub(crate) async fn run_subtask(
         core.clone(),
         writer.clone(),
         part.clone(),
-        merge(&[&agent.permission, session.rules()]),
+        merge(&[&agent.permission, session.rules()]).into(),
     ));
     let site = CallSite {
         core,
