@@ -81,9 +81,7 @@ impl Core {
 
     /// The JSON schema of `tool`'s arguments: built once for the runtime's tools.
     pub fn schema(&self, tool: &dyn Tool) -> Arc<serde_json::Value> {
-        self.tools
-            .iter()
-            .position(|t| t.id() == tool.id())
+        self.tool_index(tool)
             .and_then(|i| self.schemas.get(i))
             .cloned()
             .unwrap_or_else(|| Arc::new(tool.parameters()))
@@ -91,7 +89,7 @@ impl Core {
 
     /// `tool`'s description for the model when `agent` runs it: built once per agent.
     pub fn description(&self, tool: &dyn Tool, agent: &AgentInfo) -> Arc<str> {
-        let Some(i) = self.tools.iter().position(|t| t.id() == tool.id()) else {
+        let Some(i) = self.tool_index(tool) else {
             return tool.description(agent, &self.registry).into();
         };
         if let Some(known) = self.descriptions.get(&agent.name)
@@ -107,6 +105,11 @@ impl Core {
         let d = all[i].clone();
         self.descriptions.insert(agent.name.clone(), all);
         d
+    }
+
+    /// Where `tool` sits among the runtime's tools (and its schema and descriptions).
+    fn tool_index(&self, tool: &dyn Tool) -> Option<usize> {
+        self.tools.iter().position(|t| t.id() == tool.id())
     }
 
     /// The directory sessions run in.

@@ -120,18 +120,17 @@ impl Stream for Subscription {
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<BusItem>> {
         // Wakes from a burst of publishes on an arbiter come as one (see `super::wake`); the
         // wrapper is made once per waker and lent, not cloned, on every poll.
-        let this = &mut *self;
-        if !matches!(&this.waker, Some((inner, _)) if inner.will_wake(cx.waker())) {
-            let wrapper = Batched::waker(cx.waker().clone());
-            this.waker = Some((cx.waker().clone(), wrapper));
-        }
         let Subscription {
             inner,
             filter,
-            waker: Some((_, wrapper)),
-        } = this
-        else {
-            return Poll::Pending;
+            waker,
+        } = &mut *self;
+        let wrapper = match waker {
+            Some((given, wrapper)) if given.will_wake(cx.waker()) => wrapper,
+            slot => {
+                let wrapper = Batched::waker(cx.waker().clone());
+                &slot.insert((cx.waker().clone(), wrapper)).1
+            }
         };
         let mut batched = Context::from_waker(wrapper);
         loop {

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use actix::prelude::*;
 use taskforce_agents::id::SessionId;
-use taskforce_agents::model::{Message, Session};
+use taskforce_agents::model::Session;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -297,7 +297,7 @@ impl AnswerBook {
         Some(read(
             history
                 .iter()
-                .filter(|m| matches!(&m.info, Message::Assistant(a) if a.time.created >= since))
+                .filter(|m| m.is_answer_since(since))
                 .collect(),
         ))
     }

@@ -53,6 +53,13 @@ pub struct MessageWithParts {
     pub parts: Vec<Arc<Part>>,
 }
 
+impl MessageWithParts {
+    /// Whether this is an answer (assistant message) created at or after `since` (epoch ms).
+    pub fn is_answer_since(&self, since: u64) -> bool {
+        matches!(&self.info, Message::Assistant(a) if a.time.created >= since)
+    }
+}
+
 /// An "always" approval of a project: `permission` is allowed for every value matching the
 /// wildcard `pattern`, in every session of the project, until it is removed from the store.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -226,7 +226,7 @@ async fn report(
     let since = record.map_or(0, |r| r.started);
     let answers: Vec<&MessageWithParts> = history
         .iter()
-        .filter(|m| matches!(&m.info, Message::Assistant(a) if a.time.created >= since))
+        .filter(|m| m.is_answer_since(since))
         .collect();
     let (ended, error) = answers
         .last()
@@ -401,7 +401,7 @@ async fn record_end(
     };
     let answers: Vec<&MessageWithParts> = history
         .iter()
-        .filter(|m| matches!(&m.info, Message::Assistant(a) if a.time.created >= record.started))
+        .filter(|m| m.is_answer_since(record.started))
         .collect();
     let (status, error) = match (&ended, timed_out) {
         (_, Some((reason, after))) => (

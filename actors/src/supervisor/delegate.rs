@@ -406,7 +406,7 @@ impl SupervisorDelegate {
             Ok(history) => Digest::of(
                 history
                     .iter()
-                    .filter(|m| matches!(&m.info, Message::Assistant(a) if a.time.created >= since))
+                    .filter(|m| m.is_answer_since(since))
                     .collect(),
             ),
             Err(e) => {
@@ -514,14 +514,9 @@ fn child_summary(answers: &[&MessageWithParts]) -> Vec<Value> {
 
 /// The child's own tokens and cost summed over `answers`; turns = how many there are.
 pub(super) fn usage_of(answers: &[&MessageWithParts]) -> TaskUsage {
-    usage_of_infos(answers.iter().map(|m| &m.info))
-}
-
-/// The tokens and cost summed over assistant messages; turns = how many there are.
-fn usage_of_infos<'a>(infos: impl Iterator<Item = &'a Message>) -> TaskUsage {
     let mut usage = TaskUsage::default();
-    for info in infos {
-        if let Message::Assistant(a) = info {
+    for answer in answers {
+        if let Message::Assistant(a) = &answer.info {
             usage.input += a.tokens.input;
             usage.output += a.tokens.output;
             usage.cache_read += a.tokens.cache.read;
