@@ -140,15 +140,18 @@ impl Conversation {
         }));
         let mut running = ToolStateRunning::new(input, 1_010);
         running.title = Some(format!("part {i} of the work"));
-        running.metadata = Some(object(json!({
-            "sessionId": format!("ses_{i:026}"),
-            "model": {"providerID": "anthropic", "modelID": "claude-sonnet-4-5"},
-            "summary": (0..8).map(|k| json!({
-                "id": format!("prt_{i:010}{k:016}"),
-                "tool": if k % 2 == 0 { "read" } else { "grep" },
-                "state": {"status": "completed", "title": format!("src/module_{k}/mod.rs")},
-            })).collect::<Vec<_>>(),
-        })));
+        running.metadata = Some(
+            object(json!({
+                "sessionId": format!("ses_{i:026}"),
+                "model": {"providerID": "anthropic", "modelID": "claude-sonnet-4-5"},
+                "summary": (0..8).map(|k| json!({
+                    "id": format!("prt_{i:010}{k:016}"),
+                    "tool": if k % 2 == 0 { "read" } else { "grep" },
+                    "state": {"status": "completed", "title": format!("src/module_{k}/mod.rs")},
+                })).collect::<Vec<_>>(),
+            }))
+            .into(),
+        );
         let tool = Part::new(
             session.id.clone(),
             assistant.id.clone(),

@@ -36,7 +36,7 @@ use crate::permission::{PermissionBroker, PermissionReply, PermissionRequest};
 use crate::session::{Exclusive, Job, Prompt, PromptInput, Seed, Writer};
 use crate::store::{MessageWithParts, SessionFilter, SqliteStore, Store};
 use crate::supervisor::{
-    Activate, CancelTree, Forget, Limits, Live, LiveCount, StopAll, Supervisor,
+    Activate, CancelTree, Forget, Limits, Live, LiveCount, Placement, StopAll, Supervisor,
 };
 
 /// How to start a runtime.
@@ -478,6 +478,16 @@ impl Runtime {
     pub async fn live_sessions(&self) -> Result<usize, RuntimeError> {
         self.supervisor
             .send(LiveCount)
+            .await
+            .map_err(|_| RuntimeError::Stopped)
+    }
+
+    /// Which of the runtime's arbiter threads a live session's actor runs on (`None` when it
+    /// is not in memory). A root's children are spread over the arbiters; their descendants
+    /// run on their top-level ancestor's.
+    pub async fn arbiter_of(&self, id: &SessionId) -> Result<Option<usize>, RuntimeError> {
+        self.supervisor
+            .send(Placement { id: id.clone() })
             .await
             .map_err(|_| RuntimeError::Stopped)
     }

@@ -6,7 +6,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 use taskforce_agents::agent::AgentInfo;
 use taskforce_agents::id::SessionId;
-use taskforce_agents::model::{Message, PartKind, Todo, ToolState};
+use taskforce_agents::model::{Message, PartKind, Todo, ToolMetadata, ToolState};
 use taskforce_agents::permission::{PermissionAsk, PermissionError, Rule};
 use taskforce_agents::tool::{ToolContext, ToolError, ToolHost};
 
@@ -143,7 +143,9 @@ impl ToolHost for SessionToolHost {
                 if title.is_some() {
                     r.title = title;
                 }
-                r.metadata.get_or_insert_with(Map::new).extend(metadata);
+                r.metadata
+                    .get_or_insert_with(ToolMetadata::new)
+                    .extend(metadata.into());
             }
         });
         self.writer.part_live(part);

@@ -9,7 +9,7 @@ use futures::stream::FuturesUnordered;
 use serde_json::{Map, Value};
 use taskforce_agents::agent::AgentInfo;
 use taskforce_agents::id::{MessageId, now_ms};
-use taskforce_agents::model::{ApiError, CreatedTime, RetryPart};
+use taskforce_agents::model::{ApiError, CreatedTime, RetryPart, ToolMetadata};
 use taskforce_agents::model::{
     AssistantError, CacheTokens, Message, ModelRef, Part, PartKind, PartTime, ReasoningPart,
     Session, StartTime, StepFinishPart, StepStartPart, TextPart, Tokens, ToolPart, ToolState,
@@ -683,14 +683,21 @@ fn ended(state: &ToolState, outcome: Result<ToolOutput, ToolError>, now: u64) ->
             input: r.input.clone(),
             title: r.title.clone(),
             metadata: r.metadata.as_ref().map(|published| {
-                published
+                let mut kept: ToolMetadata = published
                     .iter()
                     .map(|(key, value)| {
                         let replaced = own.is_some_and(|own| own.contains_key(key));
                         let value = if replaced { Value::Null } else { value.clone() };
                         (key.clone(), value)
                     })
-                    .collect()
+                    .collect::<Map<String, Value>>()
+                    .into();
+                if let Some(details) = published.details()
+                    && own.is_none_or(|own| own.details().is_none())
+                {
+                    kept.set_details(details.clone());
+                }
+                kept
             }),
             time: r.time,
         }),
@@ -731,7 +738,10 @@ pub(crate) fn end_running(
         Err(mut error) => {
             let mut failed = running.fail(text(&error), now);
             if let Some(own) = error.take_metadata() {
-                failed.metadata.get_or_insert_with(Map::new).extend(own);
+                failed
+                    .metadata
+                    .get_or_insert_with(ToolMetadata::new)
+                    .extend(own);
             }
             ToolState::Error(failed)
         }
@@ -756,14 +766,22 @@ mod tests {
         }
     }
 
+    fn meta(value: Value) -> ToolMetadata {
+        map(value).into()
+    }
+
+    fn json_of(metadata: &ToolMetadata) -> Value {
+        serde_json::to_value(metadata).unwrap()
+    }
+
     #[test]
     fn the_outcome_metadata_is_laid_over_what_the_tool_published() {
         let mut running = ToolStateRunning::new(Map::new(), 1);
-        running.metadata = Some(map(json!({"sessionId": "a", "live": 1, "summary": [1]})));
+        running.metadata = Some(meta(json!({"sessionId": "a", "live": 1, "summary": [1]})));
         let out = ToolOutput {
             title: "t".into(),
             output: "o".into(),
-            metadata: map(json!({"summary": [1, 2], "details": {"x": 1}, "sessionId": "a"})),
+            metadata: meta(json!({"summary": [1, 2], "details": {"x": 1}, "sessionId": "a"})),
         };
         let ToolState::Completed(done) = end_running(running, Ok(out), |_| String::new(), 2) else {
             panic!("not completed");
@@ -773,7 +791,7 @@ mod tests {
             ["sessionId", "live", "summary", "details"]
         );
         assert_eq!(
-            Value::Object(done.metadata),
+            json_of(&done.metadata),
             json!({"sessionId": "a", "live": 1, "summary": [1, 2], "details": {"x": 1}})
         );
     }
@@ -782,12 +800,12 @@ mod tests {
     fn a_call_ends_from_its_running_state_without_changing_it() {
         let mut running = ToolStateRunning::new(map(json!({"p": 1})), 5);
         running.title = Some("working".into());
-        running.metadata = Some(map(json!({"live": true})));
+        running.metadata = Some(meta(json!({"live": true})));
         let state = ToolState::Running(running);
         let out = ToolOutput {
             title: "done".into(),
             output: "ok".into(),
-            metadata: map(json!({"n": 2})),
+            metadata: meta(json!({"n": 2})),
         };
         let ToolState::Completed(done) = ended(&state, Ok(out), 9) else {
             panic!("not completed");
@@ -796,12 +814,12 @@ mod tests {
         assert_eq!(done.title, "done");
         assert_eq!(done.time.start, 5);
         assert_eq!(done.time.end, 9);
-        assert_eq!(Value::Object(done.metadata), json!({"live": true, "n": 2}));
+        assert_eq!(json_of(&done.metadata), json!({"live": true, "n": 2}));
 
         let ToolState::Error(failed) = ended(&state, Err(ToolError::Aborted), 9) else {
             panic!("not an error");
         };
-        assert_eq!(failed.metadata, Some(map(json!({"live": true}))));
+        assert_eq!(failed.metadata, Some(meta(json!({"live": true}))));
         assert_eq!(failed.time.start, 5);
         let pending = ToolState::Pending(Default::default());
         let ToolState::Error(failed) = ended(&pending, Err(ToolError::Aborted), 9) else {
@@ -812,14 +830,46 @@ mod tests {
     }
 
     #[test]
+    fn a_typed_envelope_survives_the_copy_path_unless_the_outcome_brings_one() {
+        use taskforce_agents::tool::{TaskEnvelope, TaskMode};
+        let mut published = meta(json!({"sessionId": "a"}));
+        published.set_details(TaskEnvelope::new(TaskMode::Single));
+        let mut running = ToolStateRunning::new(Map::new(), 1);
+        running.metadata = Some(published);
+        let state = ToolState::Running(running);
+        let ToolState::Error(kept) = ended(&state, Err(ToolError::Aborted), 2) else {
+            panic!("not an error");
+        };
+        let kept = kept.metadata.unwrap();
+        assert_eq!(kept.details().map(|d| d.mode), Some(TaskMode::Single));
+        let mut own = meta(json!({}));
+        own.set_details(TaskEnvelope::new(TaskMode::Parallel));
+        let out = ToolOutput {
+            title: "t".into(),
+            output: "o".into(),
+            metadata: own,
+        };
+        let ToolState::Completed(done) = ended(&state, Ok(out), 2) else {
+            panic!("not completed");
+        };
+        assert_eq!(
+            done.metadata.details().map(|d| d.mode),
+            Some(TaskMode::Parallel)
+        );
+        assert_eq!(done.metadata["sessionId"], "a");
+    }
+
+    #[test]
     fn a_call_owned_by_nobody_else_ends_the_same_when_moved() {
         let mut running = ToolStateRunning::new(map(json!({"p": 1})), 5);
         running.title = Some("working".into());
-        running.metadata = Some(map(json!({"sessionId": "a", "live": true, "summary": [1]})));
+        running.metadata = Some(meta(
+            json!({"sessionId": "a", "live": true, "summary": [1]}),
+        ));
         let out = || ToolOutput {
             title: "done".into(),
             output: "ok".into(),
-            metadata: map(json!({"summary": [1, 2], "n": 2})),
+            metadata: meta(json!({"summary": [1, 2], "n": 2})),
         };
         let outcomes: [fn() -> Result<ToolOutput, ToolError>; 2] = [
             || Err(ToolError::Aborted),

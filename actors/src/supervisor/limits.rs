@@ -25,6 +25,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use serde_json::{Map, Value};
 use taskforce_agents::config::SubagentConfig;
 use taskforce_agents::id::SessionId;
+use taskforce_agents::model::ToolMetadata;
 use taskforce_agents::tool::{TaskError, TaskErrorCode, TaskFailure, ToolContext, ToolError};
 use tokio::sync::Notify;
 
@@ -50,7 +51,7 @@ impl From<LimitError> for ToolError {
     fn from(e: LimitError) -> Self {
         ToolError::Task(Box::new(TaskFailure {
             error: TaskError::new(TaskErrorCode::SubagentLimitReached, e.to_string()),
-            metadata: Map::new(),
+            metadata: ToolMetadata::new(),
             cause: None,
         }))
     }

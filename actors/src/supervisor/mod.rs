@@ -28,6 +28,17 @@ pub struct Supervisor {
     children: HashMap<SessionId, Vec<SessionId>>,
     arbiters: Vec<Arbiter>,
     next: usize,
+    /// Where each live session's actor runs.
+    homes: HashMap<SessionId, Home>,
+}
+
+/// Where a session's actor runs.
+#[derive(Debug, Clone, Copy)]
+struct Home {
+    /// The index of its arbiter.
+    arbiter: usize,
+    /// It is a child session: its own children are placed on its arbiter.
+    keeps_children: bool,
 }
 
 impl Supervisor {
@@ -45,6 +56,7 @@ impl Supervisor {
                 })
                 .collect(),
             next: 0,
+            homes: HashMap::new(),
         }
     }
 
@@ -102,8 +114,28 @@ impl Handler<Activate> for Supervisor {
         {
             return MessageResult(addr.clone());
         }
-        let arbiter = &self.arbiters[self.next % self.arbiters.len()];
-        self.next = self.next.wrapping_add(1);
+        // Roots and their children are spread over the arbiters; deeper sessions live on
+        // their parent's, so a nested tree's traffic (replies, events, cancels) stays on one
+        // thread while the top-level children still run side by side.
+        let inherited = msg
+            .parent
+            .as_ref()
+            .and_then(|p| self.homes.get(p))
+            .filter(|h| h.keeps_children)
+            .map(|h| h.arbiter);
+        let index = inherited.unwrap_or_else(|| {
+            let next = self.next % self.arbiters.len();
+            self.next = self.next.wrapping_add(1);
+            next
+        });
+        self.homes.insert(
+            msg.id.clone(),
+            Home {
+                arbiter: index,
+                keeps_children: msg.parent.is_some(),
+            },
+        );
+        let arbiter = &self.arbiters[index];
         let core = self.core.clone();
         let id = msg.id.clone();
         let seed = msg.seed;
@@ -153,6 +185,7 @@ impl Handler<Forget> for Supervisor {
             if let Some(addr) = self.live.remove(id) {
                 addr.do_send(Shutdown);
             }
+            self.homes.remove(id);
             self.children.remove(id);
         }
         for kids in self.children.values_mut() {
@@ -221,6 +254,7 @@ impl Handler<SessionStopped> for Supervisor {
     fn handle(&mut self, msg: SessionStopped, _: &mut Self::Context) {
         if self.live.get(&msg.id).is_some_and(|a| !a.connected()) {
             self.live.remove(&msg.id);
+            self.homes.remove(&msg.id);
         }
     }
 }
@@ -249,6 +283,7 @@ impl Handler<StopAll> for Supervisor {
     fn handle(&mut self, _: StopAll, ctx: &mut Self::Context) -> Self::Result {
         self.live.clear();
         self.children.clear();
+        self.homes.clear();
         let arbiters = std::mem::take(&mut self.arbiters);
         for arbiter in &arbiters {
             arbiter.stop();
@@ -268,5 +303,23 @@ impl Handler<LiveCount> for Supervisor {
 
     fn handle(&mut self, _: LiveCount, _: &mut Self::Context) -> usize {
         self.live.values().filter(|a| a.connected()).count()
+    }
+}
+
+/// The index of the arbiter a live session's actor runs on (diagnostics).
+#[derive(Message)]
+#[rtype(result = "Option<usize>")]
+pub struct Placement {
+    /// The session.
+    pub id: SessionId,
+}
+
+impl Handler<Placement> for Supervisor {
+    type Result = Option<usize>;
+
+    fn handle(&mut self, msg: Placement, _: &mut Self::Context) -> Option<usize> {
+        let live = self.live.get(&msg.id).is_some_and(|a| a.connected());
+        live.then(|| self.homes.get(&msg.id).map(|h| h.arbiter))
+            .flatten()
     }
 }

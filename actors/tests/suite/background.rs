@@ -178,7 +178,7 @@ async fn background_returns_at_once_and_the_result_starts_a_parent_turn() {
     assert_eq!(done.metadata["background"], true);
     assert_eq!(done.metadata["status"], "running");
     assert_eq!(
-        done.metadata["details"]["results"][0]["exitCode"],
+        done.metadata.to_json()["details"]["results"][0]["exitCode"],
         EXIT_RUNNING
     );
 

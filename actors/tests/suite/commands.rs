@@ -211,7 +211,8 @@ async fn a_failing_subtask_never_stops_the_loop() {
         e.error
     );
     assert!(e.error.contains("child exploded"), "{}", e.error);
-    let details = &e.metadata.as_ref().unwrap()["details"];
+    let metadata = e.metadata.as_ref().unwrap().to_json();
+    let details = &metadata["details"];
     assert_eq!(details["error"]["code"], "SUBAGENT_FAILED");
     assert_eq!(details["results"][0]["exitCode"], 1);
 }

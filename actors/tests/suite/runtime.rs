@@ -396,7 +396,8 @@ async fn cancelling_the_parent_stops_a_stalled_child_within_a_second() {
         "{}",
         e.error
     );
-    let details = &e.metadata.as_ref().unwrap()["details"];
+    let metadata = e.metadata.as_ref().unwrap().to_json();
+    let details = &metadata["details"];
     assert_eq!(details["error"]["code"], "SUBAGENT_CANCELLED");
     assert_eq!(details["results"][0]["sessionId"], child.id.to_string());
     assert_eq!(details["results"][0]["exitCode"], 130);

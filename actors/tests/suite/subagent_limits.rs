@@ -214,7 +214,8 @@ async fn max_per_session_refuses_the_call_past_it() {
         e.error
     );
     assert!(e.error.contains("max_per_session is 2"), "{}", e.error);
-    let details = &e.metadata.as_ref().unwrap()["details"];
+    let metadata = e.metadata.as_ref().unwrap().to_json();
+    let details = &metadata["details"];
     assert_eq!(details["error"]["code"], "SUBAGENT_LIMIT_REACHED");
     assert_eq!(details["results"], serde_json::json!([]));
 

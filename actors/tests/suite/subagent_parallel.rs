@@ -68,7 +68,8 @@ async fn three_tasks_in_one_call_run_at_once_and_all_answer() {
     let ToolState::Completed(done) = &state else {
         panic!("the call completed: {state:?}")
     };
-    let details = &done.metadata["details"];
+    let metadata = done.metadata.to_json();
+    let details = &metadata["details"];
     assert_eq!(details["mode"], "parallel");
     let results = details["results"].as_array().unwrap();
     assert_eq!(results.len(), 3);
@@ -107,7 +108,8 @@ async fn one_failing_task_does_not_fail_the_others() {
     let ToolState::Completed(done) = &state else {
         panic!("the call completed: {state:?}")
     };
-    let results = done.metadata["details"]["results"].as_array().unwrap();
+    let metadata = done.metadata.to_json();
+    let results = metadata["details"]["results"].as_array().unwrap();
     let codes: Vec<i64> = results
         .iter()
         .map(|r| r["exitCode"].as_i64().unwrap())
@@ -145,7 +147,10 @@ async fn tasks_with_the_single_form_is_invalid_input() {
         "{}",
         e.error
     );
-    assert_eq!(e.metadata.as_ref().unwrap()["details"]["mode"], "parallel");
+    assert_eq!(
+        e.metadata.as_ref().unwrap().to_json()["details"]["mode"],
+        "parallel"
+    );
     assert!(rt.children(&parent).await.unwrap().is_empty());
 }
 

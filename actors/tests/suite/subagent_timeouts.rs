@@ -65,7 +65,7 @@ async fn task_error(rt: &Runtime, parent: &SessionId) -> (String, Value) {
     let ToolState::Error(e) = state else {
         panic!("the task part should be an error: {state:?}")
     };
-    let details = e.metadata.unwrap_or_default()["details"].clone();
+    let details = e.metadata.unwrap_or_default().to_json()["details"].clone();
     (e.error, details)
 }
 

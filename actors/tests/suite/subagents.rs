@@ -3,11 +3,10 @@
 
 use std::time::Duration;
 
-use serde_json::{Map, Value};
 use taskforce_actors::permission::PermissionReply;
 use taskforce_actors::{PromptInput, Runtime};
 use taskforce_agents::id::SessionId;
-use taskforce_agents::model::{Message, ToolState};
+use taskforce_agents::model::{Message, ToolMetadata, ToolState};
 use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 use taskforce_agents::tool::{TaskEnvelope, TaskErrorCode, TaskMode};
 
@@ -27,7 +26,7 @@ async fn task_state(rt: &Runtime, session: &SessionId) -> ToolState {
 }
 
 /// The metadata of a finished tool state.
-fn metadata_of(state: &ToolState) -> Map<String, Value> {
+fn metadata_of(state: &ToolState) -> ToolMetadata {
     match state {
         ToolState::Completed(c) => c.metadata.clone(),
         ToolState::Error(e) => e.metadata.clone().unwrap_or_default(),
@@ -105,7 +104,8 @@ async fn task_result_carries_the_envelope_with_the_childs_usage() {
     assert_eq!(done.metadata["model"]["modelID"], "gpt-test");
     assert_eq!(done.metadata["summary"][0]["tool"], "read");
 
-    let details = &done.metadata["details"];
+    let metadata = done.metadata.to_json();
+    let details = &metadata["details"];
     assert_eq!(details["mode"], "single");
     assert_eq!(details["runId"].as_str().unwrap().len(), 8);
     assert!(details.get("error").is_none(), "{details}");
@@ -509,11 +509,58 @@ async fn max_depth_2_nests_root_child_grandchild_and_stops_there() {
         panic!("the middle's task completed")
     };
     assert!(m.output.starts_with("leaf done"), "{}", m.output);
-    assert_eq!(m.metadata["details"]["results"][0]["agent"], "leaf");
+    assert_eq!(
+        m.metadata.to_json()["details"]["results"][0]["agent"],
+        "leaf"
+    );
     let ToolState::Completed(r) = task_state(&rt, &root).await else {
         panic!("the root's task completed")
     };
     assert!(r.output.starts_with("middle done"), "{}", r.output);
+}
+
+#[actix_rt::test]
+async fn a_nested_subtree_runs_on_the_arbiter_of_its_top_level_child() {
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        let first = req.last_role() == Some("user");
+        if req.contains("LEAF-AGENT-PROMPT") {
+            Response::text("leaf done")
+        } else if req.contains("MIDDLE-AGENT-PROMPT") {
+            if first {
+                task_call(r#"{"description":"to leaf","prompt":"do it","subagent_type":"leaf"}"#)
+            } else {
+                Response::text("middle done")
+            }
+        } else if first {
+            let middle =
+                r#"{"description":"to middle","prompt":"split it","subagent_type":"middle"}"#;
+            Response::tool_calls(&[("call_1", "task", middle), ("call_2", "task", middle)])
+        } else {
+            Response::text("root done")
+        }
+    })
+    .await
+    .unwrap();
+    let env = nesting_env(&fake.base_url(), 2);
+    let rt = env.runtime().await;
+    let root = prompt(&rt, "go").await;
+    let middles = rt.children(&root).await.unwrap();
+    assert_eq!(middles.len(), 2);
+    let mut homes = Vec::new();
+    for middle in &middles {
+        let home = rt.arbiter_of(&middle.id).await.unwrap().expect("live");
+        let leaves = rt.children(&middle.id).await.unwrap();
+        assert_eq!(leaves.len(), 1);
+        assert_eq!(
+            rt.arbiter_of(&leaves[0].id).await.unwrap(),
+            Some(home),
+            "a grandchild runs beside its parent"
+        );
+        homes.push(home);
+    }
+    // The runtime has two arbiters: the root's two children run on both.
+    assert_ne!(homes[0], homes[1]);
+    assert!(rt.arbiter_of(&root).await.unwrap().is_some());
 }
 
 #[actix_rt::test]

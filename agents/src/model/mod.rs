@@ -5,6 +5,7 @@
 //! omitted. Times are epoch milliseconds (`u64`), costs are `f64` dollars.
 
 mod diff;
+pub mod envelope;
 mod error;
 mod format;
 mod message;
@@ -14,6 +15,7 @@ mod session;
 #[cfg(test)]
 mod testing;
 mod todo;
+mod tool_metadata;
 mod tool_state;
 
 pub use diff::{FileDiff, FileDiffStatus};
@@ -34,6 +36,7 @@ pub use part::{
 };
 pub use session::{Session, SessionRevert, SessionShare, SessionSummary, SessionTime};
 pub use todo::{Todo, TodoPriority, TodoStatus};
+pub use tool_metadata::ToolMetadata;
 pub use tool_state::{
     CompletedTime, StartTime, TimeSpan, ToolState, ToolStateCompleted, ToolStateError,
     ToolStatePending, ToolStateRunning,

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{JsonObject, Part};
+use super::{JsonObject, Part, ToolMetadata};
 
 /// The state of a tool call, tagged by `status`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -43,7 +43,7 @@ pub struct ToolStateRunning {
     /// Metadata set by the tool while it runs (the task tool puts `sessionId` here).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
-    pub metadata: Option<JsonObject>,
+    pub metadata: Option<ToolMetadata>,
     /// When the tool started.
     pub time: StartTime,
 }
@@ -61,7 +61,7 @@ pub struct ToolStateCompleted {
     pub title: String,
     /// The tool's metadata.
     #[cfg_attr(feature = "openapi", schema(value_type = Object))]
-    pub metadata: JsonObject,
+    pub metadata: ToolMetadata,
     /// When the tool ran, and when its output was compacted away.
     pub time: CompletedTime,
     /// Files the tool returned (file parts).
@@ -83,7 +83,7 @@ pub struct ToolStateError {
     /// The tool's metadata, if it set any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
-    pub metadata: Option<JsonObject>,
+    pub metadata: Option<ToolMetadata>,
     /// When the tool started and failed.
     pub time: TimeSpan,
 }
@@ -151,7 +151,7 @@ impl ToolState {
     }
 
     /// The metadata set so far, if any.
-    pub fn metadata(&self) -> Option<&JsonObject> {
+    pub fn metadata(&self) -> Option<&ToolMetadata> {
         match self {
             ToolState::Pending(_) => None,
             ToolState::Running(s) => s.metadata.as_ref(),

@@ -11,11 +11,12 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
-use super::envelope::{DETAILS_KEY, TaskEnvelope, TaskResult, TaskUsage};
+use super::envelope::{TaskEnvelope, TaskResult, TaskUsage};
 use super::redact::redact;
 use super::truncate::{self, Direction, MAX_BYTES, MAX_LINES};
 use super::{Delegate, SubagentRequest, ToolContext, ToolError, ToolOutput};
 use crate::id::SessionId;
+use crate::model::ToolMetadata;
 
 /// The `exitCode` placeholder of a background child that is still running.
 pub const EXIT_RUNNING: i32 = -1;
@@ -103,7 +104,7 @@ impl ChildReport {
         ToolOutput {
             title,
             output,
-            metadata,
+            metadata: metadata.into(),
         }
     }
 }
@@ -157,12 +158,12 @@ pub(crate) fn started(
         display_items: None,
         timeout_reason: None,
     });
-    let mut metadata = Map::new();
+    let mut metadata = ToolMetadata::new();
     metadata.insert("sessionId".into(), json!(child));
     metadata.insert("model".into(), json!(request.model));
     metadata.insert("background".into(), Value::Bool(true));
     metadata.insert("status".into(), json!(ChildStatus::Running));
-    metadata.insert(DETAILS_KEY.into(), envelope.into_value());
+    metadata.set_details(envelope);
     ToolOutput {
         title: request.description.clone(),
         output: format!(

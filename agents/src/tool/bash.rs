@@ -365,7 +365,7 @@ impl Tool for BashTool {
         Ok(ToolOutput {
             title: args.description.unwrap_or(args.command),
             output,
-            metadata,
+            metadata: metadata.into(),
         })
     }
 }

@@ -140,7 +140,7 @@ impl Tool for EditTool {
         Ok(ToolOutput {
             title: rel,
             output: "Edit applied successfully.".into(),
-            metadata,
+            metadata: metadata.into(),
         })
     }
 }

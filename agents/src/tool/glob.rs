@@ -101,7 +101,7 @@ impl Tool for GlobTool {
         Ok(ToolOutput {
             title: paths::display_title(ctx, &search),
             output,
-            metadata,
+            metadata: metadata.into(),
         })
     }
 }

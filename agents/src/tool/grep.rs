@@ -106,7 +106,7 @@ impl Tool for GrepTool {
             return Ok(ToolOutput {
                 title: args.pattern,
                 output: "No files found".into(),
-                metadata,
+                metadata: metadata.into(),
             });
         }
 
@@ -146,7 +146,7 @@ impl Tool for GrepTool {
         Ok(ToolOutput {
             title: args.pattern,
             output: output.trim_end().to_string(),
-            metadata,
+            metadata: metadata.into(),
         })
     }
 }

@@ -133,7 +133,7 @@ impl Tool for ListTool {
         Ok(ToolOutput {
             title: paths::display_title(ctx, &search),
             output,
-            metadata,
+            metadata: metadata.into(),
         })
     }
 }

@@ -7,8 +7,8 @@ mod bash;
 pub(crate) use bash::kill_group;
 mod context;
 mod edit;
-pub mod envelope;
-mod envelope_value;
+/// The task tool's result envelope (kept with the model: tool parts hold it typed).
+pub use crate::model::envelope;
 mod glob;
 mod grep;
 mod list;
@@ -49,9 +49,10 @@ pub use todo::{TodoReadTool, TodoWriteTool};
 pub use write::WriteTool;
 
 use async_trait::async_trait;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::agent::{AgentInfo, Registry};
+use crate::model::ToolMetadata;
 use crate::permission::PermissionError;
 
 /// The ids of the built-in tools, in the order they are offered to a model.
@@ -78,7 +79,7 @@ pub struct ToolOutput {
     /// The text the model sees.
     pub output: String,
     /// Structured details for user interfaces and embedders.
-    pub metadata: Map<String, Value>,
+    pub metadata: ToolMetadata,
 }
 
 /// Why a tool call failed; the `Display` text is what the model sees.
@@ -115,7 +116,7 @@ pub struct TaskFailure {
     /// The code and message.
     pub error: TaskError,
     /// The tool part's metadata (`details`, and `sessionId`/`model`/`summary` once a child ran).
-    pub metadata: Map<String, Value>,
+    pub metadata: ToolMetadata,
     /// The error this one wraps (a permission refusal, an abort), if any.
     pub cause: Option<ToolError>,
 }
@@ -130,7 +131,7 @@ impl ToolError {
     }
 
     /// The metadata to keep on the failed tool part (coded task failures only).
-    pub fn metadata(&self) -> Option<&Map<String, Value>> {
+    pub fn metadata(&self) -> Option<&ToolMetadata> {
         match self {
             ToolError::Task(f) => Some(&f.metadata),
             _ => None,
@@ -139,7 +140,7 @@ impl ToolError {
 
     /// The metadata to keep on the failed tool part, taken out of the error (coded task
     /// failures only; the error keeps an empty map).
-    pub fn take_metadata(&mut self) -> Option<Map<String, Value>> {
+    pub fn take_metadata(&mut self) -> Option<ToolMetadata> {
         match self {
             ToolError::Task(f) => Some(std::mem::take(&mut f.metadata)),
             _ => None,

@@ -113,7 +113,7 @@ impl Tool for ReadTool {
         Ok(ToolOutput {
             title: paths::relative_to_project(ctx, &path),
             output,
-            metadata,
+            metadata: metadata.into(),
         })
     }
 }

@@ -8,8 +8,8 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::envelope::{
-    DETAILS_KEY, DisplayItem, EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_TIMEOUT, TaskEnvelope,
-    TaskError, TaskErrorCode, TaskMode, TaskResult, TimeoutReason,
+    DisplayItem, EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_TIMEOUT, TaskEnvelope, TaskError,
+    TaskErrorCode, TaskMode, TaskResult, TimeoutReason,
 };
 use super::redact::{redact, redact_in_place};
 use super::run::parse_args;
@@ -20,6 +20,7 @@ use super::{
     ToolOutput,
 };
 use crate::agent::{AgentInfo, Registry};
+use crate::model::ToolMetadata;
 use crate::permission::{self, Action, PermissionAsk};
 
 const ID: &str = "task";
@@ -139,11 +140,11 @@ impl Tool for TaskTool {
                 TaskErrorCode::SubagentsDisabled,
                 "subagents are not available here",
             );
-            return Err(failure(envelope, error, None, Map::new()));
+            return Err(failure(envelope, error, None, ToolMetadata::new()));
         };
         if let Err(error) = delegate.admit(ctx).await {
             envelope.mode = TaskMode::Management;
-            return Err(failure(envelope, error, None, Map::new()));
+            return Err(failure(envelope, error, None, ToolMetadata::new()));
         }
         if task_parallel::is_parallel(&args) {
             return task_parallel::execute(args, ctx, delegate).await;
@@ -152,12 +153,12 @@ impl Tool for TaskTool {
             Ok(args) => args,
             Err(e) => {
                 let error = TaskError::new(TaskErrorCode::InvalidInput, e.to_string());
-                return Err(failure(envelope, error, Some(e), Map::new()));
+                return Err(failure(envelope, error, Some(e), ToolMetadata::new()));
             }
         };
         let timeout = match timeout_arg(args.timeout) {
             Ok(t) => t,
-            Err(error) => return Err(failure(envelope, error, None, Map::new())),
+            Err(error) => return Err(failure(envelope, error, None, ToolMetadata::new())),
         };
         if !ctx.bypass_agent_check {
             let mut metadata = Map::new();
@@ -187,7 +188,7 @@ impl Tool for TaskTool {
                     TaskErrorCode::PermissionDenied
                 };
                 let error = TaskError::new(code, e.to_string());
-                return Err(failure(envelope, error, Some(e), Map::new()));
+                return Err(failure(envelope, error, Some(e), ToolMetadata::new()));
             }
         }
         let Some(agent) = ctx.registry.get(&args.subagent_type) else {
@@ -198,7 +199,7 @@ impl Tool for TaskTool {
                     args.subagent_type
                 ),
             );
-            return Err(failure(envelope, error, None, Map::new()));
+            return Err(failure(envelope, error, None, ToolMetadata::new()));
         };
         if agent.disable_task {
             let error = TaskError::new(
@@ -208,7 +209,7 @@ impl Tool for TaskTool {
                     agent.name
                 ),
             );
-            return Err(failure(envelope, error, None, Map::new()));
+            return Err(failure(envelope, error, None, ToolMetadata::new()));
         }
         let model = ctx
             .subtask_model
@@ -233,7 +234,7 @@ impl Tool for TaskTool {
                 Ok(child) => Ok(super::background::started(envelope, &request, &child)),
                 Err(e) => {
                     let error = TaskError::new(TaskErrorCode::SubagentFailed, e.to_string());
-                    Err(failure(envelope, error, Some(e), Map::new()))
+                    Err(failure(envelope, error, Some(e), ToolMetadata::new()))
                 }
             };
         }
@@ -252,7 +253,7 @@ impl Tool for TaskTool {
                     TaskErrorCode::SubagentFailed
                 };
                 let error = TaskError::new(code, e.to_string());
-                return Err(failure(envelope, error, Some(e), Map::new()));
+                return Err(failure(envelope, error, Some(e), ToolMetadata::new()));
             }
         };
         finish(
@@ -275,10 +276,10 @@ pub(super) fn failure(
     mut envelope: TaskEnvelope,
     error: TaskError,
     cause: Option<ToolError>,
-    mut metadata: Map<String, Value>,
+    mut metadata: ToolMetadata,
 ) -> ToolError {
     envelope.error = Some(error.clone());
-    metadata.insert(DETAILS_KEY.into(), envelope.into_value());
+    metadata.set_details(envelope);
     ToolError::Task(Box::new(TaskFailure {
         error,
         metadata,
@@ -301,7 +302,7 @@ fn finish(
 ) -> Result<ToolOutput, ToolError> {
     let home = ctx.home.as_deref();
     let session_id = outcome.session_id.to_string();
-    let mut metadata = Map::new();
+    let mut metadata = ToolMetadata::new();
     let summary = std::mem::take(&mut outcome.summary);
     metadata.insert("summary".into(), Value::Array(summary));
     metadata.insert("sessionId".into(), Value::String(session_id.clone()));
@@ -333,7 +334,7 @@ fn finish(
         }
     };
     metadata.insert("truncated".into(), Value::Bool(envelope.error.is_some()));
-    metadata.insert(DETAILS_KEY.into(), envelope.into_value());
+    metadata.set_details(envelope);
     Ok(ToolOutput {
         title,
         output: format!("{visible}\n\n<task_metadata>\nsession_id: {session_id}\n</task_metadata>"),

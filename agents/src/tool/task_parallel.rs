@@ -21,15 +21,14 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::envelope::{
-    DETAILS_KEY, EXIT_FAILED, TaskEnvelope, TaskError, TaskErrorCode, TaskMode, TaskResult,
-    TaskUsage,
+    EXIT_FAILED, TaskEnvelope, TaskError, TaskErrorCode, TaskMode, TaskResult, TaskUsage,
 };
 use super::run::parse_args;
 use super::task::{child_result, failure, timeout_arg};
 use super::truncate::{self, Direction, MAX_BYTES, MAX_LINES};
 use super::{Delegate, SubagentRequest, ToolContext, ToolError, ToolHost, ToolOutput};
 use crate::id::SessionId;
-use crate::model::Todo;
+use crate::model::{Todo, ToolMetadata};
 use crate::permission::{PermissionAsk, PermissionError};
 
 const ID: &str = "task";
@@ -81,7 +80,7 @@ pub(super) async fn execute(
     let envelope = TaskEnvelope::new(TaskMode::Parallel);
     let invalid = |message: String| {
         let error = TaskError::new(TaskErrorCode::InvalidInput, message);
-        Err(failure(envelope.clone(), error, None, Map::new()))
+        Err(failure(envelope.clone(), error, None, ToolMetadata::new()))
     };
     if let Some(field) = SINGLE_FIELDS
         .iter()
@@ -100,7 +99,7 @@ pub(super) async fn execute(
     }
     let timeout = match timeout_arg(args.timeout) {
         Ok(t) => t,
-        Err(error) => return Err(failure(envelope, error, None, Map::new())),
+        Err(error) => return Err(failure(envelope, error, None, ToolMetadata::new())),
     };
     let live = Arc::new(LiveMetadata::new(ctx.host.clone(), &args.tasks));
     let runs = args.tasks.iter().enumerate().map(|(index, one)| {
@@ -261,7 +260,7 @@ fn answer(
         blocks.push(block);
     }
     let output = blocks.join("\n\n");
-    let mut metadata = Map::new();
+    let mut metadata = ToolMetadata::new();
     metadata.insert("summary".into(), Value::Array(summary));
     metadata.insert(
         "sessionIds".into(),
@@ -289,7 +288,7 @@ fn answer(
         ));
     }
     metadata.insert("truncated".into(), Value::Bool(truncated));
-    metadata.insert(DETAILS_KEY.into(), envelope.into_value());
+    metadata.set_details(envelope);
     Ok(ToolOutput {
         title: format!("{n} parallel tasks"),
         output,

@@ -84,7 +84,7 @@ impl Tool for WriteTool {
         Ok(ToolOutput {
             title: rel,
             output: "Wrote file successfully.".into(),
-            metadata,
+            metadata: metadata.into(),
         })
     }
 }

@@ -1024,7 +1024,8 @@ async fn task_uses_the_agents_own_model() {
         out.metadata["model"],
         json!({"providerID": "special", "modelID": "pinned-model"})
     );
-    let details = &out.metadata["details"];
+    let metadata = out.metadata.to_json();
+    let details = &metadata["details"];
     assert_eq!(details["mode"], "single");
     assert_eq!(details["results"][0]["agent"], "pinned");
     assert_eq!(details["results"][0]["task"], "p");

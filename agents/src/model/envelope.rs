@@ -11,7 +11,7 @@
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// The metadata key holding the envelope.
 pub const DETAILS_KEY: &str = "details";
@@ -228,8 +228,8 @@ impl TaskEnvelope {
     }
 
     /// The envelope of a tool part's metadata, if it has one.
-    pub fn from_metadata(metadata: &Map<String, Value>) -> Option<Self> {
-        serde_json::from_value(metadata.get(DETAILS_KEY)?.clone()).ok()
+    pub fn from_metadata(metadata: &super::ToolMetadata) -> Option<Self> {
+        metadata.details().cloned()
     }
 
     /// The envelope as a JSON value (for the `details` metadata key).
@@ -328,8 +328,9 @@ mod tests {
         assert!(r.get("error").is_none());
         assert!(r.get("timeoutReason").is_none());
         assert!(v.get("error").is_none());
-        let mut meta = Map::new();
+        let mut meta = serde_json::Map::new();
         meta.insert(DETAILS_KEY.into(), v);
+        let meta = crate::model::ToolMetadata::from(meta);
         assert_eq!(TaskEnvelope::from_metadata(&meta), Some(envelope));
     }
 }
