@@ -343,7 +343,12 @@ impl Processor {
                 self.finish_tool(part, Err(ToolError::Aborted)).await;
             }
         }
-        if result.error.is_none() && result.finish.is_none() {
+        // A step that failed or was cancelled never finished: like OpenCode, it gets no
+        // `step-finish` part (its usage is on the assistant message).
+        if result.error.is_some() {
+            return result;
+        }
+        if result.finish.is_none() {
             result.finish = Some(FinishReason::Other("unknown".into()));
         }
         let reason = result

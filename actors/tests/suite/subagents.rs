@@ -410,6 +410,21 @@ async fn a_child_cancelled_on_its_own_is_subagent_cancelled() {
     assert_eq!(envelope.results[0].exit_code, 130);
     // The parent's loop went on and read the code.
     assert!(task_result_seen(&fake).starts_with("SUBAGENT_CANCELLED: "));
+    // A cancelled step never finished: it has no step-finish part (as in OpenCode); a step
+    // that finished has one.
+    let is_finish = |p: &std::sync::Arc<taskforce_agents::model::Part>| {
+        matches!(p.kind, taskforce_agents::model::PartKind::StepFinish(_))
+    };
+    let child_answer = rt.messages(&child.id).await.unwrap().pop().unwrap();
+    let aborted = child_answer.info.as_assistant().unwrap();
+    assert_eq!(
+        aborted.error.as_ref().unwrap().name(),
+        "MessageAbortedError"
+    );
+    assert!(!child_answer.parts.iter().any(is_finish));
+    let parent_answer = rt.messages(&s.id).await.unwrap().pop().unwrap();
+    assert!(parent_answer.info.as_assistant().unwrap().error.is_none());
+    assert!(parent_answer.parts.iter().any(is_finish));
 }
 
 // ---------------------------------------------------------------- nesting

@@ -47,7 +47,15 @@ impl ToolMetadata {
         if other.details.is_some() || other.map.contains_key(DETAILS_KEY) {
             self.details = None;
         }
-        self.map.extend(other.map);
+        if self.map.is_empty() {
+            self.map = other.map;
+        } else {
+            // One insert each (not `extend`): keys already here are replaced in place, and
+            // the table grows only for new ones.
+            for (key, value) in other.map {
+                self.map.insert(key, value);
+            }
+        }
         if let Some(details) = other.details {
             self.map.shift_remove(DETAILS_KEY);
             self.details = Some(details);
