@@ -143,7 +143,9 @@ pub(super) struct Processor {
     pub agent: Arc<AgentInfo>,
     pub model: ModelRef,
     pub message_id: MessageId,
-    pub tools: Vec<Arc<dyn Tool>>,
+    /// The tools the step offers: their places in `core.tools` (no reference counts to touch
+    /// per step).
+    pub tools: Vec<usize>,
     /// The agent's and the session's rules, merged: what the step's calls are asked against.
     pub rules: Arc<[Rule]>,
     pub token: CancellationToken,
@@ -369,6 +371,11 @@ impl Processor {
         result
     }
 
+    /// The tools the step offers.
+    fn offered(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
+        self.tools.iter().filter_map(|&i| self.core.tools.get(i))
+    }
+
     fn new_part(&mut self, kind: PartKind) -> SharedPart {
         let part = SharedPart::new(Part::new(
             self.session.id.clone(),
@@ -471,10 +478,9 @@ impl Processor {
         };
         let input = parsed.clone().unwrap_or_default();
         let tool = self
-            .tools
-            .iter()
+            .offered()
             .find(|t| t.id() == name)
-            .or_else(|| self.tools.iter().find(|t| t.id() == name.to_lowercase()))
+            .or_else(|| self.offered().find(|t| t.id() == name.to_lowercase()))
             .cloned()
             .or_else(|| {
                 let task = self.task_guarded && name.eq_ignore_ascii_case("task");
@@ -506,15 +512,22 @@ impl Processor {
             token: &self.token,
         };
         let ctx = site.context(id.clone(), host.clone(), self.bypass_agent_check, None);
-        let available: Vec<String> = self.tools.iter().map(|t| t.id().to_string()).collect();
+        // Named only in the error of a call to a tool the step does not offer.
+        let available = match &tool {
+            None => self
+                .offered()
+                .map(|t| t.id())
+                .collect::<Vec<_>>()
+                .join(", "),
+            Some(_) => String::new(),
+        };
         let core = self.core.clone();
         let flush_every = self.core.flush_every;
         let agent = self.agent.clone();
         tokio::spawn(async move {
             let outcome = match (tool, parsed) {
                 (None, _) => Err(ToolError::Failed(format!(
-                    "Model tried to call unavailable tool '{name}'. Available tools: {}.",
-                    available.join(", ")
+                    "Model tried to call unavailable tool '{name}'. Available tools: {available}."
                 ))),
                 (Some(tool), Err(message)) => Err(ToolError::InvalidArguments {
                     tool: tool.id().to_string(),

@@ -10,7 +10,6 @@ use taskforce_agents::model::{
 };
 use taskforce_agents::permission::{Rule, merge};
 use taskforce_agents::provider::{ChatMessage, ModelRequest, ProviderError, Role, ToolSpec, cost};
-use taskforce_agents::tool::Tool;
 use tokio_util::sync::CancellationToken;
 
 use super::compaction::{COMPACTION_AGENT, filter_compacted};
@@ -106,20 +105,26 @@ pub(crate) async fn run_step(
     // A session that may not delegate is not offered the task tool; a call anyway is routed to
     // it so that the model reads why (see `Processor::task_guarded`).
     let task_guarded = task_guard(core, session).await.is_some();
-    let tools: Vec<Arc<dyn Tool>> = if compacting {
+    let tools: Vec<usize> = if compacting {
         Vec::new()
     } else {
         offered_tools(core, &rules, &user)
             .into_iter()
-            .filter(|t| !(task_guarded && matches!(t.id(), "task" | "task_status" | "task_cancel")))
+            .filter(|&i| {
+                let id = core.tools[i].id();
+                !(task_guarded && matches!(id, "task" | "task_status" | "task_cancel"))
+            })
             .collect()
     };
     let specs: Vec<ToolSpec> = tools
         .iter()
-        .map(|t| ToolSpec {
-            name: t.id().to_string(),
-            description: core.description(t.as_ref(), &agent),
-            parameters: core.schema(t.as_ref()),
+        .map(|&i| {
+            let t = core.tools[i].as_ref();
+            ToolSpec {
+                name: t.id().to_string(),
+                description: core.description(t, &agent),
+                parameters: core.schema(t),
+            }
         })
         .collect();
     let mut system = Vec::new();
@@ -256,20 +261,21 @@ async fn fail(
     Ok((MessageWithParts { info, parts }, StepOutcome::Stop))
 }
 
-/// The tools the model is offered: every tool not hidden by the agent's and session's rules
-/// and not switched off by the prompt.
-fn offered_tools(core: &Core, rules: &[Rule], user: &UserMessage) -> Vec<Arc<dyn Tool>> {
+/// The tools the model is offered (their places in `core.tools`): every tool not hidden by the
+/// agent's and session's rules and not switched off by the prompt.
+fn offered_tools(core: &Core, rules: &[Rule], user: &UserMessage) -> Vec<usize> {
     let hidden = taskforce_agents::permission::disabled(core.tools.iter().map(|t| t.id()), rules);
     core.tools
         .iter()
-        .filter(|t| !hidden.iter().any(|h| h == t.id()))
-        .filter(|t| {
+        .enumerate()
+        .filter(|(_, t)| !hidden.iter().any(|h| h == t.id()))
+        .filter(|(_, t)| {
             user.tools
                 .as_ref()
                 .and_then(|m| m.get(t.id()))
                 .is_none_or(|on| *on)
         })
-        .cloned()
+        .map(|(i, _)| i)
         .collect()
 }
 
