@@ -49,7 +49,7 @@ pub(crate) async fn run_step(
 ) -> Result<(MessageWithParts, StepOutcome), RuntimeError> {
     let messages = filter_compacted(messages);
     let Some(user) = messages.iter().rev().find_map(|m| match &m.info {
-        Message::User(u) => Some(u.clone()),
+        Message::User(u) => Some(u),
         Message::Assistant(_) => None,
     }) else {
         return Err(RuntimeError::InvalidInput("no user message".into()));
@@ -108,7 +108,7 @@ pub(crate) async fn run_step(
     let tools: Vec<usize> = if compacting {
         Vec::new()
     } else {
-        offered_tools(core, &rules, &user)
+        offered_tools(core, &rules, user)
             .into_iter()
             .filter(|&i| {
                 let id = core.tools[i].id();
