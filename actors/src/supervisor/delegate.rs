@@ -1,6 +1,7 @@
 //! The task tool's delegate: runs a subagent in a child session and reports on it live.
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -179,12 +180,10 @@ impl Delegate for SupervisorDelegate {
         let run_limits = RunLimits::new(&self.core.config.subagent, request.timeout);
         let activity = Arc::new(Activity::new());
         let clock_start = tokio::time::Instant::now();
-        let follower = tokio::spawn(follow(
-            self.core.bus.subscribe(Filter::Session(child.id.clone())),
-            child.id.clone(),
-            activity.clone(),
-            ctx.clone(),
-        ));
+        // Subscribed before the child starts, followed while waiting for it (no task of its
+        // own: one call, one task).
+        let mut events = Some(self.core.bus.subscribe(Filter::Session(child.id.clone())));
+        let mut follower = Follower::new(child.id.clone(), activity.clone());
 
         let input = self.child_input(&request, nests);
         let started = now_ms();
@@ -206,7 +205,6 @@ impl Delegate for SupervisorDelegate {
         } = match start.await {
             Ok(started) => started,
             Err(e) => {
-                follower.abort();
                 return Err(match e {
                     RuntimeError::Stopped => ToolError::Failed("the runtime has stopped".into()),
                     RuntimeError::Crashed(_) => ToolError::Failed(format!(
@@ -219,31 +217,37 @@ impl Delegate for SupervisorDelegate {
         };
         let run = async { reply_of(reply.await, &child.id) };
         tokio::pin!(run);
+        let expiry = timeout::expiry(run_limits, clock_start, &activity);
+        tokio::pin!(expiry);
         let mut timed_out = None;
-        let result = tokio::select! {
-            r = &mut run => r,
-            expired = timeout::expiry(run_limits, clock_start, &activity) => {
-                timed_out = Some(expired);
-                self.supervisor.do_send(CancelTree { id: child.id.clone() });
-                tokio::time::timeout(CANCEL_GRACE, &mut run)
-                    .await
-                    .unwrap_or(Err(ToolError::Aborted))
-            }
-            () = ctx.abort.cancelled() => {
-                // Nothing more to mirror: the parent's call is over.
-                follower.abort();
-                // A run started by this call was cancelled with it (its token is a child of
-                // the call's); only a run that was already going needs telling.
-                if !run_token.is_cancelled() {
-                    self.supervisor.do_send(CancelTree { id: child.id.clone() });
+        let result = loop {
+            tokio::select! {
+                r = &mut run => break r,
+                Some(item) = next_event(&mut events) => {
+                    if follower.on(item, ctx).is_break() {
+                        events = None;
+                    }
                 }
-                // Let the child record how it ended, but never wait long for it.
-                tokio::time::timeout(CANCEL_GRACE, &mut run)
-                    .await
-                    .unwrap_or(Err(ToolError::Aborted))
+                expired = &mut expiry => {
+                    timed_out = Some(expired);
+                    self.supervisor.do_send(CancelTree { id: child.id.clone() });
+                    break tokio::time::timeout(CANCEL_GRACE, &mut run)
+                        .await
+                        .unwrap_or(Err(ToolError::Aborted));
+                }
+                () = ctx.abort.cancelled() => {
+                    // A run started by this call was cancelled with it (its token is a child
+                    // of the call's); only a run that was already going needs telling.
+                    if !run_token.is_cancelled() {
+                        self.supervisor.do_send(CancelTree { id: child.id.clone() });
+                    }
+                    // Let the child record how it ended, but never wait long for it.
+                    break tokio::time::timeout(CANCEL_GRACE, &mut run)
+                        .await
+                        .unwrap_or(Err(ToolError::Aborted));
+                }
             }
         };
-        follower.abort();
         let (message, status) = match result {
             Ok(message) => {
                 let status = match &message.info {
@@ -318,47 +322,68 @@ fn last_text<'a>(parts: impl DoubleEndedIterator<Item = &'a Part>) -> Option<Str
         .find_map(|p| p.as_text().map(|t| t.text.clone()))
 }
 
+/// The next event of a followed child, or never once it is no longer followed.
+async fn next_event(events: &mut Option<crate::bus::Subscription>) -> Option<BusItem> {
+    match events {
+        Some(events) => events.next().await,
+        None => std::future::pending().await,
+    }
+}
+
 /// Follows a child's events while its parent's call runs: mirrors its tool calls (status and
 /// title) on the parent's running part, and counts its activity for the idle clock.
-async fn follow(
-    mut events: crate::bus::Subscription,
+struct Follower {
     child: SessionId,
     activity: Arc<Activity>,
-    ctx: ToolContext,
-) {
-    let mut summary: BTreeMap<PartId, SummaryEntry> = BTreeMap::new();
-    let mut filter = ActivityFilter::default();
-    while let Some(item) = events.next().await {
+    summary: BTreeMap<PartId, SummaryEntry>,
+    filter: ActivityFilter,
+}
+
+impl Follower {
+    fn new(child: SessionId, activity: Arc<Activity>) -> Self {
+        Follower {
+            child,
+            activity,
+            summary: BTreeMap::new(),
+            filter: ActivityFilter::default(),
+        }
+    }
+
+    /// Takes in one of the child's events; breaks once the child is idle.
+    fn on(&mut self, item: BusItem, ctx: &ToolContext) -> ControlFlow<()> {
         let envelope = match item {
             BusItem::Event(envelope) => envelope,
             BusItem::Lagged(_) => {
-                activity.touch();
-                continue;
+                self.activity.touch();
+                return ControlFlow::Continue(());
             }
         };
-        if filter.is_activity(&envelope.event) {
-            activity.touch();
+        if self.filter.is_activity(&envelope.event) {
+            self.activity.touch();
         }
         match &envelope.event {
-            Event::SessionIdle { session_id } if *session_id == child => return,
+            Event::SessionIdle { session_id } if *session_id == self.child => {
+                return ControlFlow::Break(());
+            }
             Event::PartUpdated { delta: None, part } => {
                 let PartKind::Tool(tool) = &part.kind else {
-                    continue;
+                    return ControlFlow::Continue(());
                 };
                 let entry = SummaryEntry::of(&tool.tool, &tool.state);
                 // The parent's part changes only when a child's call changes status or title,
                 // not on every live update of its metadata; and no longer once the parent's call
                 // is aborted (its final state carries the summary).
-                if summary.get(&part.id) == Some(&entry) {
-                    continue;
+                if self.summary.get(&part.id) == Some(&entry) {
+                    return ControlFlow::Continue(());
                 }
-                summary.insert(part.id.clone(), entry);
+                self.summary.insert(part.id.clone(), entry);
                 if !ctx.abort.is_cancelled() {
-                    ctx.metadata(None, meta(&[("summary", render(&summary))]));
+                    ctx.metadata(None, meta(&[("summary", render(&self.summary))]));
                 }
             }
             _ => {}
         }
+        ControlFlow::Continue(())
     }
 }
 
