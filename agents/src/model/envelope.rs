@@ -106,6 +106,7 @@ impl fmt::Display for TaskErrorCode {
 
 /// `{code, message}`: why a task call failed; displayed as `CODE: message` for the model.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[serde(deny_unknown_fields)]
 #[error("{code}: {message}")]
 pub struct TaskError {
     /// The stable code.
@@ -140,6 +141,7 @@ pub enum TaskMode {
 /// The child's own usage over one run: tokens and cost summed over its assistant messages.
 #[derive(Debug, Clone, Copy, PartialEq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
+#[serde(deny_unknown_fields)]
 pub struct TaskUsage {
     /// Input tokens (excluding cache reads and writes).
     pub input: u64,
@@ -158,6 +160,7 @@ pub struct TaskUsage {
 /// One rich-rendering item of a child's answers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
+#[serde(deny_unknown_fields)]
 pub enum DisplayItem {
     /// Text the child wrote.
     Text {
@@ -175,7 +178,7 @@ pub enum DisplayItem {
 
 /// The result of one child run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TaskResult {
     /// The subagent's name.
     pub agent: String,
@@ -203,7 +206,7 @@ pub struct TaskResult {
 
 /// The task tool's `details`: `{mode, runId, results, error?}`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TaskEnvelope {
     /// What kind of call this was.
     pub mode: TaskMode,

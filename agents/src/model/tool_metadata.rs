@@ -186,6 +186,44 @@ mod tests {
     }
 
     #[test]
+    fn a_details_value_with_fields_the_envelope_lacks_is_kept_as_written() {
+        let mut details = serde_json::to_value(envelope()).unwrap();
+        details["extra"] = json!(1);
+        let m = ToolMetadata::from(object(json!({"details": details.clone()})));
+        assert!(m.details().is_none());
+        assert_eq!(
+            serde_json::to_value(&m).unwrap(),
+            json!({"details": details})
+        );
+        // Inside a result's display items too.
+        let mut details = serde_json::to_value(envelope()).unwrap();
+        details["results"] = json!([{
+            "agent": "a", "task": "t", "exitCode": 0, "sessionId": "ses_1",
+            "usage": {"input": 1, "output": 2, "cacheRead": 0, "cacheWrite": 0, "cost": 0.0, "turns": 1},
+            "displayItems": [{"type": "text", "text": "x", "style": "bold"}]
+        }]);
+        let m = ToolMetadata::from(object(json!({"details": details.clone()})));
+        assert!(m.details().is_none());
+        assert_eq!(
+            serde_json::to_value(&m).unwrap(),
+            json!({"details": details})
+        );
+        details["results"][0]["displayItems"][0]
+            .as_object_mut()
+            .unwrap()
+            .remove("style");
+        let m = ToolMetadata::from(object(json!({"details": details.clone()})));
+        assert!(
+            m.details().is_some(),
+            "the same without the extra field is an envelope"
+        );
+        assert_eq!(
+            serde_json::to_value(&m).unwrap(),
+            json!({"details": details})
+        );
+    }
+
+    #[test]
     fn extending_lays_the_new_keys_and_envelope_over_the_old() {
         let mut running = ToolMetadata::from(object(json!({"sessionId": "a", "live": 1})));
         running.insert("details".into(), json!({"x": 1}));
