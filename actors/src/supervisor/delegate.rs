@@ -230,12 +230,17 @@ impl Delegate for SupervisorDelegate {
                 }
                 expired = &mut expiry => {
                     timed_out = Some(expired);
+                    // Nothing more to mirror: unsubscribed before the child's last events.
+                    drop(events.take());
                     self.supervisor.do_send(CancelTree { id: child.id.clone() });
                     break tokio::time::timeout(CANCEL_GRACE, &mut run)
                         .await
                         .unwrap_or(Err(ToolError::Aborted));
                 }
                 () = ctx.abort.cancelled() => {
+                    // Nothing more to mirror: the parent's call is over (unsubscribed before
+                    // the child's last events, which would otherwise be drained on the drop).
+                    drop(events.take());
                     // A run started by this call was cancelled with it (its token is a child
                     // of the call's); only a run that was already going needs telling.
                     if !run_token.is_cancelled() {
