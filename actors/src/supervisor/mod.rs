@@ -24,17 +24,15 @@ use crate::session::{Cancel, Seed, SessionActor, Shutdown};
 /// Owns the session actors of one runtime.
 pub struct Supervisor {
     core: Arc<Core>,
-    live: HashMap<SessionId, Addr<SessionActor>>,
+    live: HashMap<SessionId, LiveSession>,
     children: HashMap<SessionId, Vec<SessionId>>,
     arbiters: Vec<Arbiter>,
     next: usize,
-    /// Where each live session's actor runs.
-    homes: HashMap<SessionId, Home>,
 }
 
-/// Where a session's actor runs.
-#[derive(Debug, Clone, Copy)]
-struct Home {
+/// A session actor the supervisor started, and where it runs.
+struct LiveSession {
+    addr: Addr<SessionActor>,
     /// The index of its arbiter.
     arbiter: usize,
     /// It is a child session: its own children are placed on its arbiter.
@@ -42,7 +40,7 @@ struct Home {
 }
 
 impl Supervisor {
-    /// A supervisor placing sessions round robin on `arbiters` new arbiter threads.
+    /// A supervisor placing sessions on `arbiters` new arbiter threads (see [`Activate`]).
     pub(crate) fn new(core: Arc<Core>, arbiters: usize) -> Self {
         Supervisor {
             core,
@@ -56,7 +54,6 @@ impl Supervisor {
                 })
                 .collect(),
             next: 0,
-            homes: HashMap::new(),
         }
     }
 
@@ -87,7 +84,8 @@ impl Actor for Supervisor {
 }
 
 /// The actor of a session, started from the store if it is not live. The caller has checked
-/// that the session exists.
+/// that the session exists. Roots and their children are placed round robin; deeper
+/// sessions on their parent's arbiter.
 #[derive(Message)]
 #[rtype(result = "Addr<SessionActor>")]
 pub struct Activate {
@@ -109,10 +107,10 @@ impl Handler<Activate> for Supervisor {
                 kids.push(msg.id.clone());
             }
         }
-        if let Some(addr) = self.live.get(&msg.id)
-            && addr.connected()
+        if let Some(live) = self.live.get(&msg.id)
+            && live.addr.connected()
         {
-            return MessageResult(addr.clone());
+            return MessageResult(live.addr.clone());
         }
         // Roots and their children are spread over the arbiters; deeper sessions live on
         // their parent's, so a nested tree's traffic (replies, events, cancels) stays on one
@@ -120,21 +118,14 @@ impl Handler<Activate> for Supervisor {
         let inherited = msg
             .parent
             .as_ref()
-            .and_then(|p| self.homes.get(p))
-            .filter(|h| h.keeps_children)
-            .map(|h| h.arbiter);
+            .and_then(|p| self.live.get(p))
+            .filter(|l| l.keeps_children)
+            .map(|l| l.arbiter);
         let index = inherited.unwrap_or_else(|| {
             let next = self.next % self.arbiters.len();
             self.next = self.next.wrapping_add(1);
             next
         });
-        self.homes.insert(
-            msg.id.clone(),
-            Home {
-                arbiter: index,
-                keeps_children: msg.parent.is_some(),
-            },
-        );
         let arbiter = &self.arbiters[index];
         let core = self.core.clone();
         let id = msg.id.clone();
@@ -142,7 +133,14 @@ impl Handler<Activate> for Supervisor {
         let addr = SessionActor::start_in_arbiter(&arbiter.handle(), move |_| {
             SessionActor::new(id, core, seed)
         });
-        self.live.insert(msg.id, addr.clone());
+        self.live.insert(
+            msg.id,
+            LiveSession {
+                addr: addr.clone(),
+                arbiter: index,
+                keeps_children: msg.parent.is_some(),
+            },
+        );
         MessageResult(addr)
     }
 }
@@ -182,10 +180,9 @@ impl Handler<Forget> for Supervisor {
 
     fn handle(&mut self, msg: Forget, _: &mut Self::Context) {
         for id in &msg.ids {
-            if let Some(addr) = self.live.remove(id) {
-                addr.do_send(Shutdown);
+            if let Some(live) = self.live.remove(id) {
+                live.addr.do_send(Shutdown);
             }
-            self.homes.remove(id);
             self.children.remove(id);
         }
         for kids in self.children.values_mut() {
@@ -206,7 +203,10 @@ impl Handler<Live> for Supervisor {
     type Result = Option<Addr<SessionActor>>;
 
     fn handle(&mut self, msg: Live, _: &mut Self::Context) -> Self::Result {
-        self.live.get(&msg.id).filter(|a| a.connected()).cloned()
+        self.live
+            .get(&msg.id)
+            .filter(|l| l.addr.connected())
+            .map(|l| l.addr.clone())
     }
 }
 
@@ -229,8 +229,8 @@ impl Handler<CancelTree> for Supervisor {
                 .queued
                 .remove(&id)
                 .map(|(_, waiting)| waiting.cancel());
-            if let Some(addr) = self.live.get(&id) {
-                addr.do_send(Cancel);
+            if let Some(live) = self.live.get(&id) {
+                live.addr.do_send(Cancel);
                 told.push(id);
             } else if queued.is_some() {
                 told.push(id);
@@ -252,9 +252,8 @@ impl Handler<SessionStopped> for Supervisor {
     type Result = ();
 
     fn handle(&mut self, msg: SessionStopped, _: &mut Self::Context) {
-        if self.live.get(&msg.id).is_some_and(|a| !a.connected()) {
+        if self.live.get(&msg.id).is_some_and(|l| !l.addr.connected()) {
             self.live.remove(&msg.id);
-            self.homes.remove(&msg.id);
         }
     }
 }
@@ -283,7 +282,6 @@ impl Handler<StopAll> for Supervisor {
     fn handle(&mut self, _: StopAll, ctx: &mut Self::Context) -> Self::Result {
         self.live.clear();
         self.children.clear();
-        self.homes.clear();
         let arbiters = std::mem::take(&mut self.arbiters);
         for arbiter in &arbiters {
             arbiter.stop();
@@ -302,7 +300,7 @@ impl Handler<LiveCount> for Supervisor {
     type Result = usize;
 
     fn handle(&mut self, _: LiveCount, _: &mut Self::Context) -> usize {
-        self.live.values().filter(|a| a.connected()).count()
+        self.live.values().filter(|l| l.addr.connected()).count()
     }
 }
 
@@ -318,8 +316,9 @@ impl Handler<Placement> for Supervisor {
     type Result = Option<usize>;
 
     fn handle(&mut self, msg: Placement, _: &mut Self::Context) -> Option<usize> {
-        let live = self.live.get(&msg.id).is_some_and(|a| a.connected());
-        live.then(|| self.homes.get(&msg.id).map(|h| h.arbiter))
-            .flatten()
+        self.live
+            .get(&msg.id)
+            .filter(|l| l.addr.connected())
+            .map(|l| l.arbiter)
     }
 }

@@ -71,9 +71,7 @@ impl ToolMetadata {
     pub fn to_json(&self) -> JsonObject {
         let mut map = self.map.clone();
         if let Some(details) = &self.details {
-            // A struct of strings, numbers and enums always serializes.
-            let value = serde_json::to_value(details).unwrap_or(serde_json::Value::Null);
-            map.insert(DETAILS_KEY.into(), value);
+            map.insert(DETAILS_KEY.into(), details.to_value());
         }
         map
     }
