@@ -367,7 +367,8 @@ impl Runtime {
 
     /// Cancels a session's loop and every descendant's; idle sessions just report idle.
     pub async fn cancel(&self, session: &SessionId) -> Result<(), RuntimeError> {
-        let info = self.session(session).await?;
+        // Told first: the store is read only when no session of the tree was live (to name a
+        // missing session, or to announce an idle one), not on the way to a running tree.
         let told = self
             .supervisor
             .send(CancelTree {
@@ -376,6 +377,7 @@ impl Runtime {
             .await
             .map_err(|_| RuntimeError::Stopped)?;
         if told.is_empty() {
+            let info = self.session(session).await?;
             self.writer.status(&info, SessionStatus::Idle);
         }
         Ok(())

@@ -114,12 +114,14 @@ impl SessionActor {
 
     /// Runs the agent loop under `token` (already set as the running one).
     fn start_loop(&mut self, token: CancellationToken, ctx: &mut Context<Self>) {
-        let task = tokio::spawn(run_loop(
+        // Boxed: the task's cell then holds a pointer, not the loop's whole state machine,
+        // which tokio would otherwise copy when the loop ends and when its end is read.
+        let task = tokio::spawn(Box::pin(run_loop(
             self.core.clone(),
             self.id.clone(),
             self.state.clone(),
             token,
-        ));
+        )));
         ctx.spawn(task.into_actor(self).map(|joined, act, ctx| {
             if let Err(e) = joined {
                 // The loop panicked: answer everyone instead of leaving them waiting.

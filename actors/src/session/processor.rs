@@ -524,7 +524,8 @@ impl Processor {
         let core = self.core.clone();
         let flush_every = self.core.flush_every;
         let agent = self.agent.clone();
-        tokio::spawn(async move {
+        // Boxed, so that ending the call copies no large state machine (see `start_loop`).
+        tokio::spawn(Box::pin(async move {
             let outcome = match (tool, parsed) {
                 (None, _) => Err(ToolError::Failed(format!(
                     "Model tried to call unavailable tool '{name}'. Available tools: {available}."
@@ -558,7 +559,7 @@ impl Processor {
                 }
             };
             (id, outcome)
-        })
+        }))
     }
 
     /// Whether a failed call may be tried again: the error is retryable, no tool of this step

@@ -11,7 +11,7 @@ use futures::StreamExt;
 use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
 use taskforce_agents::id::{PartId, SessionId, now_ms};
-use taskforce_agents::model::{Message, Part, PartKind, Session, ToolState};
+use taskforce_agents::model::{Message, Part, PartKind, Session, SummaryItem};
 use taskforce_agents::permission::{Action, Rule};
 use taskforce_agents::tool::background::ChildReport;
 use taskforce_agents::tool::{
@@ -340,7 +340,7 @@ async fn next_event(events: &mut Option<crate::bus::Subscription>) -> Option<Bus
 struct Follower {
     child: SessionId,
     activity: Arc<Activity>,
-    summary: BTreeMap<PartId, SummaryEntry>,
+    summary: BTreeMap<PartId, SummaryItem>,
     filter: ActivityFilter,
 }
 
@@ -374,7 +374,7 @@ impl Follower {
                 let PartKind::Tool(tool) = &part.kind else {
                     return ControlFlow::Continue(());
                 };
-                let entry = SummaryEntry::of(&tool.tool, &tool.state);
+                let entry = SummaryItem::of(part.id.as_str(), &tool.tool, &tool.state);
                 // The parent's part changes only when a child's call changes status or title,
                 // not on every live update of its metadata; and no longer once the parent's call
                 // is aborted (its final state carries the summary).
@@ -392,35 +392,12 @@ impl Follower {
     }
 }
 
-/// What the parent's part shows of one child tool call: the tool, its status and title.
-#[derive(Debug, PartialEq)]
-struct SummaryEntry {
-    tool: String,
-    status: &'static str,
-    title: Option<String>,
-}
-
-impl SummaryEntry {
-    fn of(tool: &str, state: &ToolState) -> Self {
-        let title = match state {
-            ToolState::Running(r) => r.title.clone(),
-            ToolState::Completed(c) => Some(c.title.clone()),
-            _ => None,
-        };
-        SummaryEntry {
-            tool: tool.to_string(),
-            status: state.status(),
-            title,
-        }
-    }
-}
-
 /// The summary metadata: `[{id, tool, state: {status, title?}}]` in part order.
-fn render(summary: &BTreeMap<PartId, SummaryEntry>) -> Value {
+fn render(summary: &BTreeMap<PartId, SummaryItem>) -> Value {
     Value::Array(
         summary
-            .iter()
-            .map(|(id, e)| summary_entry(id, &e.tool, e.status, e.title.as_deref()))
+            .values()
+            .filter_map(|item| serde_json::to_value(item).ok())
             .collect(),
     )
 }
@@ -451,7 +428,7 @@ impl SupervisorDelegate {
 struct Digest {
     /// The text of the last answer with text.
     text: Option<String>,
-    summary: Vec<Value>,
+    summary: Vec<SummaryItem>,
     usage: TaskUsage,
     display_items: Vec<DisplayItem>,
 }
@@ -514,30 +491,14 @@ fn reply_of(
     }
 }
 
-/// `{id, tool, state: {status, title?}}` for one child tool part.
-fn summary_entry(id: &PartId, tool: &str, status: &str, title: Option<&str>) -> Value {
-    let mut s = Map::new();
-    s.insert("status".into(), json!(status));
-    if let Some(t) = title {
-        s.insert("title".into(), json!(t));
-    }
-    json!({"id": id, "tool": tool, "state": s})
-}
-
 /// The summary of the child's tool parts in `answers`.
-fn child_summary(answers: &[&MessageWithParts]) -> Vec<Value> {
+fn child_summary(answers: &[&MessageWithParts]) -> Vec<SummaryItem> {
     answers
         .iter()
         .flat_map(|m| m.parts.iter())
         .filter_map(|p| {
             let t = p.as_tool()?;
-            let entry = SummaryEntry::of(&t.tool, &t.state);
-            Some(summary_entry(
-                &p.id,
-                &t.tool,
-                entry.status,
-                entry.title.as_deref(),
-            ))
+            Some(SummaryItem::of(p.id.as_str(), &t.tool, &t.state))
         })
         .collect()
 }

@@ -11,7 +11,7 @@ use taskforce_actors::store::{
 use taskforce_actors::{PromptInput, Runtime, RuntimeError, RuntimeOptions};
 use taskforce_agents::config::{LoadOptions, load};
 use taskforce_agents::id::{MessageId, PartId, SessionId};
-use taskforce_agents::model::{Message, PartKind, ToolState};
+use taskforce_agents::model::{Message, PartKind, ToolState, ToolStatus};
 use taskforce_agents::model::{Part, Session, Todo};
 use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 
@@ -675,7 +675,7 @@ async fn the_parent_task_part_follows_the_child_live() {
             && let Some(meta) = &r.metadata
         {
             assert_eq!(r.title.as_deref(), Some("Read notes"));
-            if let Some(summary) = meta.get("summary") {
+            if let Some(summary) = meta.to_json().get("summary") {
                 running_summaries.push(summary.clone());
             }
         }
@@ -693,8 +693,13 @@ async fn the_parent_task_part_follows_the_child_live() {
     let ToolState::Completed(done) = &tool_parts(&rt, &parent.id).await[0].1 else {
         panic!("the task completed")
     };
-    assert_eq!(done.metadata["summary"][0]["tool"], "read");
-    assert_eq!(done.metadata["summary"][0]["state"]["status"], "completed");
+    let summary = done.metadata.summary().expect("the summary is held typed");
+    assert_eq!(summary[0].tool, "read");
+    assert_eq!(summary[0].state.status, ToolStatus::Completed);
+    assert_eq!(
+        done.metadata.to_json()["summary"][0]["state"]["status"],
+        "completed"
+    );
 }
 
 #[actix_rt::test]

@@ -17,6 +17,7 @@ mod testing;
 mod todo;
 mod tool_metadata;
 mod tool_state;
+mod tool_summary;
 
 pub use diff::{FileDiff, FileDiffStatus};
 pub use error::{
@@ -37,6 +38,7 @@ pub use part::{
 pub use session::{Session, SessionRevert, SessionShare, SessionSummary, SessionTime};
 pub use todo::{Todo, TodoPriority, TodoStatus};
 pub use tool_metadata::ToolMetadata;
+pub use tool_summary::{SUMMARY_KEY, SummaryItem, SummaryState, ToolStatus};
 pub use tool_state::{
     CompletedTime, StartTime, TimeSpan, ToolState, ToolStateCompleted, ToolStateError,
     ToolStatePending, ToolStateRunning,

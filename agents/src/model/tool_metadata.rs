@@ -1,9 +1,11 @@
-//! ToolMetadata: a tool call's metadata object, with a task call's result envelope kept typed.
+//! ToolMetadata: a tool call's metadata object, with a task call's result envelope and summary
+//! kept typed.
 //!
-//! On the wire it is one JSON object (`{"sessionId": …, "details": {…}}`); in memory the
-//! envelope under `details` stays a [`TaskEnvelope`] until it is serialized, so a task call's
-//! end builds no JSON maps (a cancelled tree of 1,111 sessions ends 1,110 of them at once), and
-//! embedders read it typed with [`ToolMetadata::details`].
+//! On the wire it is one JSON object (`{"sessionId": …, "summary": […], "details": {…}}`); in
+//! memory the envelope under `details` and the child's calls under `summary` stay a
+//! [`TaskEnvelope`] and [`SummaryItem`]s until they are serialized, so a task call's end builds
+//! no JSON maps (a cancelled tree of 1,111 sessions ends 1,110 of them at once), and embedders
+//! read them typed with [`ToolMetadata::details`] and [`ToolMetadata::summary`].
 
 use std::ops::{Deref, DerefMut};
 
@@ -12,15 +14,19 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use super::JsonObject;
 use super::envelope::{DETAILS_KEY, TaskEnvelope};
+use super::tool_summary::{SUMMARY_KEY, SummaryItem};
 
-/// A tool call's metadata: free JSON keys, and the task envelope (`details`) typed.
+/// A tool call's metadata: free JSON keys, and the task envelope (`details`) and the child's
+/// calls (`summary`) typed.
 ///
-/// Reads and writes of the other keys go through the JSON object it dereferences to. A
-/// `details` value that is a task envelope is always held typed (also when read back from
-/// JSON); any other `details` value stays in the object.
+/// Reads and writes of the other keys go through the JSON object it dereferences to (where
+/// the typed keys are not found). A `details` value that is a task envelope, and a `summary`
+/// value that is a list of summary items, are always held typed (also when read back from
+/// JSON); any other value under those keys stays in the object.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ToolMetadata {
     map: JsonObject,
+    summary: Option<Vec<SummaryItem>>,
     details: Option<Box<TaskEnvelope>>,
 }
 
@@ -41,9 +47,23 @@ impl ToolMetadata {
         self.details = Some(Box::new(envelope));
     }
 
+    /// The child's tool calls under `summary`, if they are held typed.
+    pub fn summary(&self) -> Option<&[SummaryItem]> {
+        self.summary.as_deref()
+    }
+
+    /// Sets the child's tool calls under `summary` (replacing any `summary` value).
+    pub fn set_summary(&mut self, items: Vec<SummaryItem>) {
+        self.map.shift_remove(SUMMARY_KEY);
+        self.summary = Some(items);
+    }
+
     /// Lays `other` over these: its keys overwrite equal ones (keeping their place) and new
-    /// ones follow; its `details`, typed or not, replaces these.
+    /// ones follow; its `summary` and `details`, typed or not, replace these.
     pub fn extend(&mut self, other: ToolMetadata) {
+        if other.summary.is_some() || other.map.contains_key(SUMMARY_KEY) {
+            self.summary = None;
+        }
         if other.details.is_some() || other.map.contains_key(DETAILS_KEY) {
             self.details = None;
         }
@@ -56,6 +76,9 @@ impl ToolMetadata {
                 self.map.insert(key, value);
             }
         }
+        if let Some(summary) = other.summary {
+            self.set_summary(summary);
+        }
         if let Some(details) = other.details {
             self.map.shift_remove(DETAILS_KEY);
             self.details = Some(details);
@@ -64,21 +87,34 @@ impl ToolMetadata {
 
     /// Whether there are no keys at all.
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty() && self.details.is_none()
+        self.map.is_empty() && self.summary.is_none() && self.details.is_none()
     }
 
-    /// The metadata as one JSON object (the envelope serialized under `details`).
+    /// The metadata as one JSON object (the summary and envelope serialized under their keys).
     pub fn to_json(&self) -> JsonObject {
         let mut map = self.map.clone();
+        if let Some(summary) = &self.summary {
+            map.insert(
+                SUMMARY_KEY.into(),
+                serde_json::to_value(summary).unwrap_or_default(),
+            );
+        }
         if let Some(details) = &self.details {
             map.insert(DETAILS_KEY.into(), details.to_value());
         }
         map
     }
+
+    /// Whether the object's `key` is hidden by a typed value (written into it afterwards).
+    fn shadowed(&self, key: &str) -> bool {
+        (key == SUMMARY_KEY && self.summary.is_some())
+            || (key == DETAILS_KEY && self.details.is_some())
+    }
 }
 
 impl From<JsonObject> for ToolMetadata {
-    /// The object's `details`, when it is a task envelope, is taken out and held typed.
+    /// The object's `details`, when it is a task envelope, and its `summary`, when it is a list
+    /// of summary items, are taken out and held typed.
     fn from(mut map: JsonObject) -> Self {
         let details = map
             .get(DETAILS_KEY)
@@ -87,7 +123,17 @@ impl From<JsonObject> for ToolMetadata {
         if details.is_some() {
             map.shift_remove(DETAILS_KEY);
         }
-        ToolMetadata { map, details }
+        let summary = map
+            .get(SUMMARY_KEY)
+            .and_then(|v| Vec::<SummaryItem>::deserialize(v).ok());
+        if summary.is_some() {
+            map.shift_remove(SUMMARY_KEY);
+        }
+        ToolMetadata {
+            map,
+            summary,
+            details,
+        }
     }
 }
 
@@ -107,14 +153,19 @@ impl DerefMut for ToolMetadata {
 
 impl Serialize for ToolMetadata {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        // A typed envelope wins over a `details` key written into the object afterwards.
-        let shadowed = self.details.is_some() && self.map.contains_key(DETAILS_KEY);
-        let len = self.map.len() + usize::from(self.details.is_some()) - usize::from(shadowed);
+        // A typed value wins over its key written into the object afterwards.
+        let shadowed = self.map.keys().filter(|k| self.shadowed(k)).count();
+        let len = self.map.len() + usize::from(self.summary.is_some())
+            + usize::from(self.details.is_some())
+            - shadowed;
         let mut out = serializer.serialize_map(Some(len))?;
         for (key, value) in &self.map {
-            if !(shadowed && key == DETAILS_KEY) {
+            if shadowed == 0 || !self.shadowed(key) {
                 out.serialize_entry(key, value)?;
             }
+        }
+        if let Some(summary) = &self.summary {
+            out.serialize_entry(SUMMARY_KEY, summary)?;
         }
         if let Some(details) = &self.details {
             out.serialize_entry(DETAILS_KEY, details)?;
@@ -134,6 +185,7 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
+    use crate::model::{ToolState, ToolStateRunning};
     use crate::model::envelope::{TaskError, TaskErrorCode, TaskMode};
 
     fn object(value: Value) -> JsonObject {
@@ -141,6 +193,14 @@ mod tests {
             Value::Object(m) => m,
             _ => JsonObject::new(),
         }
+    }
+
+    fn item(id: &str) -> SummaryItem {
+        SummaryItem::of(
+            id,
+            "read",
+            &ToolState::Running(ToolStateRunning::new(JsonObject::new(), 0)),
+        )
     }
 
     fn envelope() -> TaskEnvelope {
@@ -163,13 +223,17 @@ mod tests {
     #[test]
     fn an_envelope_read_back_is_typed_again() {
         let mut m = ToolMetadata::new();
-        m.insert("summary".into(), json!([]));
+        m.insert("sessionId".into(), json!("ses_1"));
+        m.set_summary(vec![item("prt_1")]);
         m.set_details(envelope());
         let text = serde_json::to_string(&m).unwrap();
         let back: ToolMetadata = serde_json::from_str(&text).unwrap();
         assert_eq!(back, m);
         assert!(back.get(DETAILS_KEY).is_none());
+        assert!(back.get(SUMMARY_KEY).is_none());
         assert_eq!(back.details(), m.details());
+        assert_eq!(back.summary().map(|s| s[0].id.as_str()), Some("prt_1"));
+        assert_eq!(back.to_json()["summary"][0]["state"]["status"], "running");
     }
 
     #[test]
@@ -239,6 +303,25 @@ mod tests {
         running.extend(ToolMetadata::from(object(json!({"details": {"y": 2}}))));
         assert!(running.details().is_none());
         assert_eq!(running["details"], json!({"y": 2}));
+    }
+
+    #[test]
+    fn a_summary_that_is_no_list_of_items_stays_json_and_a_typed_one_replaces_it() {
+        let mut m = ToolMetadata::from(object(json!({"summary": [1], "n": 1})));
+        assert!(m.summary().is_none());
+        assert_eq!(m["summary"], json!([1]));
+        let mut out = ToolMetadata::new();
+        out.set_summary(vec![item("prt_2")]);
+        m.extend(out);
+        assert!(m.get("summary").is_none());
+        let v = serde_json::to_value(&m).unwrap();
+        assert_eq!(v["summary"][0]["id"], "prt_2");
+        assert_eq!(v.as_object().map(|o| o.len()), Some(2));
+        // A plain `summary` laid over a typed one replaces it.
+        m.extend(ToolMetadata::from(object(json!({"summary": "none"}))));
+        assert!(m.summary().is_none());
+        assert_eq!(m["summary"], "none");
+        assert!(!m.is_empty());
     }
 
     #[test]

@@ -13,7 +13,7 @@ use super::background::ChildReport;
 use super::envelope::{DisplayItem, TaskError, TaskUsage, TimeoutReason};
 use crate::agent::{AgentInfo, Registry};
 use crate::id::{MessageId, SessionId};
-use crate::model::{ModelRef, Todo};
+use crate::model::{ModelRef, SummaryItem, Todo};
 use crate::permission::{PermissionAsk, PermissionError};
 
 /// Where and for whom a tool call runs.
@@ -127,7 +127,7 @@ pub struct SubagentOutcome {
     /// The model the child ran on.
     pub model: ModelRef,
     /// The child's tool calls: `[{id, tool, state: {status, title?}}]`.
-    pub summary: Vec<Value>,
+    pub summary: Vec<SummaryItem>,
     /// How the run ended.
     pub status: SubagentStatus,
     /// The child's own tokens, cost and assistant messages over this run.

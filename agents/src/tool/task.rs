@@ -303,8 +303,7 @@ fn finish(
     let home = ctx.home.as_deref();
     let session_id = outcome.session_id.to_string();
     let mut metadata = ToolMetadata::new();
-    let summary = std::mem::take(&mut outcome.summary);
-    metadata.insert("summary".into(), Value::Array(summary));
+    metadata.set_summary(std::mem::take(&mut outcome.summary));
     metadata.insert("sessionId".into(), Value::String(session_id.clone()));
     metadata.insert("model".into(), json!(outcome.model));
     let (result, error, text) = child_result(agent, task, outcome, home);

@@ -28,7 +28,7 @@ use super::task::{child_result, failure, timeout_arg};
 use super::truncate::{self, Direction, MAX_BYTES, MAX_LINES};
 use super::{Delegate, SubagentRequest, ToolContext, ToolError, ToolHost, ToolOutput};
 use crate::id::SessionId;
-use crate::model::{Todo, ToolMetadata};
+use crate::model::{SUMMARY_KEY, Todo, ToolMetadata};
 use crate::permission::{PermissionAsk, PermissionError};
 
 const ID: &str = "task";
@@ -260,8 +260,11 @@ fn answer(
         blocks.push(block);
     }
     let output = blocks.join("\n\n");
-    let mut metadata = ToolMetadata::new();
-    metadata.insert("summary".into(), Value::Array(summary));
+    // Held typed when every entry is a summary item (as the runtime's children report them).
+    let mut metadata = ToolMetadata::from(Map::from_iter([(
+        SUMMARY_KEY.to_string(),
+        Value::Array(summary),
+    )]));
     metadata.insert(
         "sessionIds".into(),
         json!(

@@ -9,7 +9,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 use taskforce_agents::agent::Registry;
 use taskforce_agents::id::{MessageId, SessionId};
-use taskforce_agents::model::{ModelRef, Todo};
+use taskforce_agents::model::{ModelRef, Todo, ToolStatus};
 use taskforce_agents::permission::{self, Action, PermissionAsk, PermissionError, Rule, Ruleset};
 use taskforce_agents::tool::{
     self, BUILTIN_TOOLS, Delegate, SubagentOutcome, SubagentRequest, ToolContext, ToolError,
@@ -79,7 +79,10 @@ impl Delegate for Recorder {
         let mut outcome =
             SubagentOutcome::completed(self.child.clone(), "All done: 3 files found.", model);
         outcome.summary = vec![
-            json!({"id": "prt_1", "tool": "grep", "state": {"status": "completed", "title": "x"}}),
+            serde_json::from_value(
+                json!({"id": "prt_1", "tool": "grep", "state": {"status": "completed", "title": "x"}}),
+            )
+            .unwrap(),
         ];
         Ok(outcome)
     }
@@ -982,7 +985,11 @@ async fn task_runs_the_subagent_and_formats_the_result() {
         out.metadata["model"],
         json!({"providerID": "caller", "modelID": "caller-model"})
     );
-    assert_eq!(out.metadata["summary"][0]["tool"], "grep");
+    assert_eq!(out.metadata.to_json()["summary"][0]["tool"], "grep");
+    assert_eq!(
+        out.metadata.summary().map(|s| s[0].state.status),
+        Some(ToolStatus::Completed)
+    );
     assert_eq!(out.metadata["truncated"], false);
 
     let requests = env.requests();
