@@ -36,8 +36,12 @@ pub(crate) type ParentMap = Arc<IdMap<SessionId>>;
 /// Per-session channels for subscriptions filtered to one session.
 pub(crate) type SessionChannels = Arc<IdMap<broadcast::Sender<Arc<Envelope>>>>;
 
-/// Buffer of a one-session subscription.
-const SESSION_CAPACITY: usize = 256;
+/// Buffer of a one-session subscription. A session's events come in bursts of a few dozen at
+/// most (a step's parts and its end), and a reader that falls behind is told it lagged; the
+/// buffer is allocated whole when the first subscriber of a session comes and freed when the
+/// last one is gone, so a larger one costs every followed child (1,110 of them in a cancelled
+/// tree) that much more to set up and tear down.
+const SESSION_CAPACITY: usize = 64;
 
 /// The fan-out shared by every handle: stamps events and sends them to the subscribers' buffers.
 struct Fanout {

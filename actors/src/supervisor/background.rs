@@ -361,7 +361,7 @@ impl BackgroundRun {
         // Its run outlives the call that started it: no parent token.
         let run = start_child(
             &self.supervisor,
-            child,
+            child.clone(),
             self.new,
             parent,
             self.input.clone(),

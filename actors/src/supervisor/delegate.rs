@@ -190,9 +190,11 @@ impl Delegate for SupervisorDelegate {
         // The child's run is a child of this call's token: cancelling the parent's run (its
         // whole tree) reaches every descendant at once, with no message per level.
         let within = Some(ctx.abort.clone());
+        // Moved into the child's actor: only its id is needed here afterwards.
+        let child_id = child.id.clone();
         let start = start_child(
             &self.supervisor,
-            &child,
+            child,
             new,
             Some(&parent.id),
             input,
@@ -209,13 +211,13 @@ impl Delegate for SupervisorDelegate {
                     RuntimeError::Stopped => ToolError::Failed("the runtime has stopped".into()),
                     RuntimeError::Crashed(_) => ToolError::Failed(format!(
                         "subagent session {} stopped unexpectedly",
-                        child.id
+                        child_id
                     )),
                     e => failed(e),
                 });
             }
         };
-        let run = async { reply_of(reply.await, &child.id) };
+        let run = async { reply_of(reply.await, &child_id) };
         tokio::pin!(run);
         let expiry = timeout::expiry(run_limits, clock_start, &activity);
         tokio::pin!(expiry);
@@ -232,7 +234,7 @@ impl Delegate for SupervisorDelegate {
                     timed_out = Some(expired);
                     // Nothing more to mirror: unsubscribed before the child's last events.
                     drop(events.take());
-                    self.supervisor.do_send(CancelTree { id: child.id.clone() });
+                    self.supervisor.do_send(CancelTree { id: child_id.clone() });
                     break tokio::time::timeout(CANCEL_GRACE, &mut run)
                         .await
                         .unwrap_or(Err(ToolError::Aborted));
@@ -244,7 +246,7 @@ impl Delegate for SupervisorDelegate {
                     // A run started by this call was cancelled with it (its token is a child
                     // of the call's); only a run that was already going needs telling.
                     if !run_token.is_cancelled() {
-                        self.supervisor.do_send(CancelTree { id: child.id.clone() });
+                        self.supervisor.do_send(CancelTree { id: child_id.clone() });
                     }
                     // Let the child record how it ended, but never wait long for it.
                     break tokio::time::timeout(CANCEL_GRACE, &mut run)
@@ -261,7 +263,7 @@ impl Delegate for SupervisorDelegate {
                         Some(e) if e.name() == ABORTED => SubagentStatus::Cancelled,
                         Some(e) => SubagentStatus::Failed(format!(
                             "subagent session {} failed: {}",
-                            child.id,
+                            child_id,
                             e.message().unwrap_or(e.name())
                         )),
                     },
@@ -278,14 +280,14 @@ impl Delegate for SupervisorDelegate {
         };
         // What the child wrote during this run (usage, display items, summary): from its
         // actor's memory, else as stored.
-        let digest = self.child_digest(&book, &child.id, started).await;
+        let digest = self.child_digest(&book, &child_id, started).await;
         let text = message
             .as_ref()
             .and_then(|m| last_text(m.parts.iter().map(|p| &**p)))
             .or(digest.text)
             .unwrap_or_default();
         Ok(SubagentOutcome {
-            session_id: child.id.clone(),
+            session_id: child_id.clone(),
             text,
             model: request.model,
             summary: digest.summary,
@@ -451,18 +453,19 @@ impl Digest {
 /// `within` (the parent's call) when given; its reply comes when the run ends.
 pub(super) async fn start_child(
     supervisor: &Addr<Supervisor>,
-    session: &Session,
+    session: Session,
     new: bool,
     parent: Option<&SessionId>,
     input: PromptInput,
     within: Option<CancellationToken>,
 ) -> Result<SubtaskRun, RuntimeError> {
+    let id = session.id.clone();
     let addr = supervisor
         .send(Activate {
-            id: session.id.clone(),
+            id: id.clone(),
             parent: parent.cloned(),
             seed: Some(Seed {
-                session: session.clone(),
+                session,
                 empty: new,
                 unsaved: new,
             }),
@@ -471,7 +474,7 @@ pub(super) async fn start_child(
         .map_err(|_| RuntimeError::Stopped)?;
     addr.send(Subtask { input, within })
         .await
-        .map_err(|_| RuntimeError::Crashed(session.id.to_string()))?
+        .map_err(|_| RuntimeError::Crashed(id.to_string()))?
 }
 
 /// A child's reply as the task call's result: its final message, or why there is none.

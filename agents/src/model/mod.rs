@@ -38,11 +38,11 @@ pub use part::{
 pub use session::{Session, SessionRevert, SessionShare, SessionSummary, SessionTime};
 pub use todo::{Todo, TodoPriority, TodoStatus};
 pub use tool_metadata::ToolMetadata;
-pub use tool_summary::{SUMMARY_KEY, SummaryItem, SummaryState, ToolStatus};
 pub use tool_state::{
     CompletedTime, StartTime, TimeSpan, ToolState, ToolStateCompleted, ToolStateError,
     ToolStatePending, ToolStateRunning,
 };
+pub use tool_summary::{SUMMARY_KEY, SummaryItem, SummaryState, ToolStatus};
 
 /// A free-form JSON object: tool input, metadata, JSON schemas.
 pub type JsonObject = serde_json::Map<String, serde_json::Value>;

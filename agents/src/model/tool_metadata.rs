@@ -155,7 +155,8 @@ impl Serialize for ToolMetadata {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         // A typed value wins over its key written into the object afterwards.
         let shadowed = self.map.keys().filter(|k| self.shadowed(k)).count();
-        let len = self.map.len() + usize::from(self.summary.is_some())
+        let len = self.map.len()
+            + usize::from(self.summary.is_some())
             + usize::from(self.details.is_some())
             - shadowed;
         let mut out = serializer.serialize_map(Some(len))?;
@@ -185,8 +186,8 @@ mod tests {
     use serde_json::{Value, json};
 
     use super::*;
-    use crate::model::{ToolState, ToolStateRunning};
     use crate::model::envelope::{TaskError, TaskErrorCode, TaskMode};
+    use crate::model::{ToolState, ToolStateRunning};
 
     fn object(value: Value) -> JsonObject {
         match value {

@@ -216,8 +216,10 @@ impl Tool for TaskTool {
             .clone()
             .or_else(|| agent.model.clone())
             .unwrap_or_else(|| ctx.model.clone());
+        // Serialized once: shown now, and kept for the result's metadata.
+        let model_json = json!(model);
         let mut live = Map::new();
-        live.insert("model".into(), json!(model));
+        live.insert("model".into(), model_json.clone());
         ctx.metadata(Some(args.description.clone()), live);
 
         let request = SubagentRequest {
@@ -262,6 +264,7 @@ impl Tool for TaskTool {
             &args.prompt,
             args.description,
             outcome,
+            model_json,
             ctx,
         )
     }
@@ -287,7 +290,8 @@ pub(super) fn failure(
     }))
 }
 
-/// The tool's answer for a child that ran: its output on success, a coded error otherwise.
+/// The tool's answer for a child that ran (with the JSON of the model it was asked to run on):
+/// its output on success, a coded error otherwise.
 /// Everything taken from the child is redacted (see [`redact`]) before it reaches the parent;
 /// the model's copy of the output is then cut to [`MAX_LINES`] lines / [`MAX_BYTES`] bytes
 /// (`SUBAGENT_OUTPUT_TRUNCATED`), while `details.results[].output` keeps the whole redacted
@@ -298,6 +302,7 @@ fn finish(
     task: &str,
     title: String,
     mut outcome: SubagentOutcome,
+    model_json: Value,
     ctx: &ToolContext,
 ) -> Result<ToolOutput, ToolError> {
     let home = ctx.home.as_deref();
@@ -305,7 +310,14 @@ fn finish(
     let mut metadata = ToolMetadata::new();
     metadata.set_summary(std::mem::take(&mut outcome.summary));
     metadata.insert("sessionId".into(), Value::String(session_id.clone()));
-    metadata.insert("model".into(), json!(outcome.model));
+    let asked = model_json["providerID"] == *outcome.model.provider_id
+        && model_json["modelID"] == *outcome.model.model_id;
+    let model_json = if asked {
+        model_json
+    } else {
+        json!(outcome.model)
+    };
+    metadata.insert("model".into(), model_json);
     let (result, error, text) = child_result(agent, task, outcome, home);
     envelope.results.push(result);
     if let Some(error) = error {

@@ -19,7 +19,7 @@ pub(super) struct Unflushed {
     /// The number of the last job committed (or run).
     committed: watch::Sender<u64>,
     /// Per session, the number of its newest write queued without waiting.
-    sessions: DashMap<String, u64>,
+    sessions: DashMap<String, u64, foldhash::fast::RandomState>,
     /// The number of the newest write queued without waiting, of any session.
     newest: AtomicU64,
     /// A read is waiting: the writer should stop lingering.
@@ -31,7 +31,7 @@ impl Default for Unflushed {
         Unflushed {
             sent: Mutex::new(0),
             committed: watch::Sender::new(0),
-            sessions: DashMap::new(),
+            sessions: DashMap::default(),
             newest: AtomicU64::new(0),
             hurry: Notify::new(),
         }
