@@ -112,8 +112,24 @@ fn id_schema(prefix: &str, kind: &str) -> utoipa::openapi::RefOr<utoipa::openapi
 macro_rules! prefixed_id {
     ($(#[$doc:meta])* $name:ident, $prefix:literal, $kind:literal) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-        pub struct $name(String);
+        ///
+        /// Shared text: a copy of the id costs a reference count, not an allocation.
+        #[derive(Debug, Clone, Eq, PartialOrd, Ord)]
+        pub struct $name(::std::sync::Arc<str>);
+
+        impl ::std::hash::Hash for $name {
+            fn hash<H: ::std::hash::Hasher>(&self, state: &mut H) {
+                // As the text hashes, so that maps keyed by ids can be searched by `&str`.
+                (*self.0).hash(state)
+            }
+        }
+
+        impl PartialEq for $name {
+            fn eq(&self, other: &Self) -> bool {
+                // Copies of one id share their text: no need to compare it.
+                ::std::sync::Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+            }
+        }
 
         impl $name {
             /// The prefix every id of this kind starts with, without the underscore.
@@ -122,13 +138,13 @@ macro_rules! prefixed_id {
             /// A fresh id that sorts after every id generated before it in this process.
             #[allow(clippy::new_without_default)] // a fresh unique id is not a "default" value
             pub fn new() -> Self {
-                $name(format!("{}_{}", $prefix, next_ulid()))
+                $name(format!("{}_{}", $prefix, next_ulid()).into())
             }
 
             /// Validates an id received from outside: the prefix, then letters and digits.
             pub fn parse(input: &str) -> Result<Self, IdError> {
                 validate(input, $kind, $prefix)?;
-                Ok($name(input.to_string()))
+                Ok($name(input.into()))
             }
 
             /// The id as a string, prefix included.
@@ -148,7 +164,7 @@ macro_rules! prefixed_id {
 
             /// The id as an owned string.
             pub fn into_string(self) -> String {
-                self.0
+                self.0.to_string()
             }
         }
 
@@ -171,7 +187,7 @@ macro_rules! prefixed_id {
 
             fn try_from(s: String) -> Result<Self, Self::Error> {
                 validate(&s, $kind, $prefix)?;
-                Ok($name(s))
+                Ok($name(s.into()))
             }
         }
 
@@ -185,7 +201,7 @@ macro_rules! prefixed_id {
 
         impl From<$name> for String {
             fn from(id: $name) -> String {
-                id.0
+                id.0.to_string()
             }
         }
 
@@ -203,13 +219,13 @@ macro_rules! prefixed_id {
 
         impl PartialEq<str> for $name {
             fn eq(&self, other: &str) -> bool {
-                self.0 == other
+                &*self.0 == other
             }
         }
 
         impl PartialEq<&str> for $name {
             fn eq(&self, other: &&str) -> bool {
-                self.0 == *other
+                &*self.0 == *other
             }
         }
 

@@ -376,7 +376,7 @@ impl Runtime {
             })
             .await
             .map_err(|_| RuntimeError::Stopped)?;
-        if told.is_empty() {
+        if told == 0 {
             let info = self.session(session).await?;
             self.writer.status(&info, SessionStatus::Idle);
         }

@@ -24,8 +24,8 @@ use crate::session::{Cancel, Seed, SessionActor, Shutdown};
 /// Owns the session actors of one runtime.
 pub struct Supervisor {
     core: Arc<Core>,
-    live: HashMap<SessionId, LiveSession>,
-    children: HashMap<SessionId, Vec<SessionId>>,
+    live: HashMap<SessionId, LiveSession, foldhash::fast::RandomState>,
+    children: HashMap<SessionId, Vec<SessionId>, foldhash::fast::RandomState>,
     arbiters: Vec<Arbiter>,
     next: usize,
 }
@@ -44,8 +44,8 @@ impl Supervisor {
     pub(crate) fn new(core: Arc<Core>, arbiters: usize) -> Self {
         Supervisor {
             core,
-            live: HashMap::new(),
-            children: HashMap::new(),
+            live: HashMap::default(),
+            children: HashMap::default(),
             arbiters: (0..arbiters.max(1))
                 .map(|_| {
                     let arbiter = Arbiter::new();
@@ -57,17 +57,15 @@ impl Supervisor {
         }
     }
 
-    /// Every live descendant of `id` (not `id` itself), parents before children.
-    fn descendants(&self, id: &SessionId) -> Vec<SessionId> {
-        let mut out = Vec::new();
-        let mut stack = vec![id.clone()];
-        while let Some(current) = stack.pop() {
-            if let Some(kids) = self.children.get(&current) {
-                for kid in kids {
-                    out.push(kid.clone());
-                    stack.push(kid.clone());
-                }
+    /// `id` and every descendant the supervisor knows of, parents before their children.
+    fn subtree<'a>(&'a self, id: &'a SessionId) -> Vec<&'a SessionId> {
+        let mut out = vec![id];
+        let mut next = 0;
+        while let Some(current) = out.get(next) {
+            if let Some(kids) = self.children.get(*current) {
+                out.extend(kids);
             }
+            next += 1;
         }
         out
     }
@@ -210,33 +208,37 @@ impl Handler<Live> for Supervisor {
     }
 }
 
-/// Cancels a session and every live descendant; answers the sessions that were told.
+/// Cancels a session and every live descendant; answers how many sessions were told.
 #[derive(Message)]
-#[rtype(result = "Vec<SessionId>")]
+#[rtype(result = "usize")]
 pub struct CancelTree {
     /// The subtree's root.
     pub id: SessionId,
 }
 
 impl Handler<CancelTree> for Supervisor {
-    type Result = MessageResult<CancelTree>;
+    type Result = usize;
 
-    fn handle(&mut self, msg: CancelTree, _: &mut Self::Context) -> Self::Result {
-        let mut told = Vec::new();
-        for id in std::iter::once(msg.id.clone()).chain(self.descendants(&msg.id)) {
-            let queued = self
-                .core
-                .queued
-                .remove(&id)
-                .map(|(_, waiting)| waiting.cancel());
-            if let Some(live) = self.live.get(&id) {
+    fn handle(&mut self, msg: CancelTree, _: &mut Self::Context) -> usize {
+        // Children waiting for a running slot are rare: their map is only searched when some are.
+        let any_queued = !self.core.queued.is_empty();
+        let mut told = 0;
+        for id in self.subtree(&msg.id) {
+            let queued = any_queued
+                && self
+                    .core
+                    .queued
+                    .remove(id)
+                    .map(|(_, waiting)| waiting.cancel())
+                    .is_some();
+            if let Some(live) = self.live.get(id) {
                 live.addr.do_send(Cancel);
-                told.push(id);
-            } else if queued.is_some() {
-                told.push(id);
+                told += 1;
+            } else if queued {
+                told += 1;
             }
         }
-        MessageResult(told)
+        told
     }
 }
 

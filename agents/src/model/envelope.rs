@@ -105,15 +105,25 @@ impl fmt::Display for TaskErrorCode {
 }
 
 /// `{code, message}`: why a task call failed; displayed as `CODE: message` for the model.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-#[error("{code}: {message}")]
 pub struct TaskError {
     /// The stable code.
     pub code: TaskErrorCode,
     /// What happened, for people and models.
     pub message: String,
 }
+
+impl fmt::Display for TaskError {
+    /// `CODE: message`, written piece by piece (one is formatted per task call's end).
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.code.as_str())?;
+        f.write_str(": ")?;
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for TaskError {}
 
 impl TaskError {
     /// An error with `code` and `message`.

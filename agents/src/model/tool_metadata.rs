@@ -11,6 +11,7 @@ use std::ops::{Deref, DerefMut};
 
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use serde_json::Value;
 
 use super::JsonObject;
 use super::envelope::{DETAILS_KEY, TaskEnvelope};
@@ -26,8 +27,15 @@ use super::tool_summary::{SUMMARY_KEY, SummaryItem};
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ToolMetadata {
     map: JsonObject,
+    /// Boxed: most tools' metadata has neither (and a part stays small).
+    typed: Option<Box<Typed>>,
+}
+
+/// The keys held typed.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Typed {
     summary: Option<Vec<SummaryItem>>,
-    details: Option<Box<TaskEnvelope>>,
+    details: Option<TaskEnvelope>,
 }
 
 impl ToolMetadata {
@@ -38,78 +46,109 @@ impl ToolMetadata {
 
     /// The task envelope under `details`, if there is one.
     pub fn details(&self) -> Option<&TaskEnvelope> {
-        self.details.as_deref()
+        self.typed.as_ref()?.details.as_ref()
     }
 
     /// Sets the task envelope under `details` (replacing any `details` value).
     pub fn set_details(&mut self, envelope: TaskEnvelope) {
-        self.map.shift_remove(DETAILS_KEY);
-        self.details = Some(Box::new(envelope));
+        remove_key(&mut self.map, DETAILS_KEY);
+        self.typed_mut().details = Some(envelope);
     }
 
     /// The child's tool calls under `summary`, if they are held typed.
     pub fn summary(&self) -> Option<&[SummaryItem]> {
-        self.summary.as_deref()
+        self.typed.as_ref()?.summary.as_deref()
     }
 
     /// Sets the child's tool calls under `summary` (replacing any `summary` value).
     pub fn set_summary(&mut self, items: Vec<SummaryItem>) {
-        self.map.shift_remove(SUMMARY_KEY);
-        self.summary = Some(items);
+        remove_key(&mut self.map, SUMMARY_KEY);
+        self.typed_mut().summary = Some(items);
     }
 
     /// Lays `other` over these: its keys overwrite equal ones (keeping their place) and new
     /// ones follow; its `summary` and `details`, typed or not, replace these.
     pub fn extend(&mut self, other: ToolMetadata) {
-        if other.summary.is_some() || other.map.contains_key(SUMMARY_KEY) {
-            self.summary = None;
-        }
-        if other.details.is_some() || other.map.contains_key(DETAILS_KEY) {
-            self.details = None;
-        }
-        if self.map.is_empty() {
-            self.map = other.map;
-        } else {
-            // One insert each (not `extend`): keys already here are replaced in place, and
-            // the table grows only for new ones.
-            for (key, value) in other.map {
-                self.map.insert(key, value);
+        let ToolMetadata { map, typed } = other;
+        if let Some(mine) = &mut self.typed {
+            if map.contains_key(SUMMARY_KEY) || typed.as_ref().is_some_and(|t| t.summary.is_some())
+            {
+                mine.summary = None;
+            }
+            if map.contains_key(DETAILS_KEY) || typed.as_ref().is_some_and(|t| t.details.is_some())
+            {
+                mine.details = None;
             }
         }
-        if let Some(summary) = other.summary {
-            self.set_summary(summary);
+        if self.map.is_empty() {
+            self.map = map;
+        } else {
+            for (key, value) in map {
+                insert(&mut self.map, key, value);
+            }
         }
-        if let Some(details) = other.details {
-            self.map.shift_remove(DETAILS_KEY);
-            self.details = Some(details);
+        if let Some(typed) = typed {
+            let Typed { summary, details } = *typed;
+            if let Some(summary) = summary {
+                self.set_summary(summary);
+            }
+            if let Some(details) = details {
+                self.set_details(details);
+            }
         }
     }
 
     /// Whether there are no keys at all.
     pub fn is_empty(&self) -> bool {
-        self.map.is_empty() && self.summary.is_none() && self.details.is_none()
+        self.map.is_empty() && self.summary().is_none() && self.details().is_none()
     }
 
     /// The metadata as one JSON object (the summary and envelope serialized under their keys).
     pub fn to_json(&self) -> JsonObject {
         let mut map = self.map.clone();
-        if let Some(summary) = &self.summary {
+        if let Some(summary) = self.summary() {
             map.insert(
                 SUMMARY_KEY.into(),
                 serde_json::to_value(summary).unwrap_or_default(),
             );
         }
-        if let Some(details) = &self.details {
+        if let Some(details) = self.details() {
             map.insert(DETAILS_KEY.into(), details.to_value());
         }
         map
     }
 
+    fn typed_mut(&mut self) -> &mut Typed {
+        self.typed.get_or_insert_with(Box::default)
+    }
+
     /// Whether the object's `key` is hidden by a typed value (written into it afterwards).
     fn shadowed(&self, key: &str) -> bool {
-        (key == SUMMARY_KEY && self.summary.is_some())
-            || (key == DETAILS_KEY && self.details.is_some())
+        (key == SUMMARY_KEY && self.summary().is_some())
+            || (key == DETAILS_KEY && self.details().is_some())
     }
+}
+
+/// How many keys a map may have for a key to be looked for by comparing it with each (cheaper
+/// than hashing it, for the few keys tool metadata has).
+const SCAN_LEN: usize = 8;
+
+/// Removes `key` from `map`, if it is there.
+fn remove_key(map: &mut JsonObject, key: &str) {
+    if map.len() > SCAN_LEN || map.keys().any(|k| k == key) {
+        map.shift_remove(key);
+    }
+}
+
+/// Sets `key` to `value`: in its place when the key is there, else at the end.
+fn insert(map: &mut JsonObject, key: String, value: Value) {
+    if map.len() <= SCAN_LEN
+        && let Some(slot) = map.iter_mut().find_map(|(k, v)| (*k == key).then_some(v))
+    {
+        *slot = value;
+        return;
+    }
+    map.insert(key, value);
 }
 
 impl From<JsonObject> for ToolMetadata {
@@ -118,8 +157,7 @@ impl From<JsonObject> for ToolMetadata {
     fn from(mut map: JsonObject) -> Self {
         let details = map
             .get(DETAILS_KEY)
-            .and_then(|v| TaskEnvelope::deserialize(v).ok())
-            .map(Box::new);
+            .and_then(|v| TaskEnvelope::deserialize(v).ok());
         if details.is_some() {
             map.shift_remove(DETAILS_KEY);
         }
@@ -129,11 +167,9 @@ impl From<JsonObject> for ToolMetadata {
         if summary.is_some() {
             map.shift_remove(SUMMARY_KEY);
         }
-        ToolMetadata {
-            map,
-            summary,
-            details,
-        }
+        let typed =
+            (summary.is_some() || details.is_some()).then(|| Box::new(Typed { summary, details }));
+        ToolMetadata { map, typed }
     }
 }
 
@@ -155,9 +191,8 @@ impl Serialize for ToolMetadata {
     fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         // A typed value wins over its key written into the object afterwards.
         let shadowed = self.map.keys().filter(|k| self.shadowed(k)).count();
-        let len = self.map.len()
-            + usize::from(self.summary.is_some())
-            + usize::from(self.details.is_some())
+        let (summary, details) = (self.summary(), self.details());
+        let len = self.map.len() + usize::from(summary.is_some()) + usize::from(details.is_some())
             - shadowed;
         let mut out = serializer.serialize_map(Some(len))?;
         for (key, value) in &self.map {
@@ -165,10 +200,10 @@ impl Serialize for ToolMetadata {
                 out.serialize_entry(key, value)?;
             }
         }
-        if let Some(summary) = &self.summary {
+        if let Some(summary) = summary {
             out.serialize_entry(SUMMARY_KEY, summary)?;
         }
-        if let Some(details) = &self.details {
+        if let Some(details) = details {
             out.serialize_entry(DETAILS_KEY, details)?;
         }
         out.end()
