@@ -32,6 +32,8 @@ pub(crate) struct Core {
     pub config: Arc<Config>,
     pub paths: Paths,
     pub tools: Vec<Arc<dyn Tool>>,
+    /// The name of each of `tools` (same order), shared by every request that offers it.
+    pub names: Vec<Arc<str>>,
     /// The JSON schema of each of `tools` (same order), built once.
     pub schemas: Vec<Arc<serde_json::Value>>,
     /// The description of each of `tools` (same order) for each agent that ran, built once.

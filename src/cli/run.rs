@@ -301,7 +301,7 @@ pub(super) async fn drive(
         Ok(Err(e)) => return Err(e.into()),
         Err(e) => anyhow::bail!("the run crashed: {e}"),
     };
-    if let Message::Assistant(a) = &message.info
+    if let Message::Assistant(a) = &*message.info
         && let Some(error) = &a.error
     {
         return Err(ExitStatus::new(
@@ -327,7 +327,7 @@ async fn last_answer(
     messages
         .into_iter()
         .rev()
-        .find(|m| matches!(m.info, Message::Assistant(_)))
+        .find(|m| matches!(*m.info, Message::Assistant(_)))
 }
 
 async fn handle_event(
@@ -351,7 +351,7 @@ async fn handle_event(
         let (reply, message) = if yes {
             (PermissionReply::Once, None)
         } else if interactive {
-            ask_terminal(request.clone()).await
+            ask_terminal((**request).clone()).await
         } else {
             (
                 PermissionReply::Reject,

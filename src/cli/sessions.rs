@@ -94,7 +94,7 @@ pub fn run(context: &Context, command: SessionsCommand) -> anyhow::Result<()> {
                 }
                 println!("{}  {}", info.id, info.title);
                 for m in &messages {
-                    let who = match &m.info {
+                    let who = match &*m.info {
                         Message::User(u) => format!("user → @{}", u.agent),
                         Message::Assistant(a) => {
                             format!("@{} ({}/{})", a.agent, a.provider_id, a.model_id)
@@ -116,7 +116,7 @@ pub fn run(context: &Context, command: SessionsCommand) -> anyhow::Result<()> {
                             _ => {}
                         }
                     }
-                    if let Message::Assistant(a) = &m.info
+                    if let Message::Assistant(a) = &*m.info
                         && let Some(e) = &a.error
                     {
                         println!("error: {}: {}", e.name(), e.message().unwrap_or(""));

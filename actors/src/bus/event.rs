@@ -29,6 +29,8 @@ pub enum SessionStatus {
 }
 
 /// One state change, published once.
+// Large payloads are boxed, so that an event is small to move and to allocate (a cancelled
+// tree publishes thousands at once).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "type", content = "properties")]
@@ -37,19 +39,22 @@ pub enum Event {
     #[serde(rename = "session.created")]
     SessionCreated {
         /// The new session.
-        info: Session,
+        #[cfg_attr(feature = "openapi", schema(value_type = Session))]
+        info: Box<Session>,
     },
     /// A session changed.
     #[serde(rename = "session.updated")]
     SessionUpdated {
         /// The session as it is now.
-        info: Session,
+        #[cfg_attr(feature = "openapi", schema(value_type = Session))]
+        info: Box<Session>,
     },
     /// A session was deleted.
     #[serde(rename = "session.deleted")]
     SessionDeleted {
         /// The session as it was.
-        info: Session,
+        #[cfg_attr(feature = "openapi", schema(value_type = Session))]
+        info: Box<Session>,
     },
     /// A session's activity changed.
     #[serde(rename = "session.status")]
@@ -82,7 +87,8 @@ pub enum Event {
         session_id: Option<SessionId>,
         /// The error.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        error: Option<AssistantError>,
+        #[cfg_attr(feature = "openapi", schema(value_type = Option<AssistantError>))]
+        error: Option<Box<AssistantError>>,
     },
     /// A message was created or changed.
     #[serde(rename = "message.updated")]
@@ -126,7 +132,7 @@ pub enum Event {
     },
     /// A tool asks the user for permission.
     #[serde(rename = "permission.asked")]
-    PermissionAsked(PermissionRequest),
+    PermissionAsked(Box<PermissionRequest>),
     /// A permission ask was answered.
     #[serde(rename = "permission.replied")]
     PermissionReplied {

@@ -129,7 +129,7 @@ impl PermissionBroker {
                         done,
                     },
                 );
-                self.bus.publish(Event::PermissionAsked(request));
+                self.bus.publish(Event::PermissionAsked(Box::new(request)));
                 // A dropped sender (the broker went away) counts as a rejection.
                 wait.await.unwrap_or(Err(PermissionError::Rejected))
             }

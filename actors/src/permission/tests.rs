@@ -128,7 +128,7 @@ async fn once_allows_that_call_only() {
     let s = SessionId::new();
     let (request, task) = f.pending(&s, bash("ls", "ls *")).await;
     let events = f.events().await;
-    assert!(matches!(&events[..], [Event::PermissionAsked(r)] if r == &request));
+    assert!(matches!(&events[..], [Event::PermissionAsked(r)] if **r == request));
 
     assert!(
         f.broker
@@ -349,7 +349,7 @@ async fn requests_say_where_they_come_from() {
     }
     let events = f.events().await;
     let request = match &events[..] {
-        [Event::PermissionAsked(r)] => r.clone(),
+        [Event::PermissionAsked(r)] => (**r).clone(),
         other => panic!("expected one ask, got {other:?}"),
     };
     let json = serde_json::to_value(&request).unwrap();

@@ -47,7 +47,7 @@ impl Runtime {
             );
             self.core.bus.publish(Event::SessionError {
                 session_id: Some(session.clone()),
-                error: Some(AssistantError::unknown(message)),
+                error: Some(Box::new(AssistantError::unknown(message))),
             });
             return Err(AgentError::NotFound {
                 name: agent_name,

@@ -36,7 +36,7 @@ impl Runtime {
         }
         self.core.store.put_session(&session).await?;
         self.core.bus.publish(Event::SessionUpdated {
-            info: session.clone(),
+            info: Box::new(session.clone()),
         });
         Ok(session)
     }
@@ -70,7 +70,7 @@ impl Runtime {
         for m in messages.into_iter().take(end) {
             let new_id = MessageId::new();
             renamed.push((m.info.id().clone(), new_id.clone()));
-            let info = match m.info {
+            let info = match Arc::unwrap_or_clone(m.info) {
                 Message::User(mut u) => {
                     u.id = new_id.clone();
                     u.session_id = fork.id.clone();
@@ -99,12 +99,12 @@ impl Runtime {
             .store
             .put_many(&[&fork], &message_refs, &part_refs)
             .await?;
-        self.core
-            .bus
-            .publish(Event::SessionCreated { info: fork.clone() });
-        self.core
-            .bus
-            .publish(Event::SessionUpdated { info: fork.clone() });
+        self.core.bus.publish(Event::SessionCreated {
+            info: Box::new(fork.clone()),
+        });
+        self.core.bus.publish(Event::SessionUpdated {
+            info: Box::new(fork.clone()),
+        });
         Ok(fork)
     }
 

@@ -124,6 +124,7 @@ impl Runtime {
         let broker = PermissionBroker::load(bus.clone(), store.clone(), project_id.clone()).await?;
         let owner = OwnerLock::acquire(&paths.data_dir)?;
         let tools = builtin_tools();
+        let names = tools.iter().map(|t| Arc::from(t.id())).collect();
         let schemas = tools.iter().map(|t| Arc::new(t.parameters())).collect();
         let core = Arc::new(Core {
             store,
@@ -135,6 +136,7 @@ impl Runtime {
             project_id,
             paths,
             tools,
+            names,
             schemas,
             descriptions: Default::default(),
             supervisor: OnceLock::new(),
@@ -234,10 +236,10 @@ impl Runtime {
         }
         self.core.store.put_session(&session).await?;
         self.core.bus.publish(Event::SessionCreated {
-            info: session.clone(),
+            info: Box::new(session.clone()),
         });
         self.core.bus.publish(Event::SessionUpdated {
-            info: session.clone(),
+            info: Box::new(session.clone()),
         });
         // Its actor starts knowing it is empty, so the first prompt reads nothing.
         self.activate(
@@ -460,9 +462,9 @@ impl Runtime {
             })
             .await;
         for info in &deleted {
-            self.core
-                .bus
-                .publish(Event::SessionDeleted { info: info.clone() });
+            self.core.bus.publish(Event::SessionDeleted {
+                info: Box::new(info.clone()),
+            });
         }
         Ok(deleted)
     }

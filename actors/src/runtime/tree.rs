@@ -72,7 +72,7 @@ pub(crate) fn build(
         let mut usage = Usage::default();
         let mut agent = None;
         for m in &messages {
-            match &m.info {
+            match &*m.info {
                 Message::Assistant(a) => {
                     usage.input += a.tokens.input;
                     usage.output += a.tokens.output;

@@ -45,7 +45,7 @@ pub(crate) fn needs_compaction(core: &Core, answer: &MessageWithParts, model: &M
     if !core.config.compaction.auto {
         return false;
     }
-    let Message::Assistant(a) = &answer.info else {
+    let Message::Assistant(a) = &*answer.info else {
         return false;
     };
     if a.summary == Some(true) || a.error.is_some() {
@@ -62,7 +62,7 @@ pub(crate) fn needs_compaction(core: &Core, answer: &MessageWithParts, model: &M
 /// The history the model sees: from the newest compaction request whose summary finished.
 pub fn filter_compacted(messages: &[MessageWithParts]) -> &[MessageWithParts] {
     let start = messages.iter().enumerate().rev().find_map(|(i, m)| {
-        let Message::User(u) = &m.info else {
+        let Message::User(u) = &*m.info else {
             return None;
         };
         let requested = m
@@ -70,7 +70,7 @@ pub fn filter_compacted(messages: &[MessageWithParts]) -> &[MessageWithParts] {
             .iter()
             .any(|p| matches!(p.kind, PartKind::Compaction(_)));
         let summarized = messages[i + 1..].iter().any(|later| {
-            matches!(&later.info, Message::Assistant(a)
+            matches!(&*later.info, Message::Assistant(a)
                 if a.summary == Some(true) && a.parent_id == u.id && a.is_finished() && a.error.is_none())
         });
         (requested && summarized).then_some(i)
@@ -83,7 +83,7 @@ pub fn filter_compacted(messages: &[MessageWithParts]) -> &[MessageWithParts] {
 pub(crate) fn pending_compaction(messages: &[MessageWithParts]) -> Option<bool> {
     let last_user = messages
         .iter()
-        .rposition(|m| matches!(m.info, Message::User(_)))?;
+        .rposition(|m| matches!(*m.info, Message::User(_)))?;
     let user = &messages[last_user];
     let auto = user.parts.iter().find_map(|p| match &p.kind {
         PartKind::Compaction(c) => Some(c.auto),
@@ -91,7 +91,7 @@ pub(crate) fn pending_compaction(messages: &[MessageWithParts]) -> Option<bool> 
     })?;
     let answered = messages[last_user + 1..]
         .iter()
-        .any(|m| matches!(&m.info, Message::Assistant(a) if a.summary == Some(true)));
+        .any(|m| matches!(&*m.info, Message::Assistant(a) if a.summary == Some(true)));
     (!answered).then_some(auto)
 }
 
@@ -105,7 +105,7 @@ pub(crate) fn prune(messages: &mut [MessageWithParts]) -> Vec<(usize, usize)> {
     let mut victims: Vec<(usize, usize)> = Vec::new();
     let mut turns = 0;
     'scan: for (mi, m) in messages.iter().enumerate().rev() {
-        match &m.info {
+        match &*m.info {
             Message::User(_) => {
                 turns += 1;
                 continue;
@@ -152,6 +152,7 @@ pub(crate) fn prune(messages: &mut [MessageWithParts]) -> Vec<(usize, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
     use taskforce_agents::id::{MessageId, SessionId};
     use taskforce_agents::model::{
         AssistantMessage, CacheTokens, MessagePath, Part, TextPart, ToolPart, ToolStateRunning,
@@ -162,7 +163,7 @@ mod tests {
         let info = UserMessage::new(s.clone(), "build", ModelRef::new("p", "m"), 1);
         let part = Part::new(s.clone(), info.id.clone(), TextPart::new("go"));
         MessageWithParts {
-            info: Message::User(info),
+            info: Arc::new(Message::User(info)),
             parts: vec![part.into()],
         }
     }
@@ -195,7 +196,7 @@ mod tests {
             })
             .collect();
         MessageWithParts {
-            info: Message::Assistant(info),
+            info: Arc::new(Message::Assistant(info)),
             parts,
         }
     }
@@ -255,7 +256,7 @@ mod tests {
             taskforce_agents::model::CompactionPart { auto: true },
         ))];
         let mut summary = reads(&s, &[]);
-        if let Message::Assistant(a) = &mut summary.info {
+        if let Message::Assistant(a) = Arc::make_mut(&mut summary.info) {
             a.summary = Some(true);
             a.parent_id = request.info.id().clone();
             a.finish = Some("stop".into());

@@ -26,7 +26,7 @@ pub(crate) fn to_model_messages(
 ) -> Vec<ChatMessage> {
     let mut out = Vec::with_capacity(messages.len() * 2);
     for m in messages {
-        match &m.info {
+        match &*m.info {
             Message::User(user) => {
                 let wrap = queued_after.is_some_and(|after| &user.id > after);
                 let content: Vec<Content> = m
@@ -159,6 +159,8 @@ fn queued(text: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use serde_json::json;
     use taskforce_agents::id::SessionId;
     use taskforce_agents::model::{
@@ -184,7 +186,7 @@ mod tests {
             .map(|k| Part::new(session.clone(), info.id.clone(), k).into())
             .collect();
         MessageWithParts {
-            info: Message::User(info),
+            info: Arc::new(Message::User(info)),
             parts,
         }
     }
@@ -211,7 +213,7 @@ mod tests {
             .map(|k| Part::new(session.clone(), info.id.clone(), k).into())
             .collect();
         MessageWithParts {
-            info: Message::Assistant(info),
+            info: Arc::new(Message::Assistant(info)),
             parts,
         }
     }

@@ -106,7 +106,7 @@ async fn running_agent(core: &Core, session: &SessionId) -> String {
     messages
         .iter()
         .rev()
-        .find_map(|m| match &m.info {
+        .find_map(|m| match &*m.info {
             Message::User(u) => Some(u.agent.clone()),
             Message::Assistant(_) => None,
         })

@@ -230,7 +230,10 @@ pub(crate) async fn create_user_message(
         .chain(parts.iter().map(Item::Part))
         .collect();
     writer.save(&items).await?;
-    Ok(MessageWithParts { info, parts })
+    Ok(MessageWithParts {
+        info: Arc::new(info),
+        parts,
+    })
 }
 
 /// The model of the session's most recent user message.
@@ -247,7 +250,7 @@ async fn last_model(
             &read
         }
     };
-    Ok(messages.iter().rev().find_map(|m| match &m.info {
+    Ok(messages.iter().rev().find_map(|m| match &*m.info {
         Message::User(u) => Some(u.model.clone()),
         Message::Assistant(_) => None,
     }))

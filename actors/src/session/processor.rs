@@ -725,6 +725,16 @@ fn ended(state: &ToolState, outcome: Result<ToolOutput, ToolError>, now: u64) ->
     ended_owned(kept, outcome, now)
 }
 
+/// What the model reads of a failed call: a coded task failure as `CODE: message`, built in
+/// one allocation (a cancelled tree ends 1,110 task calls at once), any other error as it
+/// displays.
+fn error_text(error: &ToolError) -> String {
+    match error {
+        ToolError::Task(failure) => failure.error.text(),
+        other => other.to_string(),
+    }
+}
+
 /// [`ended`] for a state the caller owns: its input, title and published metadata are moved.
 fn ended_owned(state: ToolState, outcome: Result<ToolOutput, ToolError>, now: u64) -> ToolState {
     let running = match state {
@@ -736,7 +746,7 @@ fn ended_owned(state: ToolState, outcome: Result<ToolOutput, ToolError>, now: u6
             time: StartTime { start: now },
         },
     };
-    end_running(running, outcome, ToolError::to_string, now)
+    end_running(running, outcome, error_text, now)
 }
 
 /// How a running call ends at `now`: completed with the output, or failed with `text` of the

@@ -98,7 +98,7 @@ pub(crate) async fn run_loop(
     {
         core.bus.publish(Event::SessionError {
             session_id: Some(session.id.clone()),
-            error: Some(AssistantError::unknown(e.to_string())),
+            error: Some(Box::new(AssistantError::unknown(e.to_string()))),
         });
     }
     // Old tool output is cleared once the turn is done (reference §8.3, `compaction.prune`).
@@ -228,10 +228,10 @@ async fn drive(
         }
         let last_user = messages
             .iter()
-            .rposition(|m| matches!(m.info, Message::User(_)));
+            .rposition(|m| matches!(*m.info, Message::User(_)));
         let last_assistant = messages
             .iter()
-            .rposition(|m| matches!(m.info, Message::Assistant(_)));
+            .rposition(|m| matches!(*m.info, Message::Assistant(_)));
         let Some(user_index) = last_user else {
             return Err(RuntimeError::InvalidInput(
                 "the session has no user message".into(),
@@ -239,7 +239,7 @@ async fn drive(
         };
         if let Some(a) = last_assistant
             && a > user_index
-            && let Message::Assistant(info) = &messages[a].info
+            && let Message::Assistant(info) = &*messages[a].info
             && (info.is_finished() || info.error.is_some())
         {
             if lock(state).queue.is_empty() {

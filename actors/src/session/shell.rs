@@ -138,7 +138,7 @@ pub(crate) async fn run_shell(
         .save(&[Item::Part(&done), Item::Message(&closing)])
         .await?;
     let written = MessageWithParts {
-        info: closing,
+        info: Arc::new(closing),
         parts: vec![done],
     };
     messages.push(written.clone());

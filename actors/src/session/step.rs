@@ -48,7 +48,7 @@ pub(crate) async fn run_step(
     compacting: bool,
 ) -> Result<(MessageWithParts, StepOutcome), RuntimeError> {
     let messages = filter_compacted(messages);
-    let Some(user) = messages.iter().rev().find_map(|m| match &m.info {
+    let Some(user) = messages.iter().rev().find_map(|m| match &*m.info {
         Message::User(u) => Some(u),
         Message::Assistant(_) => None,
     }) else {
@@ -58,7 +58,7 @@ pub(crate) async fn run_step(
     let mentions_agent = messages
         .iter()
         .rev()
-        .find(|m| matches!(m.info, Message::User(_)))
+        .find(|m| matches!(*m.info, Message::User(_)))
         .is_some_and(|m| m.parts.iter().any(|p| matches!(p.kind, PartKind::Agent(_))));
     let agent_name = if compacting {
         COMPACTION_AGENT
@@ -121,7 +121,7 @@ pub(crate) async fn run_step(
         .map(|&i| {
             let t = core.tools[i].as_ref();
             ToolSpec {
-                name: t.id().to_string(),
+                name: core.names[i].clone(),
                 description: core.description(t, &agent),
                 parameters: core.schema(t),
             }
@@ -139,7 +139,7 @@ pub(crate) async fn run_step(
     }
     // From the second step on, user text that arrived after the last finished answer is queued.
     let queued_after = if step > 1 {
-        messages.iter().rev().find_map(|m| match &m.info {
+        messages.iter().rev().find_map(|m| match &*m.info {
             Message::Assistant(a) if a.is_finished() => Some(a.id.clone()),
             _ => None,
         })
@@ -211,14 +211,11 @@ pub(crate) async fn run_step(
         )
         .await;
     }
-    let info = Message::Assistant(assistant.clone());
+    let info = Arc::new(Message::Assistant(assistant));
     let mut items: Vec<Item<'_>> = result.closing.iter().map(Item::Part).collect();
     items.push(Item::Message(&info));
     writer.save(&items).await?;
-    let final_message = MessageWithParts {
-        info: Message::Assistant(assistant),
-        parts,
-    };
+    let final_message = MessageWithParts { info, parts };
     let outcome = if result.blocked {
         StepOutcome::Stop
     } else {
@@ -242,21 +239,18 @@ async fn fail(
     assistant.error = Some(error.clone());
     assistant.time.completed.get_or_insert_with(now_ms);
     let session_id = assistant.session_id.clone();
-    let info = Message::Assistant(assistant);
-    let info = if cancelled {
-        // One copy, shared by the event and the write queue; the loop keeps its own.
-        let shared = Arc::new(info);
-        writer.save_behind(vec![shared.clone()], closing);
-        Arc::unwrap_or_clone(shared)
+    // One copy, shared by the event, the write queue and the loop's history.
+    let info = Arc::new(Message::Assistant(assistant));
+    if cancelled {
+        writer.save_behind(vec![info.clone()], closing);
     } else {
         let mut items: Vec<Item<'_>> = closing.iter().map(Item::Part).collect();
         items.push(Item::Message(&info));
         writer.save(&items).await?;
-        info
-    };
+    }
     core.bus.publish(Event::SessionError {
         session_id: Some(session_id),
-        error: Some(error),
+        error: Some(Box::new(error)),
     });
     Ok((MessageWithParts { info, parts }, StepOutcome::Stop))
 }

@@ -29,11 +29,11 @@ pub const SUMMARIZE: &str = "Summarize the task tool output above and continue w
 pub(crate) fn pending_subtask(messages: &[MessageWithParts]) -> Option<SubtaskPart> {
     let start = messages
         .iter()
-        .rposition(|m| matches!(&m.info, Message::Assistant(a) if a.finish.is_some()))
+        .rposition(|m| matches!(&*m.info, Message::Assistant(a) if a.finish.is_some()))
         .map_or(0, |i| i + 1);
     messages[start..]
         .iter()
-        .filter(|m| matches!(m.info, Message::User(_)))
+        .filter(|m| matches!(*m.info, Message::User(_)))
         .flat_map(|m| m.parts.iter())
         .filter_map(|p| match &p.kind {
             PartKind::Subtask(s) => Some(s.clone()),
@@ -51,7 +51,7 @@ pub(crate) async fn run_subtask(
     task: SubtaskPart,
     token: &CancellationToken,
 ) -> Result<Vec<MessageWithParts>, RuntimeError> {
-    let Some(user) = messages.iter().rev().find_map(|m| match &m.info {
+    let Some(user) = messages.iter().rev().find_map(|m| match &*m.info {
         Message::User(u) => Some(u.clone()),
         Message::Assistant(_) => None,
     }) else {
@@ -152,7 +152,7 @@ pub(crate) async fn run_subtask(
         .save(&[Item::Part(&done), Item::Message(&closing)])
         .await?;
     let mut written = vec![MessageWithParts {
-        info: closing,
+        info: Arc::new(closing),
         parts: vec![done],
     }];
 
@@ -173,7 +173,7 @@ pub(crate) async fn run_subtask(
             .save(&[Item::Message(&next), Item::Part(&text)])
             .await?;
         written.push(MessageWithParts {
-            info: next,
+            info: Arc::new(next),
             parts: vec![text],
         });
     }

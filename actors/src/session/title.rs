@@ -91,7 +91,7 @@ pub(crate) fn ensure_title(core: &Arc<Core>, session: &Session, messages: &[Mess
     }
     let mut real = messages
         .iter()
-        .filter(|m| matches!(m.info, Message::User(_)))
+        .filter(|m| matches!(*m.info, Message::User(_)))
         .filter_map(|m| title_input(m).map(|input| (m, input)));
     let Some((first, input)) = real.next() else {
         return;
@@ -170,7 +170,9 @@ async fn store_title(
     }
     session.title = title;
     core.store.put_session(&session).await?;
-    core.bus.publish(Event::SessionUpdated { info: session });
+    core.bus.publish(Event::SessionUpdated {
+        info: Box::new(session),
+    });
     Ok(())
 }
 

@@ -66,8 +66,12 @@ impl Writer {
             .flat_map(|item| {
                 let (first, second) = match item {
                     Item::NewSession(s) => (
-                        Event::SessionCreated { info: (*s).clone() },
-                        Some(Event::SessionUpdated { info: (*s).clone() }),
+                        Event::SessionCreated {
+                            info: Box::new((*s).clone()),
+                        },
+                        Some(Event::SessionUpdated {
+                            info: Box::new((*s).clone()),
+                        }),
                     ),
                     Item::Message(m) => (
                         Event::MessageUpdated {

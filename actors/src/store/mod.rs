@@ -47,7 +47,9 @@ pub enum StoreError {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct MessageWithParts {
     /// The message.
-    pub info: Message,
+    // Shared with the events and writes that carry it.
+    #[cfg_attr(feature = "openapi", schema(value_type = Message))]
+    pub info: Arc<Message>,
     /// Its parts, ordered by id.
     #[cfg_attr(feature = "openapi", schema(value_type = Vec<Part>))]
     pub parts: Vec<Arc<Part>>,
@@ -56,7 +58,7 @@ pub struct MessageWithParts {
 impl MessageWithParts {
     /// Whether this is an answer (assistant message) created at or after `since` (epoch ms).
     pub fn is_answer_since(&self, since: u64) -> bool {
-        matches!(&self.info, Message::Assistant(a) if a.time.created >= since)
+        matches!(&*self.info, Message::Assistant(a) if a.time.created >= since)
     }
 }
 

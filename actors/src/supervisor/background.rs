@@ -559,7 +559,7 @@ async fn deliver_now(
     if holds(&history, &text) {
         return Ok(true);
     }
-    let tools = history.iter().rev().find_map(|m| match &m.info {
+    let tools = history.iter().rev().find_map(|m| match &*m.info {
         Message::User(u) => Some(u.tools.clone()),
         Message::Assistant(_) => None,
     });
@@ -588,7 +588,7 @@ async fn deliver_now(
 fn holds(history: &[MessageWithParts], text: &str) -> bool {
     history
         .iter()
-        .filter(|m| matches!(m.info, Message::User(_)))
+        .filter(|m| matches!(*m.info, Message::User(_)))
         .flat_map(|m| m.parts.iter())
         .any(|p| p.as_text().is_some_and(|t| t.text == text))
 }

@@ -257,7 +257,7 @@ impl Delegate for SupervisorDelegate {
         };
         let (message, status) = match result {
             Ok(message) => {
-                let status = match &message.info {
+                let status = match &*message.info {
                     Message::Assistant(a) => match &a.error {
                         None => SubagentStatus::Completed,
                         Some(e) if e.name() == ABORTED => SubagentStatus::Cancelled,
@@ -510,7 +510,7 @@ fn child_summary(answers: &[&MessageWithParts]) -> Vec<SummaryItem> {
 pub(super) fn usage_of(answers: &[&MessageWithParts]) -> TaskUsage {
     let mut usage = TaskUsage::default();
     for answer in answers {
-        if let Message::Assistant(a) = &answer.info {
+        if let Message::Assistant(a) = &*answer.info {
             usage.input += a.tokens.input;
             usage.output += a.tokens.output;
             usage.cache_read += a.tokens.cache.read;

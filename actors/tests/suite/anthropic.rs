@@ -92,7 +92,7 @@ async fn a_text_answer_records_usage_and_cost() {
     let rt = env.runtime().await;
     let answer = ask(&rt, "hi").await;
     assert_eq!(count.load(Ordering::SeqCst), 1);
-    let Message::Assistant(a) = &answer.info else {
+    let Message::Assistant(a) = &*answer.info else {
         panic!("expected the answer")
     };
     assert!(a.error.is_none(), "{:?}", a.error);
@@ -241,7 +241,7 @@ async fn overloaded_and_rate_limited_calls_are_retried_then_succeed() {
     let rt = env.runtime().await;
     let answer = ask(&rt, "hi").await;
     assert_eq!(count.load(Ordering::SeqCst), 4);
-    let Message::Assistant(a) = &answer.info else {
+    let Message::Assistant(a) = &*answer.info else {
         panic!("expected the answer")
     };
     assert!(a.error.is_none(), "{:?}", a.error);
@@ -265,7 +265,7 @@ async fn a_prompt_too_long_ends_in_context_overflow_without_retry() {
     let rt = env.runtime().await;
     let answer = ask(&rt, "a very long prompt").await;
     assert_eq!(count.load(Ordering::SeqCst), 1);
-    let Message::Assistant(a) = &answer.info else {
+    let Message::Assistant(a) = &*answer.info else {
         panic!("expected the answer")
     };
     let error = a.error.as_ref().expect("an error");

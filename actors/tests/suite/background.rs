@@ -81,7 +81,7 @@ pub(super) async fn wait_for_messages(
 pub(super) fn deliveries(messages: &[taskforce_actors::store::MessageWithParts]) -> Vec<String> {
     messages
         .iter()
-        .filter(|m| matches!(m.info, Message::User(_)))
+        .filter(|m| matches!(*m.info, Message::User(_)))
         .flat_map(|m| m.parts.iter())
         .filter_map(|p| p.as_text())
         .filter(|t| t.synthetic == Some(true) && t.text.starts_with("<task_result "))
@@ -93,7 +93,7 @@ fn last_assistant_text(messages: &[taskforce_actors::store::MessageWithParts]) -
     messages
         .iter()
         .rev()
-        .find(|m| matches!(m.info, Message::Assistant(_)))
+        .find(|m| matches!(*m.info, Message::Assistant(_)))
         .map(|m| {
             m.parts
                 .iter()
@@ -245,7 +245,7 @@ async fn a_result_arriving_while_the_parent_is_busy_is_picked_up_by_its_loop() {
     let messages = rt.messages(&parent.id).await.unwrap();
     let roles: Vec<&str> = messages
         .iter()
-        .map(|m| match m.info {
+        .map(|m| match *m.info {
             Message::User(_) => "user",
             Message::Assistant(_) => "assistant",
         })

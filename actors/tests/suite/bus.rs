@@ -50,7 +50,9 @@ async fn session_and_subtree_filters() {
     let mut only_root = bus.subscribe(Filter::Session(root.id.clone()));
     let mut tree = bus.subscribe(Filter::Subtree(root.id.clone()));
     for s in [&root, &child, &grandchild, &other] {
-        bus.publish(Event::SessionCreated { info: s.clone() });
+        bus.publish(Event::SessionCreated {
+            info: Box::new(s.clone()),
+        });
     }
     for s in [&other, &grandchild, &child, &root] {
         bus.publish(status(&s.id));

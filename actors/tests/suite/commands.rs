@@ -23,7 +23,7 @@ fn last_content(req: &RecordedRequest) -> String {
 fn user_parts(messages: &[MessageWithParts]) -> Vec<Vec<&'static str>> {
     messages
         .iter()
-        .filter(|m| matches!(m.info, Message::User(_)))
+        .filter(|m| matches!(*m.info, Message::User(_)))
         .map(|m| m.parts.iter().map(|p| p.type_name()).collect())
         .collect()
 }
@@ -44,12 +44,12 @@ async fn an_inline_command_prompts_under_its_agent() {
         .command(&s.id, "greet", "Ada Lovelace", None, None)
         .await
         .unwrap();
-    assert!(matches!(&answer.info, Message::Assistant(a) if a.agent == "plan"));
+    assert!(matches!(&*answer.info, Message::Assistant(a) if a.agent == "plan"));
     let requests = fake.requests();
     assert_eq!(requests.len(), 1);
     assert!(last_content(&requests[0]).contains("Say hello to Ada Lovelace from Ada Lovelace"));
     let messages = rt.messages(&s.id).await.unwrap();
-    let Message::User(user) = &messages[0].info else {
+    let Message::User(user) = &*messages[0].info else {
         panic!("a user message first")
     };
     assert_eq!(user.agent, "plan");
@@ -90,7 +90,7 @@ async fn a_subtask_command_runs_the_subagent_then_hands_back_to_the_caller() {
     let messages = rt.messages(&s.id).await.unwrap();
     // user [subtask] → assistant (general, task part) → user [synthetic summarize] → assistant.
     assert_eq!(messages.len(), 4);
-    let Message::User(first) = &messages[0].info else {
+    let Message::User(first) = &*messages[0].info else {
         panic!()
     };
     assert_eq!(first.agent, "build", "the message stays the caller's");
@@ -102,7 +102,7 @@ async fn a_subtask_command_runs_the_subagent_then_hands_back_to_the_caller() {
     assert_eq!(task.description, "Check things");
     assert_eq!(task.agent, "general");
     assert_eq!(task.command.as_deref(), Some("check"));
-    let Message::Assistant(runner) = &messages[1].info else {
+    let Message::Assistant(runner) = &*messages[1].info else {
         panic!()
     };
     assert_eq!(runner.agent, "general");
@@ -116,7 +116,7 @@ async fn a_subtask_command_runs_the_subagent_then_hands_back_to_the_caller() {
     let summarize = messages[2].parts[0].as_text().unwrap();
     assert_eq!(summarize.text, taskforce_actors::session::SUMMARIZE);
     assert_eq!(summarize.synthetic, Some(true));
-    let Message::Assistant(last) = &messages[3].info else {
+    let Message::Assistant(last) = &*messages[3].info else {
         panic!()
     };
     assert_eq!(last.agent, "build");
@@ -151,7 +151,7 @@ async fn subagent_commands_are_subtasks_unless_they_say_otherwise() {
     );
     let inline = rt.messages(&t.id).await.unwrap();
     assert_eq!(user_parts(&inline)[0], ["text"]);
-    assert!(matches!(&inline[0].info, Message::User(u) if u.agent == "explore"));
+    assert!(matches!(&*inline[0].info, Message::User(u) if u.agent == "explore"));
 }
 
 #[actix_rt::test]
@@ -200,7 +200,7 @@ async fn a_failing_subtask_never_stops_the_loop() {
     let rt = env.runtime().await;
     let s = rt.create_session(None, None).await.unwrap();
     let answer = rt.command(&s.id, "boom", "", None, None).await.unwrap();
-    assert!(matches!(&answer.info, Message::Assistant(a) if a.error.is_none()));
+    assert!(matches!(&*answer.info, Message::Assistant(a) if a.error.is_none()));
     let ToolState::Error(e) = &tool_parts(&rt, &s.id).await[0].1 else {
         panic!("the task part is an error")
     };

@@ -91,7 +91,7 @@ async fn an_overflowing_step_is_summarized_and_the_model_continues_from_the_summ
     let messages = rt.messages(&session.id).await.unwrap();
     let shape: Vec<String> = messages
         .iter()
-        .map(|m| match &m.info {
+        .map(|m| match &*m.info {
             Message::User(u) => format!(
                 "user:{}:{}",
                 u.agent,

@@ -140,12 +140,14 @@ fn every_event() -> Vec<Event> {
     );
     let part = Part::new(child.id.clone(), user.id.clone(), TextPart::new("hi"));
     vec![
-        Event::SessionCreated { info: root.clone() },
+        Event::SessionCreated {
+            info: Box::new(root.clone()),
+        },
         Event::SessionUpdated {
-            info: child.clone(),
+            info: Box::new(child.clone()),
         },
         Event::SessionDeleted {
-            info: child.clone(),
+            info: Box::new(child.clone()),
         },
         Event::SessionStatus {
             session_id: root.id.clone(),
@@ -171,7 +173,9 @@ fn every_event() -> Vec<Event> {
         },
         Event::SessionError {
             session_id: Some(root.id.clone()),
-            error: Some(AssistantError::aborted("The operation was aborted.")),
+            error: Some(Box::new(AssistantError::aborted(
+                "The operation was aborted.",
+            ))),
         },
         Event::SessionError {
             session_id: None,
@@ -197,7 +201,7 @@ fn every_event() -> Vec<Event> {
             message_id: user.id.clone(),
             part_id: PartId::new(),
         },
-        Event::PermissionAsked(permission_request(&child.id)),
+        Event::PermissionAsked(Box::new(permission_request(&child.id))),
         Event::PermissionReplied {
             session_id: child.id.clone(),
             request_id: PermissionId::new(),

@@ -59,7 +59,7 @@ async fn next_ask(events: &mut Subscription) -> PermissionRequest {
         match tokio::time::timeout(Duration::from_secs(10), events.next()).await {
             Ok(Some(BusItem::Event(e))) => {
                 if let Event::PermissionAsked(request) = &e.event {
-                    return request.clone();
+                    return (**request).clone();
                 }
             }
             Ok(Some(BusItem::Lagged(n))) => panic!("lagged by {n}"),

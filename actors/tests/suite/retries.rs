@@ -67,7 +67,7 @@ async fn server_errors_are_retried_with_a_retry_status_and_parts() {
     let mut sub = rt.subscribe(Filter::Session(s.id.clone()));
     let answer = rt.prompt(&s.id, PromptInput::text("hi")).await.unwrap();
     assert_eq!(count.load(Ordering::SeqCst), 3);
-    let Message::Assistant(a) = &answer.info else {
+    let Message::Assistant(a) = &*answer.info else {
         panic!()
     };
     assert!(a.error.is_none());
@@ -142,7 +142,7 @@ async fn client_errors_and_context_overflow_are_not_retried() {
         let s = rt.create_session(None, None).await.unwrap();
         let answer = rt.prompt(&s.id, PromptInput::text("hi")).await.unwrap();
         assert_eq!(count.load(Ordering::SeqCst), 1);
-        assert!(matches!(&answer.info, Message::Assistant(a) if a.error.is_some()));
+        assert!(matches!(&*answer.info, Message::Assistant(a) if a.error.is_some()));
     }
 }
 
@@ -154,7 +154,7 @@ async fn max_retries_bounds_the_attempts() {
     let s = rt.create_session(None, None).await.unwrap();
     let answer = rt.prompt(&s.id, PromptInput::text("hi")).await.unwrap();
     assert_eq!(count.load(Ordering::SeqCst), 2);
-    let Message::Assistant(a) = &answer.info else {
+    let Message::Assistant(a) = &*answer.info else {
         panic!()
     };
     assert_eq!(a.error.as_ref().unwrap().name(), "APIError");

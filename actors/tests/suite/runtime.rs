@@ -256,7 +256,7 @@ async fn resume_continues_the_same_child() {
     let child_messages = rt.messages(&children[0].id).await.unwrap();
     let users = child_messages
         .iter()
-        .filter(|m| matches!(m.info, Message::User(_)))
+        .filter(|m| matches!(*m.info, Message::User(_)))
         .count();
     assert_eq!(users, 2);
     let parts = tool_parts(&rt, &parent.id).await;
@@ -325,7 +325,7 @@ async fn parallel_children_overlap_in_time() {
     let mut spans = Vec::new();
     for child in &children {
         for m in rt.messages(&child.id).await.unwrap() {
-            if let Message::Assistant(a) = &m.info {
+            if let Message::Assistant(a) = &*m.info {
                 spans.push((a.time.created, a.time.completed.unwrap()));
             }
         }
@@ -402,7 +402,7 @@ async fn cancelling_the_parent_stops_a_stalled_child_within_a_second() {
     assert_eq!(details["results"][0]["sessionId"], child.id.to_string());
     assert_eq!(details["results"][0]["exitCode"], 130);
     let child_messages = rt.messages(&child.id).await.unwrap();
-    let Message::Assistant(a) = &child_messages.last().unwrap().info else {
+    let Message::Assistant(a) = &*child_messages.last().unwrap().info else {
         panic!("the child's last message is its answer")
     };
     assert_eq!(a.error.as_ref().unwrap().name(), "MessageAbortedError");
@@ -511,7 +511,7 @@ async fn everything_survives_a_restart_on_the_same_data_directory() {
         .prompt(&parent_id, PromptInput::text("and now?"))
         .await
         .unwrap();
-    assert!(matches!(again.info, Message::Assistant(_)));
+    assert!(matches!(*again.info, Message::Assistant(_)));
 }
 
 #[actix_rt::test]
@@ -526,7 +526,7 @@ async fn an_http_500_ends_in_a_clean_error_on_the_assistant_message() {
         .prompt(&session.id, PromptInput::text("hi"))
         .await
         .unwrap();
-    let Message::Assistant(a) = &answer.info else {
+    let Message::Assistant(a) = &*answer.info else {
         panic!("expected the assistant message")
     };
     let error = serde_json::to_value(a.error.as_ref().unwrap()).unwrap();
@@ -607,7 +607,7 @@ async fn prompts_queued_while_busy_are_answered_and_cancel_answers_them_too() {
         .await
         .unwrap()
         .iter()
-        .filter(|m| matches!(m.info, Message::User(_)))
+        .filter(|m| matches!(*m.info, Message::User(_)))
         .count();
     assert_eq!(users, 2, "nothing the user sent is lost");
 }
@@ -733,7 +733,7 @@ async fn steps_record_tokens_and_cost_from_the_configured_prices() {
     let rt = env.runtime().await;
     let s = rt.create_session(None, None).await.unwrap();
     let answer = rt.prompt(&s.id, PromptInput::text("hi")).await.unwrap();
-    let Message::Assistant(a) = &answer.info else {
+    let Message::Assistant(a) = &*answer.info else {
         panic!("expected the answer")
     };
     // Response::text reports 10 prompt tokens and one completion token per word.

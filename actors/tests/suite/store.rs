@@ -256,11 +256,11 @@ async fn every_type_round_trips() {
 
     let expected = vec![
         MessageWithParts {
-            info: u_msg.clone(),
+            info: Arc::new(u_msg.clone()),
             parts: shared(user_parts),
         },
         MessageWithParts {
-            info: a_msg,
+            info: Arc::new(a_msg),
             parts: shared(assistant_parts),
         },
     ];
@@ -372,7 +372,7 @@ async fn writes_are_upserts() {
     store.put_message(&a.clone().into()).await.unwrap();
 
     let got = store.message(&session.id, &a.id).await.unwrap().unwrap();
-    assert_eq!(got.info, Message::from(a.clone()));
+    assert_eq!(*got.info, Message::from(a.clone()));
     assert_eq!(plain(&got.parts), vec![streamed.clone(), tool]);
     assert_eq!(got.parts[0].as_text().unwrap().text, "Hello, world");
     assert_eq!(count(&store, "part").await, 2);

@@ -94,7 +94,7 @@ async fn peak_overlap(rt: &Runtime, parents: &[&SessionId]) -> usize {
     for parent in parents {
         for child in rt.children(parent).await.unwrap() {
             for m in rt.messages(&child.id).await.unwrap() {
-                if let Message::Assistant(a) = &m.info {
+                if let Message::Assistant(a) = &*m.info {
                     spans.push((a.time.created, a.time.completed.unwrap()));
                 }
             }

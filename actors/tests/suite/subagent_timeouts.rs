@@ -73,7 +73,7 @@ async fn task_error(rt: &Runtime, parent: &SessionId) -> (String, Value) {
 async fn child_was_cancelled(rt: &Runtime, parent: &SessionId) {
     let child = rt.children(parent).await.unwrap().remove(0);
     let messages = rt.messages(&child.id).await.unwrap();
-    let Message::Assistant(a) = &messages.last().unwrap().info else {
+    let Message::Assistant(a) = &*messages.last().unwrap().info else {
         panic!("the child's last message is its answer")
     };
     assert_eq!(a.error.as_ref().unwrap().name(), "MessageAbortedError");

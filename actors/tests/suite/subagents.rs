@@ -131,7 +131,7 @@ async fn task_result_carries_the_envelope_with_the_childs_usage() {
         .await
         .unwrap()
         .iter()
-        .filter_map(|m| match &m.info {
+        .filter_map(|m| match &*m.info {
             Message::Assistant(a) => Some(a.cost),
             Message::User(_) => None,
         })

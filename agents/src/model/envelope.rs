@@ -126,6 +126,11 @@ impl fmt::Display for TaskError {
 impl std::error::Error for TaskError {}
 
 impl TaskError {
+    /// `CODE: message` as a new string (what [`Display`](fmt::Display) writes).
+    pub fn text(&self) -> String {
+        [self.code.as_str(), ": ", &self.message].concat()
+    }
+
     /// An error with `code` and `message`.
     pub fn new(code: TaskErrorCode, message: impl Into<String>) -> Self {
         TaskError {
@@ -262,6 +267,13 @@ pub fn new_run_id() -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn an_error_reads_code_then_message() {
+        let e = TaskError::new(TaskErrorCode::UnknownAgent, "Unknown agent type: x");
+        assert_eq!(e.text(), "UNKNOWN_AGENT: Unknown agent type: x");
+        assert_eq!(e.to_string(), e.text());
+    }
 
     #[test]
     fn codes_serialize_in_screaming_snake_case() {

@@ -108,8 +108,8 @@ impl ChatMessage {
 /// A tool offered to the model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ToolSpec {
-    /// The tool id the model calls it by.
-    pub name: String,
+    /// The tool id the model calls it by (shared: the same for every call).
+    pub name: Arc<str>,
     /// What the tool does, for the model (shared: the same for every call of one agent).
     pub description: Arc<str>,
     /// The JSON schema of its arguments (shared: the same for every call).

@@ -98,7 +98,7 @@ pub async fn prompt(
 async fn aborted_answer(state: &AppState, id: &SessionId) -> Result<MessageWithParts, ApiError> {
     let messages = state.runtime.messages(id).await?;
     match messages.into_iter().next_back() {
-        Some(last) if matches!(last.info, Message::Assistant(_)) => Ok(last),
+        Some(last) if matches!(*last.info, Message::Assistant(_)) => Ok(last),
         _ => Err(RuntimeError::Cancelled.into()),
     }
 }

@@ -28,7 +28,7 @@ pub(super) fn assemble(
             let info = decode_message(row)?;
             index.insert(info.id().clone(), messages.len());
             messages.push(MessageWithParts {
-                info,
+                info: Arc::new(info),
                 parts: Vec::new(),
             });
         } else {

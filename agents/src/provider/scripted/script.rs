@@ -259,7 +259,7 @@ impl<'a> Facts<'a> {
             .unwrap_or_default();
         Facts {
             agent: &request.agent,
-            tools: request.tools.iter().map(|t| t.name.as_str()).collect(),
+            tools: request.tools.iter().map(|t| &*t.name).collect(),
             last_role: request.messages.last().map(|m| m.role),
             last,
             prompt,
