@@ -66,19 +66,54 @@ pub struct SessionActor {
     idle_timer: Option<SpawnHandle>,
 }
 
-impl SessionActor {
-    pub(crate) fn new(id: SessionId, core: Arc<Core>, seed: Option<Seed>) -> Self {
+/// A look at a session actor's running loop from outside the actor (the supervisor's).
+#[derive(Clone)]
+pub(crate) struct RunHandle(Arc<Mutex<LoopState>>);
+
+impl RunHandle {
+    /// The memory of a new actor, from what it is started with.
+    pub(crate) fn new(seed: Option<Seed>) -> Self {
         let mut state = LoopState::default();
         if let Some(seed) = seed {
             state.history = seed.empty.then(Vec::new);
             state.unsaved = seed.unsaved;
             state.session = Some(Arc::new(seed.session));
         }
+        RunHandle(Arc::new(Mutex::new(state)))
+    }
+
+    /// A loop runs and its token is not cancelled (a cancel of an ancestor did not reach it).
+    pub(crate) fn runs_uncancelled(&self) -> bool {
+        lock(&self.0)
+            .running
+            .as_ref()
+            .is_some_and(|t| !t.is_cancelled())
+    }
+}
+
+impl SessionActor {
+    /// The actor of session `id`, with the memory `run` (which the supervisor keeps a handle
+    /// of).
+    pub(crate) fn new(id: SessionId, core: Arc<Core>, run: RunHandle) -> Self {
         SessionActor {
             id,
             core,
-            state: Arc::new(Mutex::new(state)),
+            state: run.0,
             idle_timer: None,
+        }
+    }
+
+    /// Cancels the running loop and rejects the session's pending asks; answers whether a loop
+    /// was running.
+    fn cancel(&self) -> bool {
+        let token = lock(&self.state).running.clone();
+        self.core.broker.drop_session(&self.id);
+        match token {
+            Some(token) => {
+                token.cancel();
+                true
+            }
+            None => false,
         }
     }
 
@@ -314,15 +349,7 @@ impl Handler<Cancel> for SessionActor {
     type Result = bool;
 
     fn handle(&mut self, _: Cancel, _: &mut Self::Context) -> bool {
-        let token = lock(&self.state).running.clone();
-        self.core.broker.drop_session(&self.id);
-        match token {
-            Some(token) => {
-                token.cancel();
-                true
-            }
-            None => false,
-        }
+        self.cancel()
     }
 }
 

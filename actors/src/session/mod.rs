@@ -29,7 +29,7 @@ pub use step::MAX_STEPS;
 pub use subtask::SUMMARIZE;
 pub use title::{TITLE_REQUEST, clean_title, is_default_title};
 
-pub(crate) use actor::Reply;
+pub(crate) use actor::{Reply, RunHandle};
 pub(crate) use environment::civil_from_days as civil_date;
 pub(crate) use input::create_user_message;
 pub(crate) use writer::Writer;

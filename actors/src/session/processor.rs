@@ -203,7 +203,8 @@ impl Processor {
         }
         let mut text: Option<Streaming> = None;
         let mut reasoning: Option<Streaming> = None;
-        let mut calls: HashMap<String, SharedPart> = HashMap::new();
+        let mut calls: HashMap<String, SharedPart, foldhash::fast::RandomState> =
+            HashMap::default();
         let mut runs: FuturesUnordered<ToolRun> = FuturesUnordered::new();
         let mut aborted_now = false;
         let mut attempt: u32 = 0;

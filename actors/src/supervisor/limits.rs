@@ -68,16 +68,16 @@ pub(crate) struct Limits {
 #[derive(Default)]
 struct State {
     /// Running children by parent.
-    running: HashMap<SessionId, usize>,
+    running: HashMap<SessionId, usize, foldhash::fast::RandomState>,
     /// Running children in the runtime.
     total: usize,
     /// Calls waiting for a slot, oldest first.
     queue: VecDeque<Ticket>,
     /// Tickets admitted whose caller has not yet taken its slot.
-    granted: HashSet<u64>,
+    granted: HashSet<u64, foldhash::fast::RandomState>,
     next: u64,
     /// Children created (or reserved) by root session.
-    created: HashMap<SessionId, usize>,
+    created: HashMap<SessionId, usize, foldhash::fast::RandomState>,
 }
 
 struct Ticket {

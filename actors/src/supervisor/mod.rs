@@ -19,7 +19,7 @@ use actix::prelude::*;
 use taskforce_agents::id::SessionId;
 
 use crate::core::Core;
-use crate::session::{Cancel, Seed, SessionActor, Shutdown};
+use crate::session::{Cancel, RunHandle, Seed, SessionActor, Shutdown};
 
 /// Owns the session actors of one runtime.
 pub struct Supervisor {
@@ -33,6 +33,8 @@ pub struct Supervisor {
 /// A session actor the supervisor started, and where it runs.
 struct LiveSession {
     addr: Addr<SessionActor>,
+    /// Its loop, to see whether a cancel reached it.
+    run: RunHandle,
     /// The index of its arbiter.
     arbiter: usize,
     /// It is a child session: its own children are placed on its arbiter.
@@ -127,14 +129,16 @@ impl Handler<Activate> for Supervisor {
         let arbiter = &self.arbiters[index];
         let core = self.core.clone();
         let id = msg.id.clone();
-        let seed = msg.seed;
+        let run = RunHandle::new(msg.seed);
+        let actor_run = run.clone();
         let addr = SessionActor::start_in_arbiter(&arbiter.handle(), move |_| {
-            SessionActor::new(id, core, seed)
+            SessionActor::new(id, core, actor_run)
         });
         self.live.insert(
             msg.id,
             LiveSession {
                 addr: addr.clone(),
+                run,
                 arbiter: index,
                 keeps_children: msg.parent.is_some(),
             },
@@ -223,7 +227,8 @@ impl Handler<CancelTree> for Supervisor {
         // Children waiting for a running slot are rare: their map is only searched when some are.
         let any_queued = !self.core.queued.is_empty();
         let mut told = 0;
-        for id in self.subtree(&msg.id) {
+        let mut descendants = Vec::new();
+        for (n, id) in self.subtree(&msg.id).into_iter().enumerate() {
             let queued = any_queued
                 && self
                     .core
@@ -232,12 +237,33 @@ impl Handler<CancelTree> for Supervisor {
                     .map(|(_, waiting)| waiting.cancel())
                     .is_some();
             if let Some(live) = self.live.get(id) {
-                live.addr.do_send(Cancel);
+                if n > 0 {
+                    descendants.push((id.clone(), live.addr.clone(), live.run.clone()));
+                }
                 told += 1;
             } else if queued {
                 told += 1;
             }
         }
+        // The root's loop is cancelled first: most descendants' loops hang off its token (a
+        // task call's child runs under the call's) and end with it, with no message each.
+        // Once the root has handled its cancel (or could not), only the descendants it did not
+        // reach are told: background children, runs already going when a call continued them.
+        let root = self.live.get(&msg.id).map(|l| l.addr.send(Cancel));
+        let core = self.core.clone();
+        actix::spawn(async move {
+            if let Some(root) = root {
+                let _ = root.await;
+            }
+            for (id, addr, run) in descendants {
+                if run.runs_uncancelled() {
+                    addr.do_send(Cancel);
+                } else {
+                    // What a cancel does besides the token: its pending asks are refused.
+                    core.broker.drop_session(&id);
+                }
+            }
+        });
         told
     }
 }

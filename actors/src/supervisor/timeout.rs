@@ -70,7 +70,7 @@ impl Activity {
 /// Tells activity from noise in a child's events (it remembers each tool part's status).
 #[derive(Debug, Default)]
 pub(crate) struct ActivityFilter {
-    tools: HashMap<PartId, &'static str>,
+    tools: HashMap<PartId, &'static str, foldhash::fast::RandomState>,
 }
 
 impl ActivityFilter {

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use taskforce_actors::permission::PermissionReply;
-use taskforce_actors::{PromptInput, Runtime};
+use taskforce_actors::{PromptInput, Runtime, RuntimeError};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::{Message, ToolMetadata, ToolState};
 use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
@@ -532,6 +532,58 @@ async fn max_depth_2_nests_root_child_grandchild_and_stops_there() {
         panic!("the root's task completed")
     };
     assert!(r.output.starts_with("middle done"), "{}", r.output);
+}
+
+#[actix_rt::test]
+async fn cancelling_the_root_ends_a_nested_tree_with_every_call_recorded() {
+    // Root → middle → leaf, the leaf stalled in its model call.
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if req.contains("LEAF-AGENT-PROMPT") {
+            Response::text("the leaf never finishes").stall_after(2)
+        } else {
+            nesting_model(req)
+        }
+    })
+    .await
+    .unwrap();
+    let env = nesting_env(&fake.base_url(), 2);
+    let rt = env.runtime().await;
+    let root = rt.create_session(None, None).await.unwrap();
+    let running = {
+        let rt = rt.clone();
+        let id = root.id.clone();
+        tokio::spawn(async move { rt.prompt(&id, PromptInput::text("go")).await })
+    };
+    assert!(fake.wait_for_requests(3, Duration::from_secs(10)).await);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(rt.statuses().len(), 3, "root, middle and leaf run");
+    rt.cancel(&root.id).await.unwrap();
+    let result = tokio::time::timeout(Duration::from_secs(2), running)
+        .await
+        .expect("the root answered")
+        .unwrap();
+    assert!(matches!(result, Err(RuntimeError::Cancelled)), "{result:?}");
+    for _ in 0..100 {
+        if rt.statuses().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(rt.statuses().is_empty(), "{:?}", rt.statuses());
+    let middle = rt.children(&root.id).await.unwrap().remove(0);
+    let leaf = rt.children(&middle.id).await.unwrap().remove(0);
+    // Both task calls ended cancelled, and the leaf's answer is aborted.
+    for parent in [&root.id, &middle.id] {
+        let state = task_state(&rt, parent).await;
+        assert!(
+            error_of(&state).starts_with("SUBAGENT_CANCELLED: "),
+            "{}",
+            error_of(&state)
+        );
+    }
+    let answer = rt.messages(&leaf.id).await.unwrap().pop().unwrap();
+    let error = answer.info.as_assistant().unwrap().error.clone().unwrap();
+    assert_eq!(error.name(), "MessageAbortedError");
 }
 
 #[actix_rt::test]

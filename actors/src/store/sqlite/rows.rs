@@ -21,7 +21,7 @@ pub(super) fn assemble(
     context: &str,
 ) -> Result<Vec<MessageWithParts>, StoreError> {
     let mut messages: Vec<MessageWithParts> = Vec::new();
-    let mut index: HashMap<MessageId, usize> = HashMap::new();
+    let mut index: HashMap<MessageId, usize, foldhash::fast::RandomState> = HashMap::default();
     for row in rows {
         let kind: i64 = row.try_get("kind").map_err(database(context))?;
         if kind == 0 {
