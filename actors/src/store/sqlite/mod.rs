@@ -565,16 +565,17 @@ impl Store for SqliteStore {
         messages: Vec<Arc<Message>>,
         parts: Vec<Arc<Part>>,
     ) {
-        // The sessions written, each run of rows of one session once.
-        let mut written: Vec<String> = Vec::new();
+        // The sessions written, each run of rows of one session once (copies of their ids
+        // share the text).
+        let mut written: Vec<SessionId> = Vec::with_capacity(1);
         let ids = sessions
             .iter()
-            .map(|s| s.id.as_str())
-            .chain(messages.iter().map(|m| m.session_id().as_str()))
-            .chain(parts.iter().map(|p| p.session_id.as_str()));
+            .map(|s| &s.id)
+            .chain(messages.iter().map(|m| m.session_id()))
+            .chain(parts.iter().map(|p| &p.session_id));
         for session in ids {
-            if written.last().is_none_or(|last| last != session) {
-                written.push(session.to_string());
+            if written.last() != Some(session) {
+                written.push(session.clone());
             }
         }
         let values = Values {
@@ -587,7 +588,7 @@ impl Store for SqliteStore {
         match self.send(Job::Values(Box::new(values))) {
             Ok(seq) => self
                 .unflushed
-                .behind(seq, written.iter().map(String::as_str)),
+                .behind(seq, written.iter().map(SessionId::as_str)),
             Err(_) => tracing::warn!("the store is closed; an update was dropped"),
         }
     }
