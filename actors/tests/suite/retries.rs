@@ -6,11 +6,11 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use taskforce_actors::bus::{BusItem, Event, Filter, SessionStatus};
-use taskforce_actors::{PromptInput, Runtime, RuntimeError};
+use taskforce_actors::{PromptInput, Runtime};
 use taskforce_agents::model::{Message, PartKind};
 use taskforce_agents::provider::fake_openai::{Chunk, FakeOpenAi, Response};
 
-use super::runtime::Env;
+use super::runtime::{Env, expect_cancelled, prompt_in_background};
 
 /// A server answering from `script` by request number, then with `fallback`.
 async fn server(script: Vec<Response>, fallback: Response) -> (FakeOpenAi, Arc<AtomicUsize>) {
@@ -166,18 +166,11 @@ async fn a_cancel_during_the_wait_ends_it_at_once() {
     let env = Env::new(&fake.base_url(), "");
     let rt = runtime(&env, |o| o.retry_base = Duration::from_secs(600)).await;
     let s = rt.create_session(None, None).await.unwrap();
-    let running = {
-        let (rt, id) = (rt.clone(), s.id.clone());
-        tokio::spawn(async move { rt.prompt(&id, PromptInput::text("hi")).await })
-    };
+    let running = prompt_in_background(&rt, &s.id, "hi");
     assert!(fake.wait_for_requests(1, Duration::from_secs(5)).await);
     tokio::time::sleep(Duration::from_millis(100)).await;
     rt.cancel(&s.id).await.unwrap();
-    let result = tokio::time::timeout(Duration::from_secs(1), running)
-        .await
-        .expect("the wait ended at once")
-        .unwrap();
-    assert!(matches!(result, Err(RuntimeError::Cancelled)), "{result:?}");
+    expect_cancelled(running, Duration::from_secs(1), "the wait ended at once").await;
 }
 
 #[actix_rt::test]

@@ -105,6 +105,30 @@ impl Env {
     }
 }
 
+/// Prompts session `id` with `text` in a task of its own, for tests that act while it runs.
+pub fn prompt_in_background(
+    rt: &Runtime,
+    id: &SessionId,
+    text: &str,
+) -> tokio::task::JoinHandle<Result<MessageWithParts, RuntimeError>> {
+    let (rt, id, input) = (rt.clone(), id.clone(), PromptInput::text(text));
+    tokio::spawn(async move { rt.prompt(&id, input).await })
+}
+
+/// Waits at most `within` for a prompt started with [`prompt_in_background`] and checks that
+/// it answered `Cancelled`; `what` names the wait in the failure.
+pub async fn expect_cancelled(
+    running: tokio::task::JoinHandle<Result<MessageWithParts, RuntimeError>>,
+    within: Duration,
+    what: &str,
+) {
+    let result = tokio::time::timeout(within, running)
+        .await
+        .expect(what)
+        .unwrap();
+    assert!(matches!(result, Err(RuntimeError::Cancelled)), "{result:?}");
+}
+
 pub fn is_child(req: &RecordedRequest) -> bool {
     !req.tool_names().contains(&"task")
 }
@@ -354,19 +378,16 @@ async fn cancelling_the_parent_stops_a_stalled_child_within_a_second() {
     let env = Env::new(&fake.base_url(), "");
     let rt = env.runtime().await;
     let parent = rt.create_session(None, None).await.unwrap();
-    let running = {
-        let rt = rt.clone();
-        let id = parent.id.clone();
-        tokio::spawn(async move { rt.prompt(&id, PromptInput::text("go")).await })
-    };
+    let running = prompt_in_background(&rt, &parent.id, "go");
     assert!(fake.wait_for_requests(2, Duration::from_secs(10)).await);
     tokio::time::sleep(Duration::from_millis(100)).await;
     rt.cancel(&parent.id).await.unwrap();
-    let result = tokio::time::timeout(Duration::from_secs(1), running)
-        .await
-        .expect("the parent answered within one second")
-        .unwrap();
-    assert!(matches!(result, Err(RuntimeError::Cancelled)), "{result:?}");
+    expect_cancelled(
+        running,
+        Duration::from_secs(1),
+        "the parent answered within one second",
+    )
+    .await;
     assert!(fake.wait_for_disconnects(1, Duration::from_secs(2)).await);
 
     let child = rt.children(&parent.id).await.unwrap().remove(0);
@@ -555,10 +576,7 @@ async fn prompts_queued_while_busy_are_answered_and_cancel_answers_them_too() {
     let env = Env::new(&fake.base_url(), "");
     let rt = env.runtime().await;
     let s = rt.create_session(None, None).await.unwrap();
-    let first = {
-        let (rt, id) = (rt.clone(), s.id.clone());
-        tokio::spawn(async move { rt.prompt(&id, PromptInput::text("slow please")).await })
-    };
+    let first = prompt_in_background(&rt, &s.id, "slow please");
     assert!(fake.wait_for_requests(1, Duration::from_secs(5)).await);
     let second = rt
         .prompt(&s.id, PromptInput::text("and this"))
@@ -584,15 +602,9 @@ async fn prompts_queued_while_busy_are_answered_and_cancel_answers_them_too() {
     let env = Env::new(&stalled.base_url(), "");
     let rt = env.runtime().await;
     let s = rt.create_session(None, None).await.unwrap();
-    let a = {
-        let (rt, id) = (rt.clone(), s.id.clone());
-        tokio::spawn(async move { rt.prompt(&id, PromptInput::text("one")).await })
-    };
+    let a = prompt_in_background(&rt, &s.id, "one");
     assert!(stalled.wait_for_requests(1, Duration::from_secs(5)).await);
-    let b = {
-        let (rt, id) = (rt.clone(), s.id.clone());
-        tokio::spawn(async move { rt.prompt(&id, PromptInput::text("two")).await })
-    };
+    let b = prompt_in_background(&rt, &s.id, "two");
     tokio::time::sleep(Duration::from_millis(50)).await;
     rt.cancel(&s.id).await.unwrap();
     for waiter in [a, b] {

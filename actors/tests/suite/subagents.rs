@@ -4,13 +4,15 @@
 use std::time::Duration;
 
 use taskforce_actors::permission::PermissionReply;
-use taskforce_actors::{PromptInput, Runtime, RuntimeError};
+use taskforce_actors::{PromptInput, Runtime};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::{Message, ToolMetadata, ToolState};
 use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 use taskforce_agents::tool::{TaskEnvelope, TaskErrorCode, TaskMode};
 
-use super::runtime::{Env, is_child, task_call, tool_parts};
+use super::runtime::{
+    Env, expect_cancelled, is_child, prompt_in_background, task_call, tool_parts,
+};
 
 const GENERAL: &str =
     r#"{"description":"Look around","prompt":"Find the answer","subagent_type":"general"}"#;
@@ -319,11 +321,7 @@ async fn a_rejected_task_ask_is_permission_denied() {
     let env = Env::new(&fake.base_url(), "[permission]\ntask = \"ask\"\n");
     let rt = env.runtime().await;
     let s = rt.create_session(None, None).await.unwrap();
-    let running = {
-        let rt = rt.clone();
-        let id = s.id.clone();
-        tokio::spawn(async move { rt.prompt(&id, PromptInput::text("go")).await })
-    };
+    let running = prompt_in_background(&rt, &s.id, "go");
     let mut asked = None;
     for _ in 0..200 {
         if let Some(p) = rt.pending_permissions().into_iter().next() {
@@ -374,11 +372,7 @@ async fn a_child_cancelled_on_its_own_is_subagent_cancelled() {
     let env = Env::new(&fake.base_url(), "");
     let rt = env.runtime().await;
     let s = rt.create_session(None, None).await.unwrap();
-    let running = {
-        let rt = rt.clone();
-        let id = s.id.clone();
-        tokio::spawn(async move { rt.prompt(&id, PromptInput::text("go")).await })
-    };
+    let running = prompt_in_background(&rt, &s.id, "go");
     assert!(fake.wait_for_requests(2, Duration::from_secs(10)).await);
     let mut child = None;
     for _ in 0..200 {
@@ -549,20 +543,12 @@ async fn cancelling_the_root_ends_a_nested_tree_with_every_call_recorded() {
     let env = nesting_env(&fake.base_url(), 2);
     let rt = env.runtime().await;
     let root = rt.create_session(None, None).await.unwrap();
-    let running = {
-        let rt = rt.clone();
-        let id = root.id.clone();
-        tokio::spawn(async move { rt.prompt(&id, PromptInput::text("go")).await })
-    };
+    let running = prompt_in_background(&rt, &root.id, "go");
     assert!(fake.wait_for_requests(3, Duration::from_secs(10)).await);
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(rt.statuses().len(), 3, "root, middle and leaf run");
     rt.cancel(&root.id).await.unwrap();
-    let result = tokio::time::timeout(Duration::from_secs(2), running)
-        .await
-        .expect("the root answered")
-        .unwrap();
-    assert!(matches!(result, Err(RuntimeError::Cancelled)), "{result:?}");
+    expect_cancelled(running, Duration::from_secs(2), "the root answered").await;
     for _ in 0..100 {
         if rt.statuses().is_empty() {
             break;
