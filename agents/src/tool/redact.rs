@@ -121,6 +121,9 @@ static CLUES: LazyLock<AhoCorasick> = LazyLock::new(|| {
         .unwrap_or_else(|e| panic!("bad redaction clues: {e}"))
 });
 
+/// The shortest text any pattern can match.
+const MIN_SECRET_TEXT: usize = 8;
+
 /// `text` with secrets replaced by [`REDACTED`] and `home` (when given) shortened to `~`.
 pub fn redact(text: &str, home: Option<&Path>) -> String {
     let mut out = text.to_string();
@@ -130,7 +133,8 @@ pub fn redact(text: &str, home: Option<&Path>) -> String {
 
 /// [`redact`] on `text` itself: a text with nothing to redact is left as it is, uncopied.
 pub fn redact_in_place(text: &mut String, home: Option<&Path>) {
-    if CLUES.is_match(text.as_str()) {
+    // No pattern matches fewer than 8 characters (`a://b:c@` is the shortest).
+    if text.len() >= MIN_SECRET_TEXT && CLUES.is_match(text.as_str()) {
         redact_patterns(text);
     }
     if let Some(home) = home.and_then(Path::to_str)
@@ -267,6 +271,8 @@ mod tests {
             r("clone https://user:ghp_tok@github.com/o/r.git"),
             "clone https://user:[REDACTED]@github.com/o/r.git"
         );
+        // The shortest text a pattern matches is still redacted.
+        assert_eq!(r("a://b:c@"), "a://b:[REDACTED]@");
     }
 
     #[test]

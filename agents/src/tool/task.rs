@@ -375,7 +375,12 @@ pub(super) fn child_result(
             EXIT_CANCELLED,
             Some(TaskError::new(
                 TaskErrorCode::SubagentCancelled,
-                format!("Tool execution aborted: subagent session {session_id} was cancelled"),
+                [
+                    "Tool execution aborted: subagent session ",
+                    &session_id,
+                    " was cancelled",
+                ]
+                .concat(),
             )),
         ),
         SubagentStatus::TimedOut { reason, after } => (
