@@ -10,8 +10,10 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use actix::prelude::*;
+use taskforce_agents::agent::AgentInfo;
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::Session;
+use taskforce_agents::permission::Rule;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -51,6 +53,16 @@ pub(crate) struct LoopState {
     pub queue: VecDeque<PromptInput>,
     pub waiters: Vec<oneshot::Sender<Result<MessageWithParts, RuntimeError>>>,
     pub running: Option<CancellationToken>,
+    /// The rules the last step ran under: kept across steps and loops while neither the agent
+    /// nor the session changes.
+    pub rules: Option<MergedRules>,
+}
+
+/// An agent's and a session's rules, merged.
+pub(crate) struct MergedRules {
+    pub agent: Arc<AgentInfo>,
+    pub session: Arc<Session>,
+    pub rules: Arc<[Rule]>,
 }
 
 /// Locks the loop state, tolerating a poisoned lock (its data stays consistent).

@@ -251,7 +251,7 @@ async fn drive(
         if let Some(auto) = pending_compaction(messages) {
             step += 1;
             let (summary, outcome) =
-                run_step(core, writer, session, messages, step, token, true).await?;
+                run_step(core, state, session, messages, step, token, true).await?;
             let ok = summary
                 .info
                 .as_assistant()
@@ -306,7 +306,7 @@ async fn drive(
         }
         step += 1;
         let (answer, outcome) =
-            run_step(core, writer, session, messages, step, token, false).await?;
+            run_step(core, state, session, messages, step, token, false).await?;
         messages.push(answer);
         if outcome == StepOutcome::Stop && lock(state).queue.is_empty() {
             return Ok(messages.len() - 1);

@@ -1,8 +1,9 @@
 //! One step of the loop: building the model request for the newest user message and recording
 //! the answer; the stream itself is turned into parts by the processor.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
+use taskforce_agents::agent::AgentInfo;
 use taskforce_agents::id::now_ms;
 use taskforce_agents::model::ApiError;
 use taskforce_agents::model::{
@@ -12,6 +13,7 @@ use taskforce_agents::permission::{Rule, merge};
 use taskforce_agents::provider::{ChatMessage, ModelRequest, ProviderError, Role, ToolSpec, cost};
 use tokio_util::sync::CancellationToken;
 
+use super::actor::{LoopState, MergedRules, lock};
 use super::compaction::{COMPACTION_AGENT, filter_compacted};
 use super::environment::environment;
 use super::history::to_model_messages;
@@ -40,13 +42,14 @@ pub(crate) enum StepOutcome {
 /// its prompt alone as system prompt), and the answer is marked as a summary.
 pub(crate) async fn run_step(
     core: &Arc<Core>,
-    writer: &Writer,
+    state: &Mutex<LoopState>,
     session: &Arc<Session>,
     messages: &[MessageWithParts],
     step: u32,
     token: &CancellationToken,
     compacting: bool,
 ) -> Result<(MessageWithParts, StepOutcome), RuntimeError> {
+    let writer = &Writer::new(core.clone());
     let messages = filter_compacted(messages);
     let Some(user) = messages.iter().rev().find_map(|m| match &*m.info {
         Message::User(u) => Some(u),
@@ -67,7 +70,7 @@ pub(crate) async fn run_step(
     };
     let agent = core.registry.require_shared(agent_name)?;
     // The agent's and the session's rules, merged once for the step and all its calls.
-    let rules: Arc<[Rule]> = merge(&[&agent.permission, session.rules()]).into();
+    let rules = merged_rules(state, &agent, session);
     let model_ref = match (compacting, &agent.model) {
         (true, Some(own)) => own.clone(),
         _ => user.model.clone(),
@@ -253,6 +256,30 @@ async fn fail(
         error: Some(Box::new(error)),
     });
     Ok((MessageWithParts { info, parts }, StepOutcome::Stop))
+}
+
+/// The agent's and the session's rules merged: remembered by the loop, so that they are merged
+/// once per agent and session rather than per step (and freed with the actor, not at each
+/// step's end).
+fn merged_rules(
+    state: &Mutex<LoopState>,
+    agent: &Arc<AgentInfo>,
+    session: &Arc<Session>,
+) -> Arc<[Rule]> {
+    let mut state = lock(state);
+    if let Some(known) = &state.rules
+        && Arc::ptr_eq(&known.agent, agent)
+        && Arc::ptr_eq(&known.session, session)
+    {
+        return known.rules.clone();
+    }
+    let rules: Arc<[Rule]> = merge(&[&agent.permission, session.rules()]).into();
+    state.rules = Some(MergedRules {
+        agent: agent.clone(),
+        session: session.clone(),
+        rules: rules.clone(),
+    });
+    rules
 }
 
 /// The tools the model is offered (their places in `core.tools`): every tool not hidden by the
