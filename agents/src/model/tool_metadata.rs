@@ -71,13 +71,15 @@ impl ToolMetadata {
     pub fn extend(&mut self, other: ToolMetadata) {
         let ToolMetadata { map, typed } = other;
         if let Some(mine) = &mut self.typed {
-            if map.contains_key(SUMMARY_KEY) || typed.as_ref().is_some_and(|t| t.summary.is_some())
-            {
+            if has_key(&map, SUMMARY_KEY) || typed.as_ref().is_some_and(|t| t.summary.is_some()) {
                 mine.summary = None;
             }
-            if map.contains_key(DETAILS_KEY) || typed.as_ref().is_some_and(|t| t.details.is_some())
-            {
+            if has_key(&map, DETAILS_KEY) || typed.as_ref().is_some_and(|t| t.details.is_some()) {
                 mine.details = None;
+            }
+            // Nothing typed left: as metadata that never had any (equal to its read-back copy).
+            if mine.summary.is_none() && mine.details.is_none() {
+                self.typed = None;
             }
         }
         if self.map.is_empty() {
@@ -133,9 +135,18 @@ impl ToolMetadata {
 /// than hashing it, for the few keys tool metadata has).
 const SCAN_LEN: usize = 8;
 
+/// Whether `map` has `key`.
+fn has_key(map: &JsonObject, key: &str) -> bool {
+    if map.len() > SCAN_LEN {
+        map.contains_key(key)
+    } else {
+        map.keys().any(|k| k == key)
+    }
+}
+
 /// Removes `key` from `map`, if it is there.
 fn remove_key(map: &mut JsonObject, key: &str) {
-    if map.len() > SCAN_LEN || map.keys().any(|k| k == key) {
+    if has_key(map, key) {
         map.shift_remove(key);
     }
 }
@@ -358,6 +369,9 @@ mod tests {
         assert!(m.summary().is_none());
         assert_eq!(m["summary"], "none");
         assert!(!m.is_empty());
+        // With nothing typed left it equals its copy read back from JSON.
+        let back: ToolMetadata = serde_json::from_str(&serde_json::to_string(&m).unwrap()).unwrap();
+        assert_eq!(back, m);
     }
 
     #[test]

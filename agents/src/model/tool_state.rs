@@ -132,12 +132,7 @@ impl ToolState {
 
     /// The `status` tag: `pending`, `running`, `completed` or `error`.
     pub fn status(&self) -> &'static str {
-        match self {
-            ToolState::Pending(_) => "pending",
-            ToolState::Running(_) => "running",
-            ToolState::Completed(_) => "completed",
-            ToolState::Error(_) => "error",
-        }
+        super::ToolStatus::of(self).as_str()
     }
 
     /// The call's input.

@@ -54,6 +54,16 @@ impl ToolStatus {
             ToolState::Error(_) => ToolStatus::Error,
         }
     }
+
+    /// The tag as it is written: `pending`, `running`, `completed` or `error`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolStatus::Pending => "pending",
+            ToolStatus::Running => "running",
+            ToolStatus::Completed => "completed",
+            ToolStatus::Error => "error",
+        }
+    }
 }
 
 impl SummaryItem {
@@ -108,6 +118,18 @@ mod tests {
             serde_json::to_value(&pending).unwrap(),
             json!({"id": "prt_2", "tool": "bash", "state": {"status": "pending"}})
         );
+    }
+
+    #[test]
+    fn a_status_is_written_as_its_tag() {
+        for status in [
+            ToolStatus::Pending,
+            ToolStatus::Running,
+            ToolStatus::Completed,
+            ToolStatus::Error,
+        ] {
+            assert_eq!(serde_json::to_value(status).unwrap(), status.as_str());
+        }
     }
 
     #[test]
