@@ -86,7 +86,7 @@ fn main() {
             let start = Instant::now();
             rt.cancel(&root.id).await.unwrap();
             let told = start.elapsed();
-            let mut idle = HashSet::new();
+            let mut idle = HashSet::with_capacity(sessions);
             let mut idle_at: HashMap<String, Duration> = HashMap::new();
             // (child, parent, when the parent's task call for it ended)
             let mut calls_done: Vec<(String, String, Duration)> = Vec::new();

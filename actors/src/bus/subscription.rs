@@ -8,8 +8,7 @@ use std::task::{Context, Poll, Waker};
 use futures::Stream;
 use taskforce_agents::id::SessionId;
 use tokio::sync::broadcast;
-use tokio_stream::wrappers::BroadcastStream;
-use tokio_stream::wrappers::errors::BroadcastStreamRecvError;
+use tokio_util::sync::ReusableBoxFuture;
 
 use super::wake::Batched;
 use super::{Envelope, ParentMap};
@@ -37,10 +36,72 @@ pub enum BusItem {
 
 /// A stream of bus events passing a filter.
 pub struct Subscription {
-    inner: BroadcastStream<Arc<Envelope>>,
+    inner: Receiving,
     filter: Passing,
     /// The waker last given to the stream and its batched wrapper (see [`super::wake`]).
     waker: Option<(Waker, Waker)>,
+}
+
+/// The channel's receiving end: events already queued are taken directly, and only an empty
+/// channel is waited on, through a future that holds the receiver meanwhile (the channel has
+/// no poll method), boxed once and reused.
+struct Receiving {
+    /// The receiver, while no wait is under way.
+    idle: Option<broadcast::Receiver<Arc<Envelope>>>,
+    /// The wait, once one was needed; it hands the receiver back when an event comes.
+    wait: ReusableBoxFuture<'static, Received>,
+    /// A wait is under way.
+    waiting: bool,
+}
+
+/// What a wait for the next event gives: its outcome and the receiver.
+type Received = (
+    Result<Arc<Envelope>, broadcast::error::RecvError>,
+    Option<broadcast::Receiver<Arc<Envelope>>>,
+);
+
+/// Waits for the next event on `receiver` and hands it back.
+async fn next(receiver: Option<broadcast::Receiver<Arc<Envelope>>>) -> Received {
+    match receiver {
+        Some(mut receiver) => (receiver.recv().await, Some(receiver)),
+        None => (Err(broadcast::error::RecvError::Closed), None),
+    }
+}
+
+impl Receiving {
+    fn new(receiver: broadcast::Receiver<Arc<Envelope>>) -> Self {
+        Receiving {
+            idle: Some(receiver),
+            wait: ReusableBoxFuture::new(next(None)),
+            waiting: false,
+        }
+    }
+
+    /// The next event in the channel, or `Pending` with `cx`'s waker registered.
+    fn poll_recv(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<Arc<Envelope>, broadcast::error::RecvError>> {
+        use broadcast::error::{RecvError, TryRecvError};
+        if !self.waiting {
+            let Some(receiver) = &mut self.idle else {
+                return Poll::Ready(Err(RecvError::Closed));
+            };
+            match receiver.try_recv() {
+                Ok(envelope) => return Poll::Ready(Ok(envelope)),
+                Err(TryRecvError::Lagged(n)) => return Poll::Ready(Err(RecvError::Lagged(n))),
+                Err(TryRecvError::Closed) => return Poll::Ready(Err(RecvError::Closed)),
+                Err(TryRecvError::Empty) => {
+                    self.wait.set(next(self.idle.take()));
+                    self.waiting = true;
+                }
+            }
+        }
+        let (result, receiver) = std::task::ready!(self.wait.poll(cx));
+        self.idle = receiver;
+        self.waiting = false;
+        Poll::Ready(result)
+    }
 }
 
 /// A subscription's filter and what it has learned of the tree it follows.
@@ -62,7 +123,7 @@ impl Subscription {
         parents: ParentMap,
     ) -> Self {
         Subscription {
-            inner: BroadcastStream::new(receiver),
+            inner: Receiving::new(receiver),
             filter: Passing {
                 filter,
                 parents,
@@ -134,17 +195,16 @@ impl Stream for Subscription {
         };
         let mut batched = Context::from_waker(wrapper);
         loop {
-            match Pin::new(&mut *inner).poll_next(&mut batched) {
-                Poll::Ready(Some(Ok(envelope))) => {
+            match std::task::ready!(inner.poll_recv(&mut batched)) {
+                Ok(envelope) => {
                     if filter.passes(&envelope) {
                         return Poll::Ready(Some(BusItem::Event(envelope)));
                     }
                 }
-                Poll::Ready(Some(Err(BroadcastStreamRecvError::Lagged(n)))) => {
+                Err(broadcast::error::RecvError::Lagged(n)) => {
                     return Poll::Ready(Some(BusItem::Lagged(n)));
                 }
-                Poll::Ready(None) => return Poll::Ready(None),
-                Poll::Pending => return Poll::Pending,
+                Err(broadcast::error::RecvError::Closed) => return Poll::Ready(None),
             }
         }
     }

@@ -155,8 +155,8 @@ mod tests {
     use std::sync::Arc;
     use taskforce_agents::id::{MessageId, SessionId};
     use taskforce_agents::model::{
-        AssistantMessage, CacheTokens, MessagePath, Part, TextPart, ToolPart, ToolStateRunning,
-        UserMessage,
+        AssistantMessage, CacheTokens, MessagePath, Part, TextPart, ToolInput, ToolPart,
+        ToolStateRunning, UserMessage,
     };
 
     fn user(s: &SessionId) -> MessageWithParts {
@@ -187,7 +187,7 @@ mod tests {
             .map(|(i, n)| {
                 let mut tool = ToolPart::pending(format!("call_{i}"), "read");
                 tool.state =
-                    ToolState::Completed(ToolStateRunning::new(Default::default(), 1).complete(
+                    ToolState::Completed(ToolStateRunning::new(ToolInput::default(), 1).complete(
                         "x".repeat(*n),
                         "read",
                         2,

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 use taskforce_agents::id::MessageId;
-use taskforce_agents::model::{Message, ModelRef, PartKind, ReasoningPart, ToolState};
+use taskforce_agents::model::{JsonObject, Message, ModelRef, PartKind, ReasoningPart, ToolState};
 use taskforce_agents::provider::{ChatMessage, Content, Role};
 
 use super::processor::REASONING_PROVIDER;
@@ -96,7 +96,7 @@ pub(crate) fn to_model_messages(
                             content.push(Content::ToolCall {
                                 id: tool.call_id.clone(),
                                 name: tool.tool.clone(),
-                                input: Value::Object(tool.state.input().clone()),
+                                input: Value::Object(JsonObject::clone(tool.state.input())),
                             });
                             let (output, is_error) = match &tool.state {
                                 ToolState::Completed(c) if c.time.compacted.is_some() => {

@@ -637,7 +637,7 @@ impl Processor {
             if matches!(tool.state, ToolState::Pending(_)) {
                 continue;
             }
-            if tool.tool != name || tool.state.input() != input {
+            if tool.tool != name || *tool.state.input() != *input {
                 return false;
             }
             same += 1;

@@ -533,7 +533,7 @@ fn display_items(answers: &[&MessageWithParts]) -> Vec<DisplayItem> {
             }),
             PartKind::Tool(t) => Some(DisplayItem::ToolCall {
                 name: t.tool.clone(),
-                args: Value::Object(t.state.input().clone()),
+                args: t.state.input().clone(),
             }),
             _ => None,
         })

@@ -13,6 +13,8 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::ToolInput;
+
 /// The metadata key holding the envelope.
 pub const DETAILS_KEY: &str = "details";
 
@@ -186,8 +188,8 @@ pub enum DisplayItem {
     ToolCall {
         /// The tool id.
         name: String,
-        /// The call's input.
-        args: Value,
+        /// The call's input (shared with the child's part).
+        args: ToolInput,
     },
 }
 
@@ -335,7 +337,12 @@ mod tests {
                 },
                 DisplayItem::ToolCall {
                     name: "read".into(),
-                    args: json!({"filePath": "a"}),
+                    args: ToolInput::from(
+                        json!({"filePath": "a"})
+                            .as_object()
+                            .cloned()
+                            .unwrap_or_default(),
+                    ),
                 },
             ]),
         });

@@ -15,6 +15,7 @@ mod session;
 #[cfg(test)]
 mod testing;
 mod todo;
+mod tool_input;
 mod tool_metadata;
 mod tool_state;
 mod tool_summary;
@@ -37,6 +38,7 @@ pub use part::{
 };
 pub use session::{Session, SessionRevert, SessionShare, SessionSummary, SessionTime};
 pub use todo::{Todo, TodoPriority, TodoStatus};
+pub use tool_input::ToolInput;
 pub use tool_metadata::ToolMetadata;
 pub use tool_state::{
     CompletedTime, StartTime, TimeSpan, ToolState, ToolStateCompleted, ToolStateError,

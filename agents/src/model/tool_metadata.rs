@@ -82,7 +82,8 @@ impl ToolMetadata {
                 self.typed = None;
             }
         }
-        if self.map.is_empty() {
+        // Other's keys start with all of these, in order: it is the merged map as it is.
+        if self.map.len() <= map.len() && self.map.keys().zip(map.keys()).all(|(a, b)| a == b) {
             self.map = map;
         } else {
             for (key, value) in map {

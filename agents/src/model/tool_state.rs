@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::{JsonObject, Part, ToolMetadata};
+use super::{Part, ToolInput, ToolMetadata};
 
 /// The state of a tool call, tagged by `status`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -25,7 +25,7 @@ pub enum ToolState {
 pub struct ToolStatePending {
     /// The input parsed so far (OpenCode always writes `{}`).
     #[cfg_attr(feature = "openapi", schema(value_type = Object))]
-    pub input: JsonObject,
+    pub input: ToolInput,
     /// The raw input text streamed so far.
     pub raw: String,
 }
@@ -36,7 +36,7 @@ pub struct ToolStatePending {
 pub struct ToolStateRunning {
     /// The call's input.
     #[cfg_attr(feature = "openapi", schema(value_type = Object))]
-    pub input: JsonObject,
+    pub input: ToolInput,
     /// A title set by the tool while it runs.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub title: Option<String>,
@@ -54,7 +54,7 @@ pub struct ToolStateRunning {
 pub struct ToolStateCompleted {
     /// The call's input.
     #[cfg_attr(feature = "openapi", schema(value_type = Object))]
-    pub input: JsonObject,
+    pub input: ToolInput,
     /// The output shown to the model.
     pub output: String,
     /// A short title for display.
@@ -77,7 +77,7 @@ pub struct ToolStateCompleted {
 pub struct ToolStateError {
     /// The call's input.
     #[cfg_attr(feature = "openapi", schema(value_type = Object))]
-    pub input: JsonObject,
+    pub input: ToolInput,
     /// The error text shown to the model.
     pub error: String,
     /// The tool's metadata, if it set any.
@@ -126,7 +126,7 @@ impl ToolState {
     }
 
     /// A running state with an input, started at `start` ms.
-    pub fn running(input: JsonObject, start: u64) -> Self {
+    pub fn running(input: impl Into<ToolInput>, start: u64) -> Self {
         ToolState::Running(ToolStateRunning::new(input, start))
     }
 
@@ -136,7 +136,7 @@ impl ToolState {
     }
 
     /// The call's input.
-    pub fn input(&self) -> &JsonObject {
+    pub fn input(&self) -> &ToolInput {
         match self {
             ToolState::Pending(s) => &s.input,
             ToolState::Running(s) => &s.input,
@@ -163,9 +163,9 @@ impl ToolState {
 
 impl ToolStateRunning {
     /// A running state with no title or metadata yet.
-    pub fn new(input: JsonObject, start: u64) -> Self {
+    pub fn new(input: impl Into<ToolInput>, start: u64) -> Self {
         ToolStateRunning {
-            input,
+            input: input.into(),
             title: None,
             metadata: None,
             time: StartTime { start },
@@ -236,6 +236,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+    use crate::model::JsonObject;
     use crate::model::testing::{keys, round_trip, sample};
 
     #[test]
@@ -262,7 +263,7 @@ mod tests {
             ["status", "input", "time"]
         );
         let done = running.clone().complete("a\nb", "ls", 20);
-        assert_eq!(done.input, input);
+        assert_eq!(*done.input, input);
         assert_eq!(done.time.start, 10);
         assert_eq!(done.time.end, 20);
         let v = serde_json::to_value(ToolState::from(done)).unwrap();

@@ -133,16 +133,29 @@ pub fn redact(text: &str, home: Option<&Path>) -> String {
 
 /// [`redact`] on `text` itself: a text with nothing to redact is left as it is, uncopied.
 pub fn redact_in_place(text: &mut String, home: Option<&Path>) {
-    // No pattern matches fewer than 8 characters (`a://b:c@` is the shortest).
-    if text.len() >= MIN_SECRET_TEXT && CLUES.is_match(text.as_str()) {
+    if may_hold_secret(text) {
         redact_patterns(text);
     }
-    if let Some(home) = home.and_then(Path::to_str)
-        && !home.trim_end_matches('/').is_empty()
-        && text.contains(home.trim_end_matches('/'))
-    {
+    if let Some(home) = home_in(text, home) {
         *text = shorten_home(text, home);
     }
+}
+
+/// Whether [`redact`] may change `text` (false: it would give `text` back as it is).
+pub fn would_redact(text: &str, home: Option<&Path>) -> bool {
+    (may_hold_secret(text) && ANY.is_match(text)) || home_in(text, home).is_some()
+}
+
+/// Whether `text` has a clue of some secret pattern. No pattern matches fewer than 8
+/// characters (`a://b:c@` is the shortest).
+fn may_hold_secret(text: &str) -> bool {
+    text.len() >= MIN_SECRET_TEXT && CLUES.is_match(text)
+}
+
+/// The home directory, when `text` contains it.
+fn home_in<'h>(text: &str, home: Option<&'h Path>) -> Option<&'h str> {
+    home.and_then(Path::to_str)
+        .filter(|h| !h.trim_end_matches('/').is_empty() && text.contains(h.trim_end_matches('/')))
 }
 
 /// Applies every pattern that matches `out`.

@@ -11,7 +11,7 @@ use super::envelope::{
     DisplayItem, EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_TIMEOUT, TaskEnvelope, TaskError,
     TaskErrorCode, TaskMode, TaskResult, TimeoutReason,
 };
-use super::redact::{redact, redact_in_place};
+use super::redact::{redact, redact_in_place, would_redact};
 use super::run::parse_args;
 use super::task_parallel;
 use super::truncate::{self, Direction, MAX_BYTES, MAX_LINES};
@@ -20,7 +20,7 @@ use super::{
     ToolOutput,
 };
 use crate::agent::{AgentInfo, Registry};
-use crate::model::ToolMetadata;
+use crate::model::{ToolInput, ToolMetadata};
 use crate::permission::{self, Action, PermissionAsk};
 
 const ID: &str = "task";
@@ -309,15 +309,24 @@ fn finish(
     let session_id = outcome.session_id.to_string();
     let mut metadata = ToolMetadata::new();
     metadata.set_summary(std::mem::take(&mut outcome.summary));
-    metadata.insert("sessionId".into(), Value::String(session_id.clone()));
-    let asked = model_json["providerID"] == *outcome.model.provider_id
-        && model_json["modelID"] == *outcome.model.model_id;
+    // A few keys: found by comparison, not hashing.
+    let field = |key: &str| {
+        model_json
+            .as_object()
+            .and_then(|m| m.iter().find_map(|(k, v)| (k == key).then_some(v)))
+            .and_then(Value::as_str)
+    };
+    let asked = field("providerID") == Some(outcome.model.provider_id.as_str())
+        && field("modelID") == Some(outcome.model.model_id.as_str());
     let model_json = if asked {
         model_json
     } else {
         json!(outcome.model)
     };
+    // In the order the running call's metadata has them (model, then sessionId), so that the
+    // final metadata replaces it whole.
     metadata.insert("model".into(), model_json);
+    metadata.insert("sessionId".into(), Value::String(session_id.clone()));
     let (result, error, text) = child_result(agent, task, outcome, home);
     envelope.results.push(result);
     if let Some(error) = error {
@@ -403,7 +412,7 @@ pub(super) fn child_result(
     for item in &mut display_items {
         match item {
             DisplayItem::Text { text } => redact_in_place(text, home),
-            DisplayItem::ToolCall { args, .. } => redact_json(args, home),
+            DisplayItem::ToolCall { args, .. } => redact_input(args, home),
         }
     }
     let result = TaskResult {
@@ -455,6 +464,24 @@ pub(super) fn timeout_error(
     TaskError::new(TaskErrorCode::SubagentTimeout, message)
 }
 
+/// Redacts every string of a call's input; an input with nothing to redact stays shared with
+/// the child's part (checked before it is copied to be changed).
+fn redact_input(input: &mut ToolInput, home: Option<&std::path::Path>) {
+    if input.values().any(|v| would_redact_json(v, home)) {
+        input.values_mut().for_each(|v| redact_json(v, home));
+    }
+}
+
+/// Whether [`redact_json`] may change some string in `value`.
+fn would_redact_json(value: &Value, home: Option<&std::path::Path>) -> bool {
+    match value {
+        Value::String(s) => would_redact(s, home),
+        Value::Array(items) => items.iter().any(|v| would_redact_json(v, home)),
+        Value::Object(map) => map.values().any(|v| would_redact_json(v, home)),
+        _ => false,
+    }
+}
+
 /// Redacts every string in `value`, in place.
 fn redact_json(value: &mut Value, home: Option<&std::path::Path>) {
     match value {
@@ -462,5 +489,41 @@ fn redact_json(value: &mut Value, home: Option<&std::path::Path>) {
         Value::Array(items) => items.iter_mut().for_each(|v| redact_json(v, home)),
         Value::Object(map) => map.values_mut().for_each(|v| redact_json(v, home)),
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use serde_json::json;
+
+    use super::*;
+
+    fn input(value: Value) -> ToolInput {
+        ToolInput::from(value.as_object().cloned().unwrap_or_default())
+    }
+
+    #[test]
+    fn a_display_input_without_secrets_stays_shared_with_the_childs_part() {
+        let part = input(json!({"prompt": "split it up", "list": ["short", "texts"]}));
+        let mut shown = part.clone();
+        redact_input(&mut shown, Some(Path::new("/home/me")));
+        assert!(shown.shares(&part));
+    }
+
+    #[test]
+    fn a_display_input_with_a_secret_is_redacted_in_a_copy() {
+        let key = "sk-proj-abcdefghijklmnopqrstuvwxyz0123456789";
+        let part = input(
+            json!({"command": format!("curl -H 'Authorization: Bearer {key}'"), "nested": {"path": "/home/me/notes"}}),
+        );
+        let mut shown = part.clone();
+        redact_input(&mut shown, Some(Path::new("/home/me")));
+        assert!(!shown.shares(&part));
+        assert!(!shown["command"].as_str().unwrap().contains(key));
+        assert_eq!(shown["nested"]["path"], "~/notes");
+        // The child's own part keeps what it ran.
+        assert!(part["command"].as_str().unwrap().contains(key));
     }
 }
