@@ -6,6 +6,7 @@
 //! ([`BusItem::Lagged`]) and can resync from the store.
 
 mod event;
+mod session_queue;
 mod subscription;
 mod wake;
 
@@ -20,6 +21,8 @@ use taskforce_agents::id::SessionId;
 use tokio::sync::broadcast;
 
 use crate::core::IdMap;
+use session_queue::{Reader, SessionQueues};
+use subscription::Source;
 
 /// An event with its position in the bus's total order.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,24 +36,23 @@ pub struct Envelope {
 /// Parent links of every session the bus has seen, for subtree filters.
 pub(crate) type ParentMap = Arc<IdMap<SessionId>>;
 
-/// Per-session channels for subscriptions filtered to one session.
-pub(crate) type SessionChannels = Arc<IdMap<broadcast::Sender<Arc<Envelope>>>>;
-
-/// Buffer of a one-session subscription. A session's events come in bursts of a few dozen at
-/// most (a step's parts and its end), and a reader that falls behind is told it lagged; the
-/// buffer is allocated whole when the first subscriber of a session comes and freed when the
-/// last one is gone, so a larger one costs every followed child (1,110 of them in a cancelled
-/// tree) that much more to set up and tear down.
-const SESSION_CAPACITY: usize = 64;
-
 /// The fan-out shared by every handle: stamps events and sends them to the subscribers' buffers.
 struct Fanout {
     /// The last sequence number; held while sending so that buffers receive events in the
     /// order of their numbers.
     seq: Mutex<u64>,
     sender: broadcast::Sender<Arc<Envelope>>,
-    sessions: SessionChannels,
+    sessions: SessionQueues,
     parents: ParentMap,
+}
+
+impl Drop for Fanout {
+    /// One-session readers learn that nothing more will come (as broadcast readers do).
+    fn drop(&mut self) {
+        for readers in self.sessions.iter() {
+            readers.iter().for_each(|q| q.close());
+        }
+    }
 }
 
 impl Fanout {
@@ -75,16 +77,11 @@ impl Fanout {
         }
         *seq += 1;
         let envelope = Arc::new(Envelope { seq: *seq, event });
-        // One-session subscribers have their own channel, so they cost nothing to the others.
-        if let Some(id) = envelope.event.session_id() {
-            let gone = match self.sessions.get(id) {
-                Some(tx) => tx.send(envelope.clone()).is_err(),
-                None => false,
-            };
-            if gone {
-                self.sessions
-                    .remove_if(id, |_, tx| tx.receiver_count() == 0);
-            }
+        // One-session subscribers have their own queues, so they cost nothing to the others.
+        if let Some(id) = envelope.event.session_id()
+            && let Some(readers) = self.sessions.get(id)
+        {
+            readers.iter().for_each(|q| q.push(envelope.clone()));
         }
         // No receiver is not an error: nobody listens right now.
         let _ = self.sender.send(envelope);
@@ -167,16 +164,11 @@ impl BusHandle {
 
     /// Subscribes to the events that pass `filter`, from now on.
     pub fn subscribe(&self, filter: Filter) -> Subscription {
-        let receiver = match &filter {
-            Filter::Session(id) => self
-                .fanout
-                .sessions
-                .entry(id.clone())
-                .or_insert_with(|| broadcast::channel(SESSION_CAPACITY).0)
-                .subscribe(),
-            Filter::All | Filter::Subtree(_) => self.fanout.sender.subscribe(),
+        let source = match &filter {
+            Filter::Session(id) => Source::Own(Reader::open(&self.fanout.sessions, id.clone())),
+            Filter::All | Filter::Subtree(_) => Source::shared(self.fanout.sender.subscribe()),
         };
-        Subscription::new(receiver, filter, self.fanout.parents.clone())
+        Subscription::new(source, filter, self.fanout.parents.clone())
     }
 
     /// Records that `child` is a child of `parent` (for sessions loaded from the store).
@@ -205,7 +197,7 @@ impl BusHandle {
                 .fanout
                 .sessions
                 .iter()
-                .map(|e| e.value().receiver_count())
+                .map(|e| e.value().len())
                 .sum::<usize>()
     }
 }

@@ -10,6 +10,7 @@ use taskforce_agents::id::SessionId;
 use tokio::sync::broadcast;
 use tokio_util::sync::ReusableBoxFuture;
 
+use super::session_queue::{Reader, Taken};
 use super::wake::Batched;
 use super::{Envelope, ParentMap};
 
@@ -36,16 +37,42 @@ pub enum BusItem {
 
 /// A stream of bus events passing a filter.
 pub struct Subscription {
-    inner: Receiving,
+    inner: Source,
     filter: Passing,
     /// The waker last given to the stream and its batched wrapper (see [`super::wake`]).
     waker: Option<(Waker, Waker)>,
 }
 
+/// Where a subscription's events come from.
+pub(super) enum Source {
+    /// The bus's channel of every event (subscriptions to all events or a subtree).
+    Shared(Receiving),
+    /// A queue of one session's events, its own.
+    Own(Reader),
+}
+
+impl Source {
+    /// A reader of the bus's channel of every event.
+    pub(super) fn shared(receiver: broadcast::Receiver<Arc<Envelope>>) -> Self {
+        Source::Shared(Receiving::new(receiver))
+    }
+
+    fn poll_recv(&mut self, cx: &mut Context<'_>) -> Poll<Taken> {
+        match self {
+            Source::Shared(receiving) => receiving.poll_recv(cx).map(|r| match r {
+                Ok(envelope) => Taken::Event(envelope),
+                Err(broadcast::error::RecvError::Lagged(n)) => Taken::Lagged(n),
+                Err(broadcast::error::RecvError::Closed) => Taken::Closed,
+            }),
+            Source::Own(reader) => reader.poll_take(cx),
+        }
+    }
+}
+
 /// The channel's receiving end: events already queued are taken directly, and only an empty
 /// channel is waited on, through a future that holds the receiver meanwhile (the channel has
 /// no poll method), boxed once and reused.
-struct Receiving {
+pub(super) struct Receiving {
     /// The receiver, while no wait is under way.
     idle: Option<broadcast::Receiver<Arc<Envelope>>>,
     /// The wait, once one was needed; it hands the receiver back when an event comes.
@@ -117,13 +144,9 @@ struct Passing {
 const MAX_MEMBERS: usize = 65_536;
 
 impl Subscription {
-    pub(super) fn new(
-        receiver: broadcast::Receiver<Arc<Envelope>>,
-        filter: Filter,
-        parents: ParentMap,
-    ) -> Self {
+    pub(super) fn new(inner: Source, filter: Filter, parents: ParentMap) -> Self {
         Subscription {
-            inner: Receiving::new(receiver),
+            inner,
             filter: Passing {
                 filter,
                 parents,
@@ -196,15 +219,13 @@ impl Stream for Subscription {
         let mut batched = Context::from_waker(wrapper);
         loop {
             match std::task::ready!(inner.poll_recv(&mut batched)) {
-                Ok(envelope) => {
+                Taken::Event(envelope) => {
                     if filter.passes(&envelope) {
                         return Poll::Ready(Some(BusItem::Event(envelope)));
                     }
                 }
-                Err(broadcast::error::RecvError::Lagged(n)) => {
-                    return Poll::Ready(Some(BusItem::Lagged(n)));
-                }
-                Err(broadcast::error::RecvError::Closed) => return Poll::Ready(None),
+                Taken::Lagged(n) => return Poll::Ready(Some(BusItem::Lagged(n))),
+                Taken::Closed => return Poll::Ready(None),
             }
         }
     }
