@@ -14,6 +14,7 @@ use taskforce_agents::agent::AgentInfo;
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::Session;
 use taskforce_agents::permission::Rule;
+use taskforce_agents::provider::ToolSpec;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
@@ -56,6 +57,17 @@ pub(crate) struct LoopState {
     /// The rules the last step ran under: kept across steps and loops while neither the agent
     /// nor the session changes.
     pub rules: Option<MergedRules>,
+    /// The tools the last step offered, as the model is told of them: kept while neither the
+    /// agent nor the offered tools change, so that a step's request shares them.
+    pub specs: Option<OfferedTools>,
+}
+
+/// The tool specs offered to an agent's model.
+pub(crate) struct OfferedTools {
+    pub agent: Arc<AgentInfo>,
+    /// Their places in `core.tools`.
+    pub tools: Vec<usize>,
+    pub specs: Arc<Vec<ToolSpec>>,
 }
 
 /// An agent's and a session's rules, merged.

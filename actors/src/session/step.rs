@@ -13,7 +13,7 @@ use taskforce_agents::permission::{Rule, merge};
 use taskforce_agents::provider::{ChatMessage, ModelRequest, ProviderError, Role, ToolSpec, cost};
 use tokio_util::sync::CancellationToken;
 
-use super::actor::{LoopState, MergedRules, lock};
+use super::actor::{LoopState, MergedRules, OfferedTools, lock};
 use super::compaction::{COMPACTION_AGENT, filter_compacted};
 use super::environment::environment;
 use super::history::to_model_messages;
@@ -119,17 +119,7 @@ pub(crate) async fn run_step(
             })
             .collect()
     };
-    let specs: Vec<ToolSpec> = tools
-        .iter()
-        .map(|&i| {
-            let t = core.tools[i].as_ref();
-            ToolSpec {
-                name: core.names[i].clone(),
-                description: core.description(t, &agent),
-                parameters: core.schema(t),
-            }
-        })
-        .collect();
+    let specs = offered_specs(core, state, &agent, &tools);
     let mut system = Vec::new();
     if let Some(p) = &agent.prompt {
         system.push(p.clone());
@@ -280,6 +270,43 @@ fn merged_rules(
         rules: rules.clone(),
     });
     rules
+}
+
+/// The specs of `tools` for `agent`'s model: remembered by the loop (see `merged_rules`), so
+/// that each step's request shares one list instead of counting references to every tool's
+/// shared texts (on both arbiter threads at once when a tree ends).
+fn offered_specs(
+    core: &Core,
+    state: &Mutex<LoopState>,
+    agent: &Arc<AgentInfo>,
+    tools: &[usize],
+) -> Arc<Vec<ToolSpec>> {
+    let mut state = lock(state);
+    if let Some(known) = &state.specs
+        && Arc::ptr_eq(&known.agent, agent)
+        && known.tools == tools
+    {
+        return known.specs.clone();
+    }
+    let specs: Arc<Vec<ToolSpec>> = Arc::new(
+        tools
+            .iter()
+            .map(|&i| {
+                let t = core.tools[i].as_ref();
+                ToolSpec {
+                    name: core.names[i].clone(),
+                    description: core.description(t, agent),
+                    parameters: core.schema(t),
+                }
+            })
+            .collect(),
+    );
+    state.specs = Some(OfferedTools {
+        agent: agent.clone(),
+        tools: tools.to_vec(),
+        specs: specs.clone(),
+    });
+    specs
 }
 
 /// The tools the model is offered (their places in `core.tools`): every tool not hidden by the

@@ -625,6 +625,43 @@ async fn prompts_queued_while_busy_are_answered_and_cancel_answers_them_too() {
 }
 
 #[actix_rt::test]
+async fn each_step_offers_the_tools_of_its_own_prompt_and_agent() {
+    // One live session, three prompts: the offered tools follow what each one allows, not what
+    // an earlier step of the same loop was offered.
+    let fake = FakeOpenAi::start(|_| Response::text("ok")).await.unwrap();
+    let env = Env::new(
+        &fake.base_url(),
+        "\n[agent.reader]\nmode = \"primary\"\ntools = { grep = false }\n",
+    );
+    let rt = env.runtime().await;
+    let s = rt.create_session(None, None).await.unwrap();
+    rt.prompt(&s.id, PromptInput::text("one")).await.unwrap();
+    let mut no_bash = PromptInput::text("two");
+    no_bash.tools = Some([("bash".to_string(), false)].into_iter().collect());
+    rt.prompt(&s.id, no_bash).await.unwrap();
+    let mut reader = PromptInput::text("three");
+    reader.agent = Some("reader".into());
+    rt.prompt(&s.id, reader).await.unwrap();
+    rt.prompt(&s.id, PromptInput::text("four")).await.unwrap();
+    let offered: Vec<Vec<String>> = fake
+        .requests()
+        .iter()
+        .map(|r| r.tool_names().into_iter().map(String::from).collect())
+        .collect();
+    assert_eq!(offered.len(), 4);
+    assert!(offered[0].iter().any(|t| t == "bash"), "{:?}", offered[0]);
+    assert!(!offered[1].iter().any(|t| t == "bash"), "{:?}", offered[1]);
+    assert_eq!(offered[1].len() + 1, offered[0].len());
+    let reader: Vec<&String> = offered[0].iter().filter(|t| *t != "grep").collect();
+    assert_eq!(
+        offered[2].iter().collect::<Vec<_>>(),
+        reader,
+        "the agent's own tools"
+    );
+    assert_eq!(offered[3], offered[0]);
+}
+
+#[actix_rt::test]
 async fn idle_session_actors_stop_and_come_back_from_the_store() {
     let fake = FakeOpenAi::start(|_| Response::text("hello"))
         .await

@@ -127,8 +127,9 @@ pub struct ModelRequest {
     pub system: Vec<String>,
     /// The conversation so far.
     pub messages: Vec<ChatMessage>,
-    /// The tools the model may call.
-    pub tools: Vec<ToolSpec>,
+    /// The tools the model may call (shared: a session's steps offer the same list; a hook
+    /// that changes it gets its own copy with `Arc::make_mut`).
+    pub tools: Arc<Vec<ToolSpec>>,
     /// Sampling temperature.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f64>,

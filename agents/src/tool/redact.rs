@@ -154,8 +154,10 @@ fn may_hold_secret(text: &str) -> bool {
 
 /// The home directory, when `text` contains it.
 fn home_in<'h>(text: &str, home: Option<&'h Path>) -> Option<&'h str> {
-    home.and_then(Path::to_str)
-        .filter(|h| !h.trim_end_matches('/').is_empty() && text.contains(h.trim_end_matches('/')))
+    let home = home.and_then(Path::to_str)?;
+    let bare = home.trim_end_matches('/');
+    // Shorter than the path: it cannot hold it (and no searcher is built for it).
+    (!bare.is_empty() && text.len() >= bare.len() && text.contains(bare)).then_some(home)
 }
 
 /// Applies every pattern that matches `out`.

@@ -41,7 +41,8 @@ fn request(text: &str) -> ModelRequest {
             description: "Read a file".into(),
             parameters: json!({"type": "object", "properties": {"filePath": {"type": "string"}}})
                 .into(),
-        }],
+        }]
+        .into(),
         ..ModelRequest::default()
     }
 }

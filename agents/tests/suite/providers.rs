@@ -153,7 +153,7 @@ async fn openai_request_body_and_headers() {
     let model = openai_with_key(&server, Some("sk-test"));
     let mut request = user_request("list the files");
     request.system.push("Second part.".into());
-    request.tools = vec![tool("glob"), tool("read")];
+    request.tools = vec![tool("glob"), tool("read")].into();
     request.temperature = Some(0.2);
     request.max_output_tokens = Some(512);
     request.messages.push(ChatMessage {
@@ -574,7 +574,7 @@ fn request(agent: &str, tools: &[&str], messages: Vec<ChatMessage>) -> ModelRequ
         agent: agent.into(),
         system: vec!["system".into()],
         messages,
-        tools: tools.iter().map(|t| tool(t)).collect(),
+        tools: std::sync::Arc::new(tools.iter().map(|t| tool(t)).collect()),
         ..ModelRequest::default()
     }
 }

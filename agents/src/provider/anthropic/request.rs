@@ -309,7 +309,8 @@ mod tests {
                 name: "read".into(),
                 description: "Read a file".into(),
                 parameters: json!({"type": "object", "properties": {}}).into(),
-            }],
+            }]
+            .into(),
             temperature: Some(0.3),
             top_p: None,
             max_output_tokens: Some(1000),

@@ -267,7 +267,8 @@ mod tests {
                 name: "glob".into(),
                 description: "Find files".into(),
                 parameters: json!({"type": "object"}).into(),
-            }],
+            }]
+            .into(),
             temperature: Some(0.5),
             top_p: None,
             max_output_tokens: Some(100),

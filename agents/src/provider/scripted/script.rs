@@ -441,7 +441,7 @@ mod tests {
         assert_eq!(s.rule, Some(1));
         assert_eq!(s.reply.text.as_deref(), Some("hi a"));
 
-        req.tools.push(tool("bash"));
+        std::sync::Arc::make_mut(&mut req.tools).push(tool("bash"));
         req.messages[0] = ChatMessage::text(Role::User, "first thing");
         let s = script.select(&req);
         assert_eq!(s.rule, Some(2));
