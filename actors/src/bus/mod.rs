@@ -6,6 +6,7 @@
 //! ([`BusItem::Lagged`]) and can resync from the store.
 
 mod event;
+mod receiving;
 mod session_queue;
 mod subscription;
 mod wake;

@@ -8,8 +8,8 @@ use std::task::{Context, Poll, Waker};
 use futures::Stream;
 use taskforce_agents::id::SessionId;
 use tokio::sync::broadcast;
-use tokio_util::sync::ReusableBoxFuture;
 
+use super::receiving::Receiving;
 use super::session_queue::{Reader, Taken};
 use super::wake::Batched;
 use super::{Envelope, ParentMap};
@@ -66,68 +66,6 @@ impl Source {
             }),
             Source::Own(reader) => reader.poll_take(cx),
         }
-    }
-}
-
-/// The channel's receiving end: events already queued are taken directly, and only an empty
-/// channel is waited on, through a future that holds the receiver meanwhile (the channel has
-/// no poll method), boxed once and reused.
-pub(super) struct Receiving {
-    /// The receiver, while no wait is under way.
-    idle: Option<broadcast::Receiver<Arc<Envelope>>>,
-    /// The wait, once one was needed; it hands the receiver back when an event comes.
-    wait: ReusableBoxFuture<'static, Received>,
-    /// A wait is under way.
-    waiting: bool,
-}
-
-/// What a wait for the next event gives: its outcome and the receiver.
-type Received = (
-    Result<Arc<Envelope>, broadcast::error::RecvError>,
-    Option<broadcast::Receiver<Arc<Envelope>>>,
-);
-
-/// Waits for the next event on `receiver` and hands it back.
-async fn next(receiver: Option<broadcast::Receiver<Arc<Envelope>>>) -> Received {
-    match receiver {
-        Some(mut receiver) => (receiver.recv().await, Some(receiver)),
-        None => (Err(broadcast::error::RecvError::Closed), None),
-    }
-}
-
-impl Receiving {
-    fn new(receiver: broadcast::Receiver<Arc<Envelope>>) -> Self {
-        Receiving {
-            idle: Some(receiver),
-            wait: ReusableBoxFuture::new(next(None)),
-            waiting: false,
-        }
-    }
-
-    /// The next event in the channel, or `Pending` with `cx`'s waker registered.
-    fn poll_recv(
-        &mut self,
-        cx: &mut Context<'_>,
-    ) -> Poll<Result<Arc<Envelope>, broadcast::error::RecvError>> {
-        use broadcast::error::{RecvError, TryRecvError};
-        if !self.waiting {
-            let Some(receiver) = &mut self.idle else {
-                return Poll::Ready(Err(RecvError::Closed));
-            };
-            match receiver.try_recv() {
-                Ok(envelope) => return Poll::Ready(Ok(envelope)),
-                Err(TryRecvError::Lagged(n)) => return Poll::Ready(Err(RecvError::Lagged(n))),
-                Err(TryRecvError::Closed) => return Poll::Ready(Err(RecvError::Closed)),
-                Err(TryRecvError::Empty) => {
-                    self.wait.set(next(self.idle.take()));
-                    self.waiting = true;
-                }
-            }
-        }
-        let (result, receiver) = std::task::ready!(self.wait.poll(cx));
-        self.idle = receiver;
-        self.waiting = false;
-        Poll::Ready(result)
     }
 }
 
