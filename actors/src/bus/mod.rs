@@ -202,3 +202,14 @@ impl BusHandle {
                 .sum::<usize>()
     }
 }
+
+/// A numbered `session.idle` envelope, for the bus's unit tests.
+#[cfg(test)]
+pub(super) fn test_envelope(seq: u64) -> Arc<Envelope> {
+    Arc::new(Envelope {
+        seq,
+        event: Event::SessionIdle {
+            session_id: SessionId::parse("ses_bustest").unwrap_or_else(|_| SessionId::new()),
+        },
+    })
+}

@@ -75,18 +75,10 @@ impl Receiving {
 mod tests {
     use std::task::Waker;
 
-    use taskforce_agents::id::SessionId;
-
     use super::*;
-    use crate::bus::Event;
 
     fn envelope(seq: u64) -> Arc<Envelope> {
-        Arc::new(Envelope {
-            seq,
-            event: Event::SessionIdle {
-                session_id: SessionId::parse("ses_receiving").unwrap(),
-            },
-        })
+        crate::bus::test_envelope(seq)
     }
 
     fn seq(polled: Poll<Result<Arc<Envelope>, broadcast::error::RecvError>>) -> Option<u64> {

@@ -142,15 +142,9 @@ mod tests {
     use std::task::Waker;
 
     use super::*;
-    use crate::bus::Event;
 
     fn envelope(seq: u64) -> Arc<Envelope> {
-        Arc::new(Envelope {
-            seq,
-            event: Event::SessionIdle {
-                session_id: SessionId::parse("ses_queue").unwrap(),
-            },
-        })
+        crate::bus::test_envelope(seq)
     }
 
     fn take(reader: &Reader) -> Poll<Taken> {
