@@ -15,11 +15,6 @@ use super::JsonObject;
 pub struct ToolInput(Arc<JsonObject>);
 
 impl ToolInput {
-    /// The input as an owned object (copied only when it is shared).
-    pub fn into_object(self) -> JsonObject {
-        Arc::unwrap_or_clone(self.0)
-    }
-
     /// Whether `self` and `other` are the same shared object (not merely equal).
     pub fn shares(&self, other: &ToolInput) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
@@ -101,12 +96,5 @@ mod tests {
         let back: ToolInput = serde_json::from_str(&text).unwrap();
         assert_eq!(back, input());
         assert!(serde_json::from_str::<ToolInput>("[1]").is_err());
-    }
-
-    #[test]
-    fn into_object_gives_the_object_back() {
-        let held = input();
-        let object = held.into_object();
-        assert_eq!(object["path"], json!("a.txt"));
     }
 }
