@@ -106,6 +106,11 @@ impl RunHandle {
         RunHandle(Arc::new(Mutex::new(state)))
     }
 
+    /// Both handles are of one actor's memory.
+    pub(crate) fn same(&self, other: &RunHandle) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
     /// A loop runs and its token is not cancelled (a cancel of an ancestor did not reach it).
     pub(crate) fn runs_uncancelled(&self) -> bool {
         lock(&self.0)

@@ -26,11 +26,13 @@ pub(crate) struct CallSite<'a> {
 }
 
 impl CallSite<'_> {
-    /// The context of call `call_id`, with `host` serving it.
+    /// The context of call `call_id`, with `host` serving it and `delegate` (see
+    /// [`delegate`]) starting its subagents.
     pub fn context(
         &self,
         call_id: String,
         host: Arc<dyn ToolHost>,
+        delegate: Option<Arc<dyn Delegate>>,
         bypass_agent_check: bool,
         subtask_model: Option<ModelRef>,
     ) -> ToolContext {
@@ -49,15 +51,20 @@ impl CallSite<'_> {
             subtask_model,
             registry: self.core.registry.clone(),
             host,
-            delegate: self.core.supervisor().map(|s| {
-                Arc::new(SupervisorDelegate::new(
-                    self.core.clone(),
-                    s.clone(),
-                    self.session.clone(),
-                )) as Arc<dyn Delegate>
-            }),
+            delegate,
         }
     }
+}
+
+/// What starts the subagents of `session`'s task calls; one serves all calls of a step.
+pub(crate) fn delegate(core: &Arc<Core>, session: &Arc<Session>) -> Option<Arc<dyn Delegate>> {
+    core.supervisor().map(|s| {
+        Arc::new(SupervisorDelegate::new(
+            core.clone(),
+            s.clone(),
+            session.clone(),
+        )) as Arc<dyn Delegate>
+    })
 }
 
 /// Runs `tool` with the hooks around it: `before` may rewrite the arguments or refuse the call

@@ -19,10 +19,10 @@ use taskforce_agents::permission::{PermissionError, Rule};
 use taskforce_agents::provider::{
     FinishReason, ModelEvent, ModelRequest, ProviderError, Usage, cost,
 };
-use taskforce_agents::tool::{Tool, ToolError, ToolOutput};
+use taskforce_agents::tool::{Delegate, Tool, ToolError, ToolOutput};
 use tokio_util::sync::CancellationToken;
 
-use super::call::{CallSite, call_tool};
+use super::call::{CallSite, call_tool, delegate};
 use super::host::SessionToolHost;
 use super::step::to_assistant_error;
 use super::writer::{Item, Writer};
@@ -156,6 +156,8 @@ pub(super) struct Processor {
     /// The task tool is withheld by a guard (subagents off, depth limit): a call anyway runs it,
     /// and it answers with the guard's code instead of "unavailable tool".
     pub task_guarded: bool,
+    /// What starts the subagents of the step's calls, made at the first call.
+    pub delegate: Option<Arc<dyn Delegate>>,
 }
 
 /// A streaming text or reasoning part and when it was last written to disk.
@@ -512,7 +514,16 @@ impl Processor {
             message_id: self.message_id.clone(),
             token: &self.token,
         };
-        let ctx = site.context(id.clone(), host.clone(), self.bypass_agent_check, None);
+        if self.delegate.is_none() {
+            self.delegate = delegate(&self.core, &self.session);
+        }
+        let ctx = site.context(
+            id.clone(),
+            host.clone(),
+            self.delegate.clone(),
+            self.bypass_agent_check,
+            None,
+        );
         // Named only in the error of a call to a tool the step does not offer.
         let available = match &tool {
             None => self

@@ -14,7 +14,7 @@ use taskforce_agents::permission::{Action, Rule};
 use taskforce_agents::tool::ToolError;
 use tokio_util::sync::CancellationToken;
 
-use super::call::{CallSite, call_tool};
+use super::call::{CallSite, call_tool, delegate};
 use super::history::SUBTASK_BY_USER;
 use super::host::SessionToolHost;
 use super::processor::SharedPart;
@@ -108,7 +108,7 @@ pub(crate) async fn run_shell(
         message_id: assistant.id.clone(),
         token,
     };
-    let ctx = site.context(call_id, host, false, None);
+    let ctx = site.context(call_id, host, delegate(core, session), false, None);
     let outcome = match core.tools.iter().find(|t| t.id() == "bash") {
         Some(tool) => call_tool(core, tool.as_ref(), Value::Object(args), &ctx).await,
         None => Err(ToolError::Failed("the bash tool is not available".into())),

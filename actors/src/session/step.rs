@@ -175,6 +175,7 @@ pub(crate) async fn run_step(
         rules,
         bypass_agent_check: mentions_agent,
         task_guarded,
+        delegate: None,
     };
     let opening = Message::Assistant(assistant.clone());
     let result = processor.process(model.as_ref(), request, &opening).await;

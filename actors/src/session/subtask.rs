@@ -13,7 +13,7 @@ use taskforce_agents::permission::merge;
 use taskforce_agents::tool::ToolError;
 use tokio_util::sync::CancellationToken;
 
-use super::call::{CallSite, call_tool};
+use super::call::{CallSite, call_tool, delegate};
 use super::host::SessionToolHost;
 use super::processor::{SharedPart, end_running};
 use super::writer::{Item, Writer};
@@ -115,7 +115,13 @@ pub(crate) async fn run_subtask(
         .as_tool()
         .map(|t| t.call_id.clone())
         .unwrap_or_default();
-    let ctx = site.context(call_id, host, true, task.model.clone());
+    let ctx = site.context(
+        call_id,
+        host,
+        delegate(core, session),
+        true,
+        task.model.clone(),
+    );
     let outcome = match core.tools.iter().find(|t| t.id() == "task") {
         Some(tool) => call_tool(core, tool.as_ref(), Value::Object(input), &ctx).await,
         None => Err(ToolError::Failed("the task tool is not available".into())),

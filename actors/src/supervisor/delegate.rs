@@ -166,14 +166,13 @@ impl Delegate for SupervisorDelegate {
             reservation.keep();
         }
         self.core.bus.register_parent(&child.id, &parent.id);
-        let model_json = serde_json::to_value(&request.model).unwrap_or(Value::Null);
-        ctx.metadata(
-            Some(request.description.clone()),
-            meta(&[
-                ("sessionId", json!(child.id)),
-                ("model", model_json.clone()),
-            ]),
+        let mut live = Map::new();
+        live.insert("sessionId".into(), json!(child.id));
+        live.insert(
+            "model".into(),
+            serde_json::to_value(&request.model).unwrap_or(Value::Null),
         );
+        ctx.metadata(Some(request.description.clone()), live);
 
         // Mirror the child's tool calls on the parent's running part while the call runs; the
         // child's activity resets the idle clock.
@@ -224,21 +223,11 @@ impl Delegate for SupervisorDelegate {
         let mut timed_out = None;
         let result = loop {
             tokio::select! {
+                // The child's reply first: once it is in, neither a cancel nor the clock has
+                // anything left to wait for (a cancelled tree's leaves often reply before their
+                // parents' calls are polled).
+                biased;
                 r = &mut run => break r,
-                Some(item) = next_event(&mut events) => {
-                    if follower.on(item, ctx).is_break() {
-                        events = None;
-                    }
-                }
-                expired = &mut expiry => {
-                    timed_out = Some(expired);
-                    // Nothing more to mirror: unsubscribed before the child's last events.
-                    drop(events.take());
-                    self.supervisor.do_send(CancelTree { id: child_id.clone() });
-                    break tokio::time::timeout(CANCEL_GRACE, &mut run)
-                        .await
-                        .unwrap_or(Err(ToolError::Aborted));
-                }
                 () = ctx.abort.cancelled() => {
                     // Nothing more to mirror: the parent's call is over (unsubscribed before
                     // the child's last events, which would otherwise be drained on the drop).
@@ -249,6 +238,21 @@ impl Delegate for SupervisorDelegate {
                         self.supervisor.do_send(CancelTree { id: child_id.clone() });
                     }
                     // Let the child record how it ended, but never wait long for it.
+                    break tokio::time::timeout(CANCEL_GRACE, &mut run)
+                        .await
+                        .unwrap_or(Err(ToolError::Aborted));
+                }
+                // Before the clock: an event already in counts as activity.
+                Some(item) = next_event(&mut events) => {
+                    if follower.on(item, ctx).is_break() {
+                        events = None;
+                    }
+                }
+                expired = &mut expiry => {
+                    timed_out = Some(expired);
+                    // Nothing more to mirror: unsubscribed before the child's last events.
+                    drop(events.take());
+                    self.supervisor.do_send(CancelTree { id: child_id.clone() });
                     break tokio::time::timeout(CANCEL_GRACE, &mut run)
                         .await
                         .unwrap_or(Err(ToolError::Aborted));
@@ -385,7 +389,9 @@ impl Follower {
                 }
                 self.summary.insert(part.id.clone(), entry);
                 if !ctx.abort.is_cancelled() {
-                    ctx.metadata(None, meta(&[("summary", render(&self.summary))]));
+                    let mut live = Map::new();
+                    live.insert("summary".into(), render(&self.summary));
+                    ctx.metadata(None, live);
                 }
             }
             _ => {}
@@ -537,12 +543,5 @@ fn display_items(answers: &[&MessageWithParts]) -> Vec<DisplayItem> {
             }),
             _ => None,
         })
-        .collect()
-}
-
-fn meta(pairs: &[(&str, Value)]) -> Map<String, Value> {
-    pairs
-        .iter()
-        .map(|(k, v)| ((*k).to_string(), v.clone()))
         .collect()
 }

@@ -223,12 +223,17 @@ pub struct CancelTree {
 impl Handler<CancelTree> for Supervisor {
     type Result = usize;
 
-    fn handle(&mut self, msg: CancelTree, _: &mut Self::Context) -> usize {
+    fn handle(&mut self, msg: CancelTree, ctx: &mut Self::Context) -> usize {
+        // The root's loop is cancelled first, before the tree is walked: most descendants'
+        // loops hang off its token (a task call's child runs under the call's) and end with it,
+        // with no message each.
+        let root = self.live.get(&msg.id).map(|l| l.addr.send(Cancel));
         // Children waiting for a running slot are rare: their map is only searched when some are.
         let any_queued = !self.core.queued.is_empty();
         let mut told = 0;
-        let mut descendants = Vec::new();
-        for (n, id) in self.subtree(&msg.id).into_iter().enumerate() {
+        let subtree = self.subtree(&msg.id);
+        let mut descendants = Vec::with_capacity(subtree.len().saturating_sub(1));
+        for (n, id) in subtree.into_iter().enumerate() {
             let queued = any_queued
                 && self
                     .core
@@ -238,33 +243,43 @@ impl Handler<CancelTree> for Supervisor {
                     .is_some();
             if let Some(live) = self.live.get(id) {
                 if n > 0 {
-                    descendants.push((id.clone(), live.addr.clone(), live.run.clone()));
+                    descendants.push((id.clone(), live.run.clone()));
                 }
                 told += 1;
             } else if queued {
                 told += 1;
             }
         }
-        // The root's loop is cancelled first: most descendants' loops hang off its token (a
-        // task call's child runs under the call's) and end with it, with no message each.
         // Once the root has handled its cancel (or could not), only the descendants it did not
         // reach are told: background children, runs already going when a call continued them.
-        let root = self.live.get(&msg.id).map(|l| l.addr.send(Cancel));
-        let core = self.core.clone();
-        actix::spawn(async move {
+        let root_done = async move {
             if let Some(root) = root {
                 let _ = root.await;
             }
-            for (id, addr, run) in descendants {
-                if run.runs_uncancelled() {
-                    addr.do_send(Cancel);
-                } else {
-                    // What a cancel does besides the token: its pending asks are refused.
-                    core.broker.drop_session(&id);
-                }
-            }
-        });
+        };
+        ctx.spawn(
+            fut::wrap_future::<_, Self>(root_done)
+                .map(move |(), act, _| act.tell_unreached(descendants)),
+        );
         told
+    }
+}
+
+impl Supervisor {
+    /// Cancels the loops of `descendants` that a cancel of their ancestor's did not reach; the
+    /// others (and those no longer live) only have their pending asks refused.
+    fn tell_unreached(&self, descendants: Vec<(SessionId, RunHandle)>) {
+        for (id, run) in descendants {
+            let live = self
+                .live
+                .get(&id)
+                .filter(|l| l.run.same(&run) && run.runs_uncancelled());
+            match live {
+                Some(live) => live.addr.do_send(Cancel),
+                // What a cancel does besides the token: its pending asks are refused.
+                None => self.core.broker.drop_session(&id),
+            }
+        }
     }
 }
 
