@@ -54,6 +54,12 @@ pub(crate) struct LoopState {
     pub queue: VecDeque<PromptInput>,
     pub waiters: Vec<oneshot::Sender<Result<MessageWithParts, RuntimeError>>>,
     pub running: Option<CancellationToken>,
+    /// The running loop was started by a parent's task call and ends with it: cancelling the
+    /// call cancels the loop (its token is a child of the call's, or relayed from it).
+    pub tied: bool,
+    /// The task relaying the parent's call's cancel to the running loop, when the call runs
+    /// on another arbiter.
+    pub relay: Option<tokio::task::AbortHandle>,
     /// The rules the last step ran under: kept across steps and loops while neither the agent
     /// nor the session changes.
     pub rules: Option<MergedRules>,
@@ -75,6 +81,17 @@ pub(crate) struct MergedRules {
     pub agent: Arc<AgentInfo>,
     pub session: Arc<Session>,
     pub rules: Arc<[Rule]>,
+}
+
+impl LoopState {
+    /// The running loop is over: no token, no tie to a parent's call, no relay.
+    pub(crate) fn end_run(&mut self) {
+        self.running = None;
+        self.tied = false;
+        if let Some(relay) = self.relay.take() {
+            relay.abort();
+        }
+    }
 }
 
 /// Locks the loop state, tolerating a poisoned lock (its data stays consistent).
@@ -111,12 +128,12 @@ impl RunHandle {
         Arc::ptr_eq(&self.0, &other.0)
     }
 
-    /// A loop runs and its token is not cancelled (a cancel of an ancestor did not reach it).
-    pub(crate) fn runs_uncancelled(&self) -> bool {
-        lock(&self.0)
-            .running
-            .as_ref()
-            .is_some_and(|t| !t.is_cancelled())
+    /// A loop runs that a cancel of the session's ancestors does not reach: its token is not
+    /// cancelled and not tied to a parent's call (a tied loop ends with the call, by its token
+    /// or its relay).
+    pub(crate) fn runs_unreached(&self) -> bool {
+        let state = lock(&self.0);
+        !state.tied && state.running.as_ref().is_some_and(|t| !t.is_cancelled())
     }
 }
 
@@ -146,34 +163,46 @@ impl SessionActor {
         }
     }
 
-    /// Queues a prompt and starts the loop if none runs; a new loop's token is a child of
-    /// `within` when given (so cancelling `within` cancels the loop). Answers the prompt's reply
-    /// and the running loop's token.
+    /// Queues a prompt and starts the loop if none runs; a new loop is tied to `within` when
+    /// given (cancelling `within` cancels it): its token is a child of `within`, or, when
+    /// `within` is cancelled on another thread (`relay`), its own token that a task on this
+    /// thread cancels after `within`. Answers the prompt's reply, the running loop's token and
+    /// whether the loop is tied to `within`.
     fn enqueue(
         &mut self,
         input: PromptInput,
         within: Option<&CancellationToken>,
+        relay: bool,
         ctx: &mut Context<Self>,
-    ) -> (Reply, CancellationToken) {
+    ) -> (Reply, CancellationToken, bool) {
         self.disarm_idle(ctx);
         let (tx, rx) = oneshot::channel();
-        let (token, new) = {
+        let (token, new, tied) = {
             let mut state = lock(&self.state);
             state.queue.push_back(input);
             state.waiters.push(tx);
             match &state.running {
-                Some(token) => (token.clone(), false),
+                Some(token) => (token.clone(), false, false),
                 None => {
-                    let token = within.map_or_else(CancellationToken::new, |w| w.child_token());
+                    let token = match within {
+                        None => CancellationToken::new(),
+                        Some(w) if relay => {
+                            let token = CancellationToken::new();
+                            state.relay = Some(spawn_relay(w.clone(), token.clone()));
+                            token
+                        }
+                        Some(w) => w.child_token(),
+                    };
                     state.running = Some(token.clone());
-                    (token, true)
+                    state.tied = within.is_some();
+                    (token, true, within.is_some())
                 }
             }
         };
         if new {
             self.start_loop(token.clone(), ctx);
         }
-        (rx, token)
+        (rx, token, tied)
     }
 
     /// Runs the agent loop under `token` (already set as the running one).
@@ -192,7 +221,7 @@ impl SessionActor {
                 tracing::error!(session = %act.id, "session loop crashed: {e}");
                 let waiters = {
                     let mut state = lock(&act.state);
-                    state.running = None;
+                    state.end_run();
                     state.queue.clear();
                     std::mem::take(&mut state.waiters)
                 };
@@ -246,7 +275,7 @@ impl SessionActor {
             let _ = tx.send(result);
             let next = {
                 let mut state = lock(&act.state);
-                state.running = None;
+                state.end_run();
                 if state.queue.is_empty() {
                     None
                 } else {
@@ -280,6 +309,18 @@ impl SessionActor {
     }
 }
 
+/// Cancels `token` once `upstream` is cancelled, on the calling thread; ends unrun when aborted
+/// (the loop is over first).
+fn spawn_relay(upstream: CancellationToken, token: CancellationToken) -> tokio::task::AbortHandle {
+    tokio::spawn(async move {
+        tokio::select! {
+            () = upstream.cancelled() => token.cancel(),
+            () = token.cancelled() => {}
+        }
+    })
+    .abort_handle()
+}
+
 impl Actor for SessionActor {
     type Context = Context<Self>;
 
@@ -308,7 +349,7 @@ impl Handler<Prompt> for SessionActor {
     type Result = Result<Reply, RuntimeError>;
 
     fn handle(&mut self, msg: Prompt, ctx: &mut Self::Context) -> Self::Result {
-        Ok(self.enqueue(msg.input, None, ctx).0)
+        Ok(self.enqueue(msg.input, None, false, ctx).0)
     }
 }
 
@@ -321,6 +362,10 @@ pub struct Subtask {
     /// The parent's call: cancelling it cancels the run this task starts (a run already going
     /// keeps its own token).
     pub within: Option<CancellationToken>,
+    /// The thread `within` is cancelled on (the parent's arbiter), when known: a child on
+    /// another thread relays the cancel, so that each arbiter cancels its own sessions' tokens
+    /// and wakes its own tasks.
+    pub caller: Option<std::thread::ThreadId>,
 }
 
 /// A delegated task under way in its session.
@@ -329,6 +374,9 @@ pub struct SubtaskRun {
     pub reply: Reply,
     /// The token of the run carrying the task.
     pub token: CancellationToken,
+    /// The run was started for this task and ends with the call (`within`); otherwise it was
+    /// already going and keeps its own token.
+    pub tied: bool,
     /// The session's answers, readable once the run has ended.
     pub answers: AnswerBook,
 }
@@ -337,10 +385,14 @@ impl Handler<Subtask> for SessionActor {
     type Result = Result<SubtaskRun, RuntimeError>;
 
     fn handle(&mut self, msg: Subtask, ctx: &mut Self::Context) -> Self::Result {
-        let (reply, token) = self.enqueue(msg.input, msg.within.as_ref(), ctx);
+        let relay = msg
+            .caller
+            .is_some_and(|caller| caller != std::thread::current().id());
+        let (reply, token, tied) = self.enqueue(msg.input, msg.within.as_ref(), relay, ctx);
         Ok(SubtaskRun {
             reply,
             token,
+            tied,
             answers: AnswerBook(self.state.clone()),
         })
     }
@@ -422,5 +474,47 @@ impl Handler<IsBusy> for SessionActor {
 
     fn handle(&mut self, _: IsBusy, _: &mut Self::Context) -> bool {
         lock(&self.state).running.is_some()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_relay_cancels_its_token_once_the_upstream_is_cancelled() {
+        let upstream = CancellationToken::new();
+        let token = CancellationToken::new();
+        let _relay = spawn_relay(upstream.clone(), token.clone());
+        tokio::task::yield_now().await;
+        assert!(!token.is_cancelled(), "nothing to relay yet");
+        upstream.cancel();
+        tokio::time::timeout(Duration::from_secs(1), token.cancelled())
+            .await
+            .expect("the cancel is relayed");
+    }
+
+    #[tokio::test]
+    async fn an_ended_run_stops_its_relay() {
+        let upstream = CancellationToken::new();
+        let token = CancellationToken::new();
+        let mut state = LoopState {
+            running: Some(token.clone()),
+            tied: true,
+            relay: Some(spawn_relay(upstream.clone(), token.clone())),
+            ..LoopState::default()
+        };
+        state.end_run();
+        assert!(state.running.is_none() && !state.tied && state.relay.is_none());
+        for _ in 0..3 {
+            tokio::task::yield_now().await;
+        }
+        upstream.cancel();
+        for _ in 0..3 {
+            tokio::task::yield_now().await;
+        }
+        assert!(!token.is_cancelled(), "an ended run's token is left alone");
     }
 }

@@ -162,7 +162,7 @@ pub(crate) async fn create_user_message(
     }
     user.tools = input.tools;
     user.system = input.system;
-    let info = Message::User(user);
+    let info = Arc::new(Message::User(user));
     let mut parts = Vec::with_capacity(input.parts.len());
     for p in input.parts {
         let kind: PartKind = match p {
@@ -230,10 +230,7 @@ pub(crate) async fn create_user_message(
         .chain(parts.iter().map(Item::Part))
         .collect();
     writer.save(&items).await?;
-    Ok(MessageWithParts {
-        info: Arc::new(info),
-        parts,
-    })
+    Ok(MessageWithParts { info, parts })
 }
 
 /// The model of the session's most recent user message.

@@ -190,15 +190,16 @@ impl Processor {
         &mut self,
         model: &dyn taskforce_agents::provider::LanguageModel,
         request: ModelRequest,
-        opening: &Message,
+        opening: Arc<Message>,
     ) -> StepResult {
         let mut result = StepResult::default();
         // The answer's first state and its step-start part, in one commit.
         let start = self.new_part(StepStartPart::default().into());
         let opened = self
             .writer
-            .save(&[Item::Message(opening), Item::Part(&start.lock())])
+            .save(&[Item::Message(&opening), Item::Part(&start.lock())])
             .await;
+        drop(opening);
         if let Err(e) = opened {
             result.error = Some(AssistantError::unknown(e.to_string()));
             return result;

@@ -184,7 +184,7 @@ fn follow_up(messages: &[MessageWithParts], parts: Vec<PartInput>) -> PromptInpu
 fn finish(state: &Mutex<LoopState>, result: Result<MessageWithParts, RuntimeError>) {
     let mut waiters = {
         let mut state = lock(state);
-        state.running = None;
+        state.end_run();
         let answered = state.waiters.len().saturating_sub(state.queue.len());
         state.waiters.drain(..answered).collect::<Vec<_>>()
     };

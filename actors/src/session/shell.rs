@@ -88,7 +88,7 @@ pub(crate) async fn run_shell(
         assistant.id.clone(),
         tool_part,
     ));
-    let opening = Message::Assistant(assistant.clone());
+    let opening = Arc::new(Message::Assistant(assistant.clone()));
     writer
         .save(&[Item::Message(&opening), Item::Part(&part.lock())])
         .await?;
@@ -133,12 +133,12 @@ pub(crate) async fn run_shell(
         };
     });
     assistant.time.completed = Some(now);
-    let closing = Message::Assistant(assistant);
+    let closing = Arc::new(Message::Assistant(assistant));
     writer
         .save(&[Item::Part(&done), Item::Message(&closing)])
         .await?;
     let written = MessageWithParts {
-        info: Arc::new(closing),
+        info: closing,
         parts: vec![done],
     };
     messages.push(written.clone());

@@ -177,8 +177,10 @@ pub(crate) async fn run_step(
         task_guarded,
         delegate: None,
     };
-    let opening = Message::Assistant(assistant.clone());
-    let result = processor.process(model.as_ref(), request, &opening).await;
+    // Shared by the first write and its event; dropped once written, not kept through the
+    // step (a cancelled tree would otherwise free a copy per session on its way out).
+    let opening = Arc::new(Message::Assistant(assistant.clone()));
+    let result = processor.process(model.as_ref(), request, opening).await;
     let parts = std::mem::take(&mut processor.parts)
         .into_iter()
         .map(SharedPart::into_part)

@@ -83,7 +83,7 @@ pub(crate) async fn run_subtask(
         assistant.id.clone(),
         tool_part,
     ));
-    let opening = Message::Assistant(assistant.clone());
+    let opening = Arc::new(Message::Assistant(assistant.clone()));
     writer
         .save(&[Item::Message(&opening), Item::Part(&part.lock())])
         .await?;
@@ -153,23 +153,23 @@ pub(crate) async fn run_subtask(
     if aborted {
         assistant.error = Some(AssistantError::aborted("The operation was aborted."));
     }
-    let closing = Message::Assistant(assistant);
+    let closing = Arc::new(Message::Assistant(assistant));
     writer
         .save(&[Item::Part(&done), Item::Message(&closing)])
         .await?;
     let mut written = vec![MessageWithParts {
-        info: Arc::new(closing),
+        info: closing,
         parts: vec![done],
     }];
 
     // A command's subtask hands back to the caller's agent with a synthetic instruction.
     if task.command.is_some() && !aborted {
-        let next = Message::User(UserMessage::new(
+        let next = Arc::new(Message::User(UserMessage::new(
             session.id.clone(),
             user.agent.clone(),
             user.model.clone(),
             now_ms(),
-        ));
+        )));
         let text = Arc::new(Part::new(
             session.id.clone(),
             next.id().clone(),
@@ -179,7 +179,7 @@ pub(crate) async fn run_subtask(
             .save(&[Item::Message(&next), Item::Part(&text)])
             .await?;
         written.push(MessageWithParts {
-            info: Arc::new(next),
+            info: next,
             parts: vec![text],
         });
     }

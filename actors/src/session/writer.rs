@@ -12,7 +12,8 @@ use crate::store::StoreError;
 pub(crate) enum Item<'a> {
     /// A session stored for the first time (published as created, then updated).
     NewSession(&'a Session),
-    Message(&'a Message),
+    /// A message, published as the shared copy it is.
+    Message(&'a Arc<Message>),
     Part(&'a Arc<Part>),
 }
 
@@ -75,7 +76,7 @@ impl Writer {
                     ),
                     Item::Message(m) => (
                         Event::MessageUpdated {
-                            info: Arc::new((*m).clone()),
+                            info: Arc::clone(m),
                         },
                         None,
                     ),
@@ -144,7 +145,7 @@ fn split<'a>(items: &[Item<'a>]) -> (Vec<&'a Session>, Vec<&'a Message>, Vec<&'a
     for item in items {
         match item {
             Item::NewSession(s) => sessions.push(*s),
-            Item::Message(m) => messages.push(*m),
+            Item::Message(m) => messages.push(&***m),
             Item::Part(p) => parts.push(&***p),
         }
     }

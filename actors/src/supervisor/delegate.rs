@@ -201,8 +201,9 @@ impl Delegate for SupervisorDelegate {
         );
         let SubtaskRun {
             reply,
-            token: run_token,
+            tied,
             answers: book,
+            ..
         } = match start.await {
             Ok(started) => started,
             Err(e) => {
@@ -232,9 +233,10 @@ impl Delegate for SupervisorDelegate {
                     // Nothing more to mirror: the parent's call is over (unsubscribed before
                     // the child's last events, which would otherwise be drained on the drop).
                     drop(events.take());
-                    // A run started by this call was cancelled with it (its token is a child
-                    // of the call's); only a run that was already going needs telling.
-                    if !run_token.is_cancelled() {
+                    // A run started by this call ends with it (its token is a child of the
+                    // call's, or relayed from it); only a run that was already going needs
+                    // telling.
+                    if !tied {
                         self.supervisor.do_send(CancelTree { id: child_id.clone() });
                     }
                     // Let the child record how it ended, but never wait long for it.
@@ -478,9 +480,14 @@ pub(super) async fn start_child(
         })
         .await
         .map_err(|_| RuntimeError::Stopped)?;
-    addr.send(Subtask { input, within })
-        .await
-        .map_err(|_| RuntimeError::Crashed(id.to_string()))?
+    let caller = within.as_ref().map(|_| std::thread::current().id());
+    addr.send(Subtask {
+        input,
+        within,
+        caller,
+    })
+    .await
+    .map_err(|_| RuntimeError::Crashed(id.to_string()))?
 }
 
 /// A child's reply as the task call's result: its final message, or why there is none.

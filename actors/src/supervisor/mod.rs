@@ -273,7 +273,7 @@ impl Supervisor {
             let live = self
                 .live
                 .get(&id)
-                .filter(|l| l.run.same(&run) && run.runs_uncancelled());
+                .filter(|l| l.run.same(&run) && run.runs_unreached());
             match live {
                 Some(live) => live.addr.do_send(Cancel),
                 // What a cancel does besides the token: its pending asks are refused.

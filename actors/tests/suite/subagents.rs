@@ -573,6 +573,80 @@ async fn cancelling_the_root_ends_a_nested_tree_with_every_call_recorded() {
 }
 
 #[actix_rt::test]
+async fn cancelling_the_root_reaches_subtrees_on_both_arbiters() {
+    // Root → two middles (one per arbiter) → a stalled leaf each: the middles' runs hang off
+    // calls made on the root's arbiter, and at least one of them runs on the other.
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        let first = req.last_role() == Some("user");
+        if req.contains("LEAF-AGENT-PROMPT") {
+            Response::text("the leaf never finishes").stall_after(2)
+        } else if req.contains("MIDDLE-AGENT-PROMPT") {
+            task_call(r#"{"description":"to leaf","prompt":"do it","subagent_type":"leaf"}"#)
+        } else if first {
+            let middle =
+                r#"{"description":"to middle","prompt":"split it","subagent_type":"middle"}"#;
+            Response::tool_calls(&[("call_1", "task", middle), ("call_2", "task", middle)])
+        } else {
+            Response::text("root done")
+        }
+    })
+    .await
+    .unwrap();
+    let env = nesting_env(&fake.base_url(), 2);
+    let rt = env.runtime().await;
+    let root = rt.create_session(None, None).await.unwrap();
+    let running = prompt_in_background(&rt, &root.id, "go");
+    assert!(fake.wait_for_requests(5, Duration::from_secs(10)).await);
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    assert_eq!(
+        rt.statuses().len(),
+        5,
+        "root, two middles and two leaves run"
+    );
+    let middles = rt.children(&root.id).await.unwrap();
+    let root_home = rt.arbiter_of(&root.id).await.unwrap().expect("live");
+    let mut elsewhere = 0;
+    for middle in &middles {
+        if rt.arbiter_of(&middle.id).await.unwrap() != Some(root_home) {
+            elsewhere += 1;
+        }
+    }
+    assert!(elsewhere >= 1, "a middle runs on the other arbiter");
+
+    rt.cancel(&root.id).await.unwrap();
+    expect_cancelled(running, Duration::from_secs(2), "the root answered").await;
+    for _ in 0..100 {
+        if rt.statuses().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(rt.statuses().is_empty(), "{:?}", rt.statuses());
+    // Every call of the tree ended cancelled, and every leaf's answer is aborted.
+    let root_calls = tool_parts(&rt, &root.id).await;
+    assert_eq!(root_calls.len(), 2);
+    for (_, state) in &root_calls {
+        assert!(
+            error_of(state).starts_with("SUBAGENT_CANCELLED: "),
+            "{}",
+            error_of(state)
+        );
+    }
+    for middle in &middles {
+        let state = task_state(&rt, &middle.id).await;
+        assert!(
+            error_of(&state).starts_with("SUBAGENT_CANCELLED: "),
+            "{}",
+            error_of(&state)
+        );
+        let leaf = rt.children(&middle.id).await.unwrap().remove(0);
+        let answer = rt.messages(&leaf.id).await.unwrap().pop().unwrap();
+        let error = answer.info.as_assistant().unwrap().error.clone().unwrap();
+        assert_eq!(error.name(), "MessageAbortedError");
+    }
+}
+
+#[actix_rt::test]
 async fn a_nested_subtree_runs_on_the_arbiter_of_its_top_level_child() {
     let fake = FakeOpenAi::start(|req: &RecordedRequest| {
         let first = req.last_role() == Some("user");
