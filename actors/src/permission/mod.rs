@@ -18,6 +18,8 @@ mod request;
 
 pub use request::{AskOrigin, PermissionReply, PermissionRequest, ToolRef};
 
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use indexmap::IndexMap;
@@ -46,6 +48,9 @@ struct Keeper {
 pub struct PermissionBroker {
     bus: BusHandle,
     pending: Mutex<IndexMap<PermissionId, Pending>>,
+    /// How many asks are pending, as of the last release of `pending`: a cancelled session
+    /// with nothing pending (nearly all of them) is passed over without taking the lock.
+    waiting: AtomicUsize,
     approved: Mutex<Vec<Rule>>,
     keeper: Option<Keeper>,
 }
@@ -56,6 +61,7 @@ impl PermissionBroker {
         PermissionBroker {
             bus,
             pending: Mutex::default(),
+            waiting: AtomicUsize::new(0),
             approved: Mutex::default(),
             keeper: None,
         }
@@ -77,6 +83,7 @@ impl PermissionBroker {
         Ok(PermissionBroker {
             bus,
             pending: Mutex::default(),
+            waiting: AtomicUsize::new(0),
             approved: Mutex::new(approved),
             keeper: Some(Keeper { store, project }),
         })
@@ -252,6 +259,9 @@ impl PermissionBroker {
 
     /// Rejects every pending ask of `session` (its loop was cancelled).
     pub fn drop_session(&self, session: &SessionId) {
+        if self.waiting.load(Ordering::Acquire) == 0 {
+            return;
+        }
         let mut pending = self.lock_pending();
         for id in ids_where(&pending, |p| &p.request.session_id == session) {
             if let Some(p) = pending.shift_remove(&id) {
@@ -278,8 +288,11 @@ impl PermissionBroker {
         self.lock_approved().clone()
     }
 
-    fn lock_pending(&self) -> MutexGuard<'_, IndexMap<PermissionId, Pending>> {
-        self.pending.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock_pending(&self) -> PendingGuard<'_> {
+        PendingGuard {
+            map: self.pending.lock().unwrap_or_else(PoisonError::into_inner),
+            waiting: &self.waiting,
+        }
     }
 
     fn lock_approved(&self) -> MutexGuard<'_, Vec<Rule>> {
@@ -328,6 +341,32 @@ fn decide(
         }
     }
     AskDecision::Allow
+}
+
+/// The locked pending asks; their count is published when the lock is released.
+struct PendingGuard<'a> {
+    map: MutexGuard<'a, IndexMap<PermissionId, Pending>>,
+    waiting: &'a AtomicUsize,
+}
+
+impl Deref for PendingGuard<'_> {
+    type Target = IndexMap<PermissionId, Pending>;
+
+    fn deref(&self) -> &Self::Target {
+        &self.map
+    }
+}
+
+impl DerefMut for PendingGuard<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.map
+    }
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        self.waiting.store(self.map.len(), Ordering::Release);
+    }
 }
 
 #[cfg(test)]

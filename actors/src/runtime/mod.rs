@@ -36,7 +36,8 @@ use crate::permission::{PermissionBroker, PermissionReply, PermissionRequest};
 use crate::session::{Exclusive, Job, Prompt, PromptInput, Seed, Writer};
 use crate::store::{MessageWithParts, SessionFilter, SqliteStore, Store};
 use crate::supervisor::{
-    Activate, CancelTree, Forget, Limits, Live, LiveCount, Placement, StopAll, Supervisor,
+    Activate, ArbiterCores, CancelTree, Forget, Limits, Live, LiveCount, Placement, StopAll,
+    Supervisor,
 };
 
 /// How to start a runtime.
@@ -50,6 +51,10 @@ pub struct RuntimeOptions {
     pub idle_stop: Duration,
     /// Arbiter threads for session actors (0: one per core).
     pub arbiters: usize,
+    /// Pin each arbiter thread to its own core when there is one arbiter per core the process
+    /// may use (otherwise the kernel may run two arbiters on one core for a while after one
+    /// wakes the other, leaving a core idle).
+    pub pin_arbiters: bool,
     /// Events kept for subscribers; one that falls further behind is told it lagged.
     pub bus_capacity: usize,
     /// The first wait before retrying a failed model call; it doubles up to 30 s.
@@ -68,6 +73,7 @@ impl RuntimeOptions {
             env: std::env::vars().collect(),
             idle_stop: Duration::from_secs(300),
             arbiters: 0,
+            pin_arbiters: true,
             bus_capacity: 4096,
             retry_base: Duration::from_secs(2),
             deliver_background: true,
@@ -158,7 +164,7 @@ impl Runtime {
         } else {
             options.arbiters
         };
-        let supervisor = Supervisor::new(core.clone(), arbiters).start();
+        let supervisor = Supervisor::new(core.clone(), arbiters, options.pin_arbiters).start();
         let _ = core.supervisor.set(supervisor.clone());
         // Background results a previous runtime could not deliver (or children it left running
         // when it died) go to their parents now.
@@ -492,6 +498,15 @@ impl Runtime {
     pub async fn arbiter_of(&self, id: &SessionId) -> Result<Option<usize>, RuntimeError> {
         self.supervisor
             .send(Placement { id: id.clone() })
+            .await
+            .map_err(|_| RuntimeError::Stopped)
+    }
+
+    /// The cores each of the runtime's arbiter threads may run on, in arbiter order: one
+    /// each when they are pinned (see [`RuntimeOptions::pin_arbiters`]).
+    pub async fn arbiter_cores(&self) -> Result<Vec<Vec<usize>>, RuntimeError> {
+        self.supervisor
+            .send(ArbiterCores)
             .await
             .map_err(|_| RuntimeError::Stopped)
     }

@@ -42,16 +42,31 @@ struct LiveSession {
 }
 
 impl Supervisor {
-    /// A supervisor placing sessions on `arbiters` new arbiter threads (see [`Activate`]).
-    pub(crate) fn new(core: Arc<Core>, arbiters: usize) -> Self {
+    /// A supervisor placing sessions on `arbiters` new arbiter threads (see [`Activate`]),
+    /// each pinned to its own core when `pin` and there are as many cores as arbiters.
+    pub(crate) fn new(core: Arc<Core>, arbiters: usize, pin: bool) -> Self {
+        let count = arbiters.max(1);
+        let cores = if pin {
+            core_affinity::get_core_ids().filter(|cores| cores.len() == count)
+        } else {
+            None
+        };
         Supervisor {
             core,
             live: HashMap::default(),
             children: HashMap::default(),
-            arbiters: (0..arbiters.max(1))
-                .map(|_| {
+            arbiters: (0..count)
+                .map(|index| {
                     let arbiter = Arbiter::new();
-                    arbiter.spawn_fn(crate::bus::batch_wakes_here);
+                    let home = cores.as_ref().and_then(|cores| cores.get(index).copied());
+                    arbiter.spawn_fn(move || {
+                        crate::bus::batch_wakes_here();
+                        if let Some(home) = home
+                            && !core_affinity::set_for_current(home)
+                        {
+                            tracing::debug!(core = home.id, "could not pin an arbiter thread");
+                        }
+                    });
                     arbiter
                 })
                 .collect(),
@@ -344,6 +359,37 @@ impl Handler<LiveCount> for Supervisor {
 
     fn handle(&mut self, _: LiveCount, _: &mut Self::Context) -> usize {
         self.live.values().filter(|l| l.addr.connected()).count()
+    }
+}
+
+/// The cores each arbiter thread may run on, in arbiter order (diagnostics).
+#[derive(Message)]
+#[rtype(result = "Vec<Vec<usize>>")]
+pub struct ArbiterCores;
+
+impl Handler<ArbiterCores> for Supervisor {
+    type Result = ResponseFuture<Vec<Vec<usize>>>;
+
+    fn handle(&mut self, _: ArbiterCores, _: &mut Self::Context) -> Self::Result {
+        let answers: Vec<_> = self
+            .arbiters
+            .iter()
+            .map(|arbiter| {
+                let (tx, rx) = tokio::sync::oneshot::channel();
+                arbiter.spawn_fn(move || {
+                    let cores = core_affinity::get_core_ids().unwrap_or_default();
+                    let _ = tx.send(cores.into_iter().map(|c| c.id).collect());
+                });
+                rx
+            })
+            .collect();
+        Box::pin(async move {
+            let mut cores = Vec::with_capacity(answers.len());
+            for answer in answers {
+                cores.push(answer.await.unwrap_or_default());
+            }
+            cores
+        })
     }
 }
 

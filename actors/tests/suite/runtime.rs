@@ -186,6 +186,50 @@ fn child_id_in(body: &str) -> Option<String> {
 }
 
 #[actix_rt::test]
+async fn one_arbiter_per_core_pins_each_to_its_own_core() {
+    let fake = FakeOpenAi::start(|_: &RecordedRequest| Response::text("hi"))
+        .await
+        .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    // Unpinned, every arbiter may run on every core the process may use.
+    let mut options = env.options();
+    options.pin_arbiters = false;
+    let free = Runtime::start(options).await.unwrap();
+    let cores = free.arbiter_cores().await.unwrap();
+    assert_eq!(cores.len(), 2);
+    let usable = cores[0].clone();
+    assert!(!usable.is_empty());
+    assert!(cores.iter().all(|c| *c == usable), "{cores:?}");
+    free.shutdown().await;
+
+    // One arbiter per usable core: each runs on its own.
+    let mut options = env.options();
+    options.arbiters = usable.len();
+    let pinned = Runtime::start(options).await.unwrap();
+    let mut homes: Vec<usize> = pinned
+        .arbiter_cores()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| {
+            assert_eq!(c.len(), 1, "pinned to one core: {c:?}");
+            c[0]
+        })
+        .collect();
+    homes.sort_unstable();
+    assert_eq!(homes, usable);
+    pinned.shutdown().await;
+
+    // More arbiters than cores are left to the kernel.
+    let mut options = env.options();
+    options.arbiters = usable.len() + 1;
+    let crowded = Runtime::start(options).await.unwrap();
+    let cores = crowded.arbiter_cores().await.unwrap();
+    assert!(cores.iter().all(|c| *c == usable), "{cores:?}");
+    crowded.shutdown().await;
+}
+
+#[actix_rt::test]
 async fn parent_delegates_to_child_and_reads_its_answer() {
     let fake = FakeOpenAi::start(delegating(
         r#"{"description":"Look around","prompt":"List the files","subagent_type":"general"}"#,
