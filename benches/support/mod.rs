@@ -60,6 +60,10 @@ impl Bench {
         if let Ok(n) = std::env::var("TF_ARBITERS") {
             options.arbiters = n.parse().unwrap_or(0);
         }
+        // `TF_PIN=0` leaves the arbiter threads unpinned (to compare).
+        if std::env::var("TF_PIN").is_ok_and(|v| v == "0") {
+            options.pin_arbiters = false;
+        }
         options
     }
 

@@ -572,23 +572,34 @@ async fn cancelling_the_root_ends_a_nested_tree_with_every_call_recorded() {
     assert_eq!(error.name(), "MessageAbortedError");
 }
 
+/// Root → two middles → a leaf each, `leaf` answering the leaves.
+fn two_middles(req: &RecordedRequest, leaf: Response) -> Response {
+    let first = req.last_role() == Some("user");
+    if req.contains("LEAF-AGENT-PROMPT") {
+        leaf
+    } else if req.contains("MIDDLE-AGENT-PROMPT") {
+        if first {
+            task_call(r#"{"description":"to leaf","prompt":"do it","subagent_type":"leaf"}"#)
+        } else {
+            Response::text("middle done")
+        }
+    } else if first {
+        let middle = r#"{"description":"to middle","prompt":"split it","subagent_type":"middle"}"#;
+        Response::tool_calls(&[("call_1", "task", middle), ("call_2", "task", middle)])
+    } else {
+        Response::text("root done")
+    }
+}
+
 #[actix_rt::test]
 async fn cancelling_the_root_reaches_subtrees_on_both_arbiters() {
     // Root → two middles (one per arbiter) → a stalled leaf each: the middles' runs hang off
     // calls made on the root's arbiter, and at least one of them runs on the other.
     let fake = FakeOpenAi::start(|req: &RecordedRequest| {
-        let first = req.last_role() == Some("user");
-        if req.contains("LEAF-AGENT-PROMPT") {
-            Response::text("the leaf never finishes").stall_after(2)
-        } else if req.contains("MIDDLE-AGENT-PROMPT") {
-            task_call(r#"{"description":"to leaf","prompt":"do it","subagent_type":"leaf"}"#)
-        } else if first {
-            let middle =
-                r#"{"description":"to middle","prompt":"split it","subagent_type":"middle"}"#;
-            Response::tool_calls(&[("call_1", "task", middle), ("call_2", "task", middle)])
-        } else {
-            Response::text("root done")
-        }
+        two_middles(
+            req,
+            Response::text("the leaf never finishes").stall_after(2),
+        )
     })
     .await
     .unwrap();
@@ -648,26 +659,10 @@ async fn cancelling_the_root_reaches_subtrees_on_both_arbiters() {
 
 #[actix_rt::test]
 async fn a_nested_subtree_runs_on_the_arbiter_of_its_top_level_child() {
-    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
-        let first = req.last_role() == Some("user");
-        if req.contains("LEAF-AGENT-PROMPT") {
-            Response::text("leaf done")
-        } else if req.contains("MIDDLE-AGENT-PROMPT") {
-            if first {
-                task_call(r#"{"description":"to leaf","prompt":"do it","subagent_type":"leaf"}"#)
-            } else {
-                Response::text("middle done")
-            }
-        } else if first {
-            let middle =
-                r#"{"description":"to middle","prompt":"split it","subagent_type":"middle"}"#;
-            Response::tool_calls(&[("call_1", "task", middle), ("call_2", "task", middle)])
-        } else {
-            Response::text("root done")
-        }
-    })
-    .await
-    .unwrap();
+    let fake =
+        FakeOpenAi::start(|req: &RecordedRequest| two_middles(req, Response::text("leaf done")))
+            .await
+            .unwrap();
     let env = nesting_env(&fake.base_url(), 2);
     let rt = env.runtime().await;
     let root = prompt(&rt, "go").await;
