@@ -4,7 +4,8 @@
 use std::time::Duration;
 
 use taskforce_actors::permission::PermissionReply;
-use taskforce_actors::{PromptInput, Runtime};
+use taskforce_actors::store::MessageWithParts;
+use taskforce_actors::{PromptInput, Runtime, RuntimeError};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::{Message, ToolMetadata, ToolState};
 use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
@@ -528,6 +529,23 @@ async fn max_depth_2_nests_root_child_grandchild_and_stops_there() {
     assert!(r.output.starts_with("middle done"), "{}", r.output);
 }
 
+/// Cancels `root`, sees its prompt answered cancelled, and waits until no session runs.
+async fn cancel_until_idle(
+    rt: &Runtime,
+    root: &SessionId,
+    running: tokio::task::JoinHandle<Result<MessageWithParts, RuntimeError>>,
+) {
+    rt.cancel(root).await.unwrap();
+    expect_cancelled(running, Duration::from_secs(2), "the root answered").await;
+    for _ in 0..100 {
+        if rt.statuses().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(rt.statuses().is_empty(), "{:?}", rt.statuses());
+}
+
 #[actix_rt::test]
 async fn cancelling_the_root_ends_a_nested_tree_with_every_call_recorded() {
     // Root → middle → leaf, the leaf stalled in its model call.
@@ -547,15 +565,7 @@ async fn cancelling_the_root_ends_a_nested_tree_with_every_call_recorded() {
     assert!(fake.wait_for_requests(3, Duration::from_secs(10)).await);
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(rt.statuses().len(), 3, "root, middle and leaf run");
-    rt.cancel(&root.id).await.unwrap();
-    expect_cancelled(running, Duration::from_secs(2), "the root answered").await;
-    for _ in 0..100 {
-        if rt.statuses().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(rt.statuses().is_empty(), "{:?}", rt.statuses());
+    cancel_until_idle(&rt, &root.id, running).await;
     let middle = rt.children(&root.id).await.unwrap().remove(0);
     let leaf = rt.children(&middle.id).await.unwrap().remove(0);
     // Both task calls ended cancelled, and the leaf's answer is aborted.
@@ -624,15 +634,7 @@ async fn cancelling_the_root_reaches_subtrees_on_both_arbiters() {
     }
     assert!(elsewhere >= 1, "a middle runs on the other arbiter");
 
-    rt.cancel(&root.id).await.unwrap();
-    expect_cancelled(running, Duration::from_secs(2), "the root answered").await;
-    for _ in 0..100 {
-        if rt.statuses().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(rt.statuses().is_empty(), "{:?}", rt.statuses());
+    cancel_until_idle(&rt, &root.id, running).await;
     // Every call of the tree ended cancelled, and every leaf's answer is aborted.
     let root_calls = tool_parts(&rt, &root.id).await;
     assert_eq!(root_calls.len(), 2);
