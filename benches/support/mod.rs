@@ -60,9 +60,9 @@ impl Bench {
         if let Ok(n) = std::env::var("TF_ARBITERS") {
             options.arbiters = n.parse().unwrap_or(0);
         }
-        // `TF_PIN=0` leaves the arbiter threads unpinned (to compare).
-        if std::env::var("TF_PIN").is_ok_and(|v| v == "0") {
-            options.pin_arbiters = false;
+        // `TF_PIN=1` pins the arbiter threads, one per core (see `RuntimeOptions::pin_arbiters`).
+        if std::env::var("TF_PIN").is_ok_and(|v| v == "1") {
+            options.pin_arbiters = true;
         }
         options
     }

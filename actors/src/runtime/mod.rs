@@ -52,8 +52,10 @@ pub struct RuntimeOptions {
     /// Arbiter threads for session actors (0: one per core).
     pub arbiters: usize,
     /// Pin each arbiter thread to its own core when there is one arbiter per core the process
-    /// may use (otherwise the kernel may run two arbiters on one core for a while after one
-    /// wakes the other, leaving a core idle).
+    /// may use (off by default). Unpinned, the kernel may run two arbiters on one core for a
+    /// few milliseconds after one wakes the other; pinned, a burst local to the arbiters (a
+    /// cancelled tree) ends sooner, but on a small machine other busy threads (an in-process
+    /// model server, say) can no longer be moved out of the arbiters' way.
     pub pin_arbiters: bool,
     /// Events kept for subscribers; one that falls further behind is told it lagged.
     pub bus_capacity: usize,
@@ -73,7 +75,7 @@ impl RuntimeOptions {
             env: std::env::vars().collect(),
             idle_stop: Duration::from_secs(300),
             arbiters: 0,
-            pin_arbiters: true,
+            pin_arbiters: false,
             bus_capacity: 4096,
             retry_base: Duration::from_secs(2),
             deliver_background: true,

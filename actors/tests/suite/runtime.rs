@@ -205,6 +205,7 @@ async fn one_arbiter_per_core_pins_each_to_its_own_core() {
     // One arbiter per usable core: each runs on its own.
     let mut options = env.options();
     options.arbiters = usable.len();
+    options.pin_arbiters = true;
     let pinned = Runtime::start(options).await.unwrap();
     let mut homes: Vec<usize> = pinned
         .arbiter_cores()
@@ -223,6 +224,7 @@ async fn one_arbiter_per_core_pins_each_to_its_own_core() {
     // More arbiters than cores are left to the kernel.
     let mut options = env.options();
     options.arbiters = usable.len() + 1;
+    options.pin_arbiters = true;
     let crowded = Runtime::start(options).await.unwrap();
     let cores = crowded.arbiter_cores().await.unwrap();
     assert!(cores.iter().all(|c| *c == usable), "{cores:?}");
