@@ -51,7 +51,7 @@ impl SupervisorDelegate {
     pub(super) async fn start_background_child(
         &self,
         ctx: &ToolContext,
-        request: SubagentRequest,
+        mut request: SubagentRequest,
     ) -> Result<SessionId, ToolError> {
         let parent = self.parent.clone();
         let (child, new, nests) = self.prepare_child(&request).await?;
@@ -90,7 +90,7 @@ impl SupervisorDelegate {
             })
             .await
             .map_err(|_| ToolError::Failed("the runtime has stopped".into()))?;
-        let input = self.child_input(&request, nests);
+        let input = self.child_input(&mut request, nests);
         let run = BackgroundRun {
             core: self.core.clone(),
             supervisor: self.supervisor.clone(),

@@ -67,16 +67,17 @@ impl SupervisorDelegate {
     }
 
     /// The task as the child's prompt: its agent and model, and the tools it may not use
-    /// switched off.
-    pub(super) fn child_input(&self, request: &SubagentRequest, nests: bool) -> PromptInput {
+    /// switched off. The request's prompt and agent are moved into it (the call keeps no copy
+    /// of them while the child runs).
+    pub(super) fn child_input(&self, request: &mut SubagentRequest, nests: bool) -> PromptInput {
         let tools: IndexMap<String, bool> = self
             .denied_tools(nests)
             .into_iter()
             .map(|t| (t, false))
             .collect();
         PromptInput {
-            parts: vec![PartInput::text(request.prompt.clone())],
-            agent: Some(request.agent.clone()),
+            parts: vec![PartInput::text(std::mem::take(&mut request.prompt))],
+            agent: Some(std::mem::take(&mut request.agent)),
             model: Some(request.model.clone()),
             tools: Some(tools),
             ..Default::default()
@@ -149,7 +150,7 @@ impl Delegate for SupervisorDelegate {
     async fn run_subagent(
         &self,
         ctx: &ToolContext,
-        request: SubagentRequest,
+        mut request: SubagentRequest,
     ) -> Result<SubagentOutcome, ToolError> {
         let parent = &self.parent;
         // The child sits one below its parent; it keeps the task tool while that is above the
@@ -172,7 +173,7 @@ impl Delegate for SupervisorDelegate {
             "model".into(),
             serde_json::to_value(&request.model).unwrap_or(Value::Null),
         );
-        ctx.metadata(Some(request.description.clone()), live);
+        ctx.metadata(Some(std::mem::take(&mut request.description)), live);
 
         // Mirror the child's tool calls on the parent's running part while the call runs; the
         // child's activity resets the idle clock.
@@ -184,7 +185,7 @@ impl Delegate for SupervisorDelegate {
         let mut events = Some(self.core.bus.subscribe(Filter::Session(child.id.clone())));
         let mut follower = Follower::new(child.id.clone(), activity.clone());
 
-        let input = self.child_input(&request, nests);
+        let input = self.child_input(&mut request, nests);
         let started = now_ms();
         // The child's run is a child of this call's token: cancelling the parent's run (its
         // whole tree) reaches every descendant at once, with no message per level.

@@ -28,6 +28,11 @@ pub struct Supervisor {
     children: HashMap<SessionId, Vec<SessionId>, foldhash::fast::RandomState>,
     arbiters: Vec<Arbiter>,
     next: usize,
+    /// The list a cancel fills with the descendants to check once the root is cancelled, kept
+    /// between cancels so that a large tree's list does not grow from nothing each time.
+    spare: Vec<(SessionId, RunHandle)>,
+    /// How many parent-to-child links `children` holds.
+    links: usize,
 }
 
 /// A session actor the supervisor started, and where it runs.
@@ -71,20 +76,9 @@ impl Supervisor {
                 })
                 .collect(),
             next: 0,
+            spare: Vec::new(),
+            links: 0,
         }
-    }
-
-    /// `id` and every descendant the supervisor knows of, parents before their children.
-    fn subtree<'a>(&'a self, id: &'a SessionId) -> Vec<&'a SessionId> {
-        let mut out = vec![id];
-        let mut next = 0;
-        while let Some(current) = out.get(next) {
-            if let Some(kids) = self.children.get(*current) {
-                out.extend(kids);
-            }
-            next += 1;
-        }
-        out
     }
 }
 
@@ -120,6 +114,7 @@ impl Handler<Activate> for Supervisor {
             let kids = self.children.entry(parent.clone()).or_default();
             if !kids.contains(&msg.id) {
                 kids.push(msg.id.clone());
+                self.links += 1;
             }
         }
         if let Some(live) = self.live.get(&msg.id)
@@ -180,6 +175,7 @@ impl Handler<Adopt> for Supervisor {
         let kids = self.children.entry(msg.parent).or_default();
         if !kids.contains(&msg.id) {
             kids.push(msg.id);
+            self.links += 1;
         }
     }
 }
@@ -205,6 +201,7 @@ impl Handler<Forget> for Supervisor {
         for kids in self.children.values_mut() {
             kids.retain(|k| !msg.ids.contains(k));
         }
+        self.links = self.children.values().map(Vec::len).sum();
     }
 }
 
@@ -246,9 +243,20 @@ impl Handler<CancelTree> for Supervisor {
         // Children waiting for a running slot are rare: their map is only searched when some are.
         let any_queued = !self.core.queued.is_empty();
         let mut told = 0;
-        let subtree = self.subtree(&msg.id);
-        let mut descendants = Vec::with_capacity(subtree.len().saturating_sub(1));
-        for (n, id) in subtree.into_iter().enumerate() {
+        let mut descendants = std::mem::take(&mut self.spare);
+        // Depth first: the stack holds a few levels of siblings, not the whole tree. A session
+        // continued by one of its own descendants is listed below it too: the walk stops after
+        // as many visits as the tree can have, so such a loop cannot hold it forever.
+        let mut stack = vec![&msg.id];
+        let mut visits = self.links + 1;
+        while let Some(id) = stack.pop() {
+            if visits == 0 {
+                break;
+            }
+            visits -= 1;
+            if let Some(kids) = self.children.get(id) {
+                stack.extend(kids);
+            }
             let queued = any_queued
                 && self
                     .core
@@ -257,7 +265,7 @@ impl Handler<CancelTree> for Supervisor {
                     .map(|(_, waiting)| waiting.cancel())
                     .is_some();
             if let Some(live) = self.live.get(id) {
-                if n > 0 {
+                if *id != msg.id {
                     descendants.push((id.clone(), live.run.clone()));
                 }
                 told += 1;
@@ -283,8 +291,8 @@ impl Handler<CancelTree> for Supervisor {
 impl Supervisor {
     /// Cancels the loops of `descendants` that a cancel of their ancestor's did not reach; the
     /// others (and those no longer live) only have their pending asks refused.
-    fn tell_unreached(&self, descendants: Vec<(SessionId, RunHandle)>) {
-        for (id, run) in descendants {
+    fn tell_unreached(&mut self, mut descendants: Vec<(SessionId, RunHandle)>) {
+        for (id, run) in descendants.drain(..) {
             let live = self
                 .live
                 .get(&id)
@@ -295,6 +303,7 @@ impl Supervisor {
                 None => self.core.broker.drop_session(&id),
             }
         }
+        self.spare = descendants;
     }
 }
 
@@ -340,6 +349,7 @@ impl Handler<StopAll> for Supervisor {
     fn handle(&mut self, _: StopAll, ctx: &mut Self::Context) -> Self::Result {
         self.live.clear();
         self.children.clear();
+        self.links = 0;
         let arbiters = std::mem::take(&mut self.arbiters);
         for arbiter in &arbiters {
             arbiter.stop();

@@ -1,6 +1,7 @@
 //! Subagent results end to end: the task tool's envelope (`details`), its error codes, nesting
 //! and output hygiene, over real HTTP to the fake OpenAI-compatible server.
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use taskforce_actors::permission::PermissionReply;
@@ -527,6 +528,49 @@ async fn max_depth_2_nests_root_child_grandchild_and_stops_there() {
         panic!("the root's task completed")
     };
     assert!(r.output.starts_with("middle done"), "{}", r.output);
+}
+
+#[actix_rt::test]
+async fn a_child_continuing_its_own_root_is_still_cancelled_with_the_tree() {
+    // Root → middle, and the middle's task call continues the root itself: the live tree then
+    // lists the root below the middle. Cancelling the root must still end (and end everything).
+    let root_id = Arc::new(Mutex::new(String::new()));
+    let seen = root_id.clone();
+    let fake = FakeOpenAi::start(move |req: &RecordedRequest| {
+        let first = req.last_role() == Some("user");
+        if req.contains("MIDDLE-AGENT-PROMPT") && first {
+            let root = seen.lock().unwrap().clone();
+            task_call(&format!(
+                r#"{{"description":"back up","prompt":"go on","subagent_type":"middle","session_id":"{root}"}}"#
+            ))
+        } else if first && !req.contains("MIDDLE-AGENT-PROMPT") && !req.contains("go on") {
+            task_call(r#"{"description":"to middle","prompt":"split it","subagent_type":"middle"}"#)
+        } else {
+            Response::text("done").stall_after(1)
+        }
+    })
+    .await
+    .unwrap();
+    let env = nesting_env(&fake.base_url(), 2);
+    let rt = env.runtime().await;
+    let root = rt.create_session(None, None).await.unwrap();
+    *root_id.lock().unwrap() = root.id.to_string();
+    let running = prompt_in_background(&rt, &root.id, "go");
+    assert!(fake.wait_for_requests(2, Duration::from_secs(10)).await);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    tokio::time::timeout(Duration::from_secs(5), rt.cancel(&root.id))
+        .await
+        .expect("the cancel returned")
+        .unwrap();
+    // The root and the middle wait on each other: the cancel grace (2 s) breaks the wait.
+    expect_cancelled(running, Duration::from_secs(5), "the root answered").await;
+    for _ in 0..250 {
+        if rt.statuses().is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(rt.statuses().is_empty(), "{:?}", rt.statuses());
 }
 
 /// Cancels `root`, sees its prompt answered cancelled, and waits until no session runs.
