@@ -33,6 +33,8 @@ pub struct Supervisor {
     spare: Vec<(SessionId, RunHandle)>,
     /// How many parent-to-child links `children` holds.
     links: usize,
+    /// How many sessions the last cancel's walk listed.
+    last_walk: usize,
 }
 
 /// A session actor the supervisor started, and where it runs.
@@ -78,6 +80,7 @@ impl Supervisor {
             next: 0,
             spare: Vec::new(),
             links: 0,
+            last_walk: 0,
         }
     }
 }
@@ -244,18 +247,19 @@ impl Handler<CancelTree> for Supervisor {
         let any_queued = !self.core.queued.is_empty();
         let mut told = 0;
         let mut descendants = std::mem::take(&mut self.spare);
-        // Depth first: the stack holds a few levels of siblings, not the whole tree. A session
-        // continued by one of its own descendants is listed below it too: the walk stops after
-        // as many visits as the tree can have, so such a loop cannot hold it forever.
-        let mut stack = vec![&msg.id];
-        let mut visits = self.links + 1;
-        while let Some(id) = stack.pop() {
-            if visits == 0 {
-                break;
-            }
-            visits -= 1;
+        // Breadth first, parents before their children (in the order the arbiters end them),
+        // in a list sized like the last walk's. A session continued by one of its own
+        // descendants is listed below it too: the walk lists no more sessions than the tree has
+        // links, so such a loop cannot hold it forever.
+        let limit = self.links + 1;
+        let mut order: Vec<&SessionId> = Vec::with_capacity(self.last_walk.clamp(1, limit));
+        order.push(&msg.id);
+        let mut next = 0;
+        while let Some(&id) = order.get(next) {
+            next += 1;
             if let Some(kids) = self.children.get(id) {
-                stack.extend(kids);
+                let room = limit.saturating_sub(order.len());
+                order.extend(kids.iter().take(room));
             }
             let queued = any_queued
                 && self
@@ -265,7 +269,7 @@ impl Handler<CancelTree> for Supervisor {
                     .map(|(_, waiting)| waiting.cancel())
                     .is_some();
             if let Some(live) = self.live.get(id) {
-                if *id != msg.id {
+                if next > 1 {
                     descendants.push((id.clone(), live.run.clone()));
                 }
                 told += 1;
@@ -273,6 +277,7 @@ impl Handler<CancelTree> for Supervisor {
                 told += 1;
             }
         }
+        self.last_walk = order.len();
         // Once the root has handled its cancel (or could not), only the descendants it did not
         // reach are told: background children, runs already going when a call continued them.
         let root_done = async move {
