@@ -8,7 +8,7 @@ use taskforce_actors::permission::PermissionReply;
 use taskforce_actors::store::MessageWithParts;
 use taskforce_actors::{PromptInput, Runtime, RuntimeError};
 use taskforce_agents::id::SessionId;
-use taskforce_agents::model::{Message, ToolMetadata, ToolState};
+use taskforce_agents::model::{Message, Session, ToolMetadata, ToolState};
 use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 use taskforce_agents::tool::{TaskEnvelope, TaskErrorCode, TaskMode};
 
@@ -551,13 +551,10 @@ async fn a_child_continuing_its_own_root_is_still_cancelled_with_the_tree() {
     })
     .await
     .unwrap();
-    let env = nesting_env(&fake.base_url(), 2);
-    let rt = env.runtime().await;
-    let root = rt.create_session(None, None).await.unwrap();
-    *root_id.lock().unwrap() = root.id.to_string();
-    let running = prompt_in_background(&rt, &root.id, "go");
-    assert!(fake.wait_for_requests(2, Duration::from_secs(10)).await);
-    tokio::time::sleep(Duration::from_millis(200)).await;
+    let (_env, rt, root, running) = running_tree(&fake, 2, |root| {
+        *root_id.lock().unwrap() = root.id.to_string();
+    })
+    .await;
     tokio::time::timeout(Duration::from_secs(5), rt.cancel(&root.id))
         .await
         .expect("the cancel returned")
@@ -571,6 +568,31 @@ async fn a_child_continuing_its_own_root_is_still_cancelled_with_the_tree() {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     assert!(rt.statuses().is_empty(), "{:?}", rt.statuses());
+}
+
+/// A runtime nesting two deep over `fake`, and a root prompted "go" in the background (`before`
+/// sees the root first); returned once `requests` model calls came in, and a moment later.
+async fn running_tree(
+    fake: &FakeOpenAi,
+    requests: usize,
+    before: impl FnOnce(&Session),
+) -> (
+    Env,
+    Runtime,
+    Session,
+    tokio::task::JoinHandle<Result<MessageWithParts, RuntimeError>>,
+) {
+    let env = nesting_env(&fake.base_url(), 2);
+    let rt = env.runtime().await;
+    let root = rt.create_session(None, None).await.unwrap();
+    before(&root);
+    let running = prompt_in_background(&rt, &root.id, "go");
+    assert!(
+        fake.wait_for_requests(requests, Duration::from_secs(10))
+            .await
+    );
+    tokio::time::sleep(Duration::from_millis(150)).await;
+    (env, rt, root, running)
 }
 
 /// Cancels `root`, sees its prompt answered cancelled, and waits until no session runs.
@@ -602,12 +624,7 @@ async fn cancelling_the_root_ends_a_nested_tree_with_every_call_recorded() {
     })
     .await
     .unwrap();
-    let env = nesting_env(&fake.base_url(), 2);
-    let rt = env.runtime().await;
-    let root = rt.create_session(None, None).await.unwrap();
-    let running = prompt_in_background(&rt, &root.id, "go");
-    assert!(fake.wait_for_requests(3, Duration::from_secs(10)).await);
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (_env, rt, root, running) = running_tree(&fake, 3, |_| {}).await;
     assert_eq!(rt.statuses().len(), 3, "root, middle and leaf run");
     cancel_until_idle(&rt, &root.id, running).await;
     let middle = rt.children(&root.id).await.unwrap().remove(0);
@@ -657,12 +674,7 @@ async fn cancelling_the_root_reaches_subtrees_on_both_arbiters() {
     })
     .await
     .unwrap();
-    let env = nesting_env(&fake.base_url(), 2);
-    let rt = env.runtime().await;
-    let root = rt.create_session(None, None).await.unwrap();
-    let running = prompt_in_background(&rt, &root.id, "go");
-    assert!(fake.wait_for_requests(5, Duration::from_secs(10)).await);
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let (_env, rt, root, running) = running_tree(&fake, 5, |_| {}).await;
     assert_eq!(
         rt.statuses().len(),
         5,
