@@ -555,19 +555,8 @@ async fn a_child_continuing_its_own_root_is_still_cancelled_with_the_tree() {
         *root_id.lock().unwrap() = root.id.to_string();
     })
     .await;
-    tokio::time::timeout(Duration::from_secs(5), rt.cancel(&root.id))
-        .await
-        .expect("the cancel returned")
-        .unwrap();
     // The root and the middle wait on each other: the cancel grace (2 s) breaks the wait.
-    expect_cancelled(running, Duration::from_secs(5), "the root answered").await;
-    for _ in 0..250 {
-        if rt.statuses().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(rt.statuses().is_empty(), "{:?}", rt.statuses());
+    cancel_until_idle(&rt, &root.id, running, Duration::from_secs(5)).await;
 }
 
 /// A runtime nesting two deep over `fake`, and a root prompted "go" in the background (`before`
@@ -595,15 +584,20 @@ async fn running_tree(
     (env, rt, root, running)
 }
 
-/// Cancels `root`, sees its prompt answered cancelled, and waits until no session runs.
+/// Cancels `root`, sees its prompt answered cancelled `within`, and waits as long again until
+/// no session runs.
 async fn cancel_until_idle(
     rt: &Runtime,
     root: &SessionId,
     running: tokio::task::JoinHandle<Result<MessageWithParts, RuntimeError>>,
+    within: Duration,
 ) {
-    rt.cancel(root).await.unwrap();
-    expect_cancelled(running, Duration::from_secs(2), "the root answered").await;
-    for _ in 0..100 {
+    tokio::time::timeout(within, rt.cancel(root))
+        .await
+        .expect("the cancel returned")
+        .unwrap();
+    expect_cancelled(running, within, "the root answered").await;
+    for _ in 0..within.as_millis() / 20 {
         if rt.statuses().is_empty() {
             break;
         }
@@ -626,7 +620,7 @@ async fn cancelling_the_root_ends_a_nested_tree_with_every_call_recorded() {
     .unwrap();
     let (_env, rt, root, running) = running_tree(&fake, 3, |_| {}).await;
     assert_eq!(rt.statuses().len(), 3, "root, middle and leaf run");
-    cancel_until_idle(&rt, &root.id, running).await;
+    cancel_until_idle(&rt, &root.id, running, Duration::from_secs(2)).await;
     let middle = rt.children(&root.id).await.unwrap().remove(0);
     let leaf = rt.children(&middle.id).await.unwrap().remove(0);
     // Both task calls ended cancelled, and the leaf's answer is aborted.
@@ -690,7 +684,7 @@ async fn cancelling_the_root_reaches_subtrees_on_both_arbiters() {
     }
     assert!(elsewhere >= 1, "a middle runs on the other arbiter");
 
-    cancel_until_idle(&rt, &root.id, running).await;
+    cancel_until_idle(&rt, &root.id, running, Duration::from_secs(2)).await;
     // Every call of the tree ended cancelled, and every leaf's answer is aborted.
     let root_calls = tool_parts(&rt, &root.id).await;
     assert_eq!(root_calls.len(), 2);
