@@ -54,8 +54,8 @@ pub struct RuntimeOptions {
     /// Pin each arbiter thread to its own core when there is one arbiter per core the process
     /// may use (off by default). Unpinned, the kernel may run two arbiters on one core for a
     /// few milliseconds after one wakes the other; pinned, a burst local to the arbiters (a
-    /// cancelled tree) ends sooner, but on a small machine other busy threads (an in-process
-    /// model server, say) can no longer be moved out of the arbiters' way.
+    /// cancelled tree) ends sooner, but on a small machine the threads the sessions wait on (the
+    /// store's writer, blocking file reads) can no longer be moved out of the arbiters' way.
     pub pin_arbiters: bool,
     /// Events kept for subscribers; one that falls further behind is told it lagged.
     pub bus_capacity: usize,
