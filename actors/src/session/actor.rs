@@ -57,6 +57,8 @@ pub(crate) struct LoopState {
     /// The running loop was started by a parent's task call and ends with it: cancelling the
     /// call cancels the loop (its token is a child of the call's, or relayed from it).
     pub tied: bool,
+    /// The session whose call the running loop is tied to, when known.
+    pub tied_to: Option<SessionId>,
     /// The task relaying the parent's call's cancel to the running loop, when the call runs
     /// on another arbiter.
     pub relay: Option<tokio::task::AbortHandle>,
@@ -88,6 +90,7 @@ impl LoopState {
     pub(crate) fn end_run(&mut self) {
         self.running = None;
         self.tied = false;
+        self.tied_to = None;
         if let Some(relay) = self.relay.take() {
             relay.abort();
         }
@@ -128,12 +131,13 @@ impl RunHandle {
         Arc::ptr_eq(&self.0, &other.0)
     }
 
-    /// A loop runs that a cancel of the session's ancestors does not reach: its token is not
-    /// cancelled and not tied to a parent's call (a tied loop ends with the call, by its token
-    /// or its relay).
-    pub(crate) fn runs_unreached(&self) -> bool {
+    /// A loop runs that a cancel of a subtree does not reach by itself: its token is not
+    /// cancelled, and it is not tied to a call of a session `in_tree` (such a loop ends with the
+    /// call, by its token or its relay; one tied to a call from outside the subtree does not).
+    pub(crate) fn runs_unreached(&self, in_tree: impl Fn(&SessionId) -> bool) -> bool {
         let state = lock(&self.0);
-        !state.tied && state.running.as_ref().is_some_and(|t| !t.is_cancelled())
+        let reached = state.tied && state.tied_to.as_ref().is_some_and(in_tree);
+        !reached && state.running.as_ref().is_some_and(|t| !t.is_cancelled())
     }
 }
 
@@ -163,16 +167,15 @@ impl SessionActor {
         }
     }
 
-    /// Queues a prompt and starts the loop if none runs; a new loop is tied to `within` when
-    /// given (cancelling `within` cancels it): its token is a child of `within`, or, when
-    /// `within` is cancelled on another thread (`relay`), its own token that a task on this
-    /// thread cancels after `within`. Answers the prompt's reply, the running loop's token and
-    /// whether the loop is tied to `within`.
+    /// Queues a prompt and starts the loop if none runs; a new loop is tied to a parent's call
+    /// when `tie` is given (cancelling the call cancels it): its token is a child of the call's,
+    /// or, when the call runs on another thread, its own token that a task on this thread
+    /// cancels after the call's. Answers the prompt's reply, the running loop's token and
+    /// whether the loop is tied to the call.
     fn enqueue(
         &mut self,
         input: PromptInput,
-        within: Option<&CancellationToken>,
-        relay: bool,
+        tie: Option<Tie<'_>>,
         ctx: &mut Context<Self>,
     ) -> (Reply, CancellationToken, bool) {
         self.disarm_idle(ctx);
@@ -184,18 +187,23 @@ impl SessionActor {
             match &state.running {
                 Some(token) => (token.clone(), false, false),
                 None => {
-                    let token = match within {
+                    let tied = tie.is_some();
+                    let token = match tie {
                         None => CancellationToken::new(),
-                        Some(w) if relay => {
-                            let token = CancellationToken::new();
-                            state.relay = Some(spawn_relay(w.clone(), token.clone()));
-                            token
+                        Some(tie) => {
+                            state.tied_to = tie.parent;
+                            if tie.relay {
+                                let token = CancellationToken::new();
+                                state.relay = Some(spawn_relay(tie.within.clone(), token.clone()));
+                                token
+                            } else {
+                                tie.within.child_token()
+                            }
                         }
-                        Some(w) => w.child_token(),
                     };
                     state.running = Some(token.clone());
-                    state.tied = within.is_some();
-                    (token, true, within.is_some())
+                    state.tied = tied;
+                    (token, true, tied)
                 }
             }
         };
@@ -349,7 +357,7 @@ impl Handler<Prompt> for SessionActor {
     type Result = Result<Reply, RuntimeError>;
 
     fn handle(&mut self, msg: Prompt, ctx: &mut Self::Context) -> Self::Result {
-        Ok(self.enqueue(msg.input, None, false, ctx).0)
+        Ok(self.enqueue(msg.input, None, ctx).0)
     }
 }
 
@@ -366,6 +374,19 @@ pub struct Subtask {
     /// another thread relays the cancel, so that each arbiter cancels its own sessions' tokens
     /// and wakes its own tasks.
     pub caller: Option<std::thread::ThreadId>,
+    /// The session whose call sends the task: a cancel of a subtree holding it reaches the run
+    /// through the call.
+    pub parent: Option<SessionId>,
+}
+
+/// What ties a new loop to a parent's task call.
+struct Tie<'a> {
+    /// The call's token.
+    within: &'a CancellationToken,
+    /// The call runs on another thread: its cancel is relayed.
+    relay: bool,
+    /// The calling session.
+    parent: Option<SessionId>,
 }
 
 /// A delegated task under way in its session.
@@ -388,7 +409,12 @@ impl Handler<Subtask> for SessionActor {
         let relay = msg
             .caller
             .is_some_and(|caller| caller != std::thread::current().id());
-        let (reply, token, tied) = self.enqueue(msg.input, msg.within.as_ref(), relay, ctx);
+        let tie = msg.within.as_ref().map(|within| Tie {
+            within,
+            relay,
+            parent: msg.parent,
+        });
+        let (reply, token, tied) = self.enqueue(msg.input, tie, ctx);
         Ok(SubtaskRun {
             reply,
             token,

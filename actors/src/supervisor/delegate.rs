@@ -486,6 +486,7 @@ pub(super) async fn start_child(
         input,
         within,
         caller,
+        parent: parent.cloned(),
     })
     .await
     .map_err(|_| RuntimeError::Crashed(id.to_string()))?

@@ -12,7 +12,7 @@ pub use delegate::SupervisorDelegate;
 pub(crate) use guard::{is_within, session_depth, task_guard};
 pub(crate) use limits::Limits;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use actix::prelude::*;
@@ -280,6 +280,7 @@ impl Handler<CancelTree> for Supervisor {
         self.last_walk = order.len();
         // Once the root has handled its cancel (or could not), only the descendants it did not
         // reach are told: background children, runs already going when a call continued them.
+        let root_id = msg.id.clone();
         let root_done = async move {
             if let Some(root) = root {
                 let _ = root.await;
@@ -287,7 +288,7 @@ impl Handler<CancelTree> for Supervisor {
         };
         ctx.spawn(
             fut::wrap_future::<_, Self>(root_done)
-                .map(move |(), act, _| act.tell_unreached(descendants)),
+                .map(move |(), act, _| act.tell_unreached(&root_id, descendants)),
         );
         told
     }
@@ -296,12 +297,22 @@ impl Handler<CancelTree> for Supervisor {
 impl Supervisor {
     /// Cancels the loops of `descendants` that a cancel of their ancestor's did not reach; the
     /// others (and those no longer live) only have their pending asks refused.
-    fn tell_unreached(&mut self, mut descendants: Vec<(SessionId, RunHandle)>) {
-        for (id, run) in descendants.drain(..) {
-            let live = self
-                .live
-                .get(&id)
-                .filter(|l| l.run.same(&run) && run.runs_unreached());
+    fn tell_unreached(&mut self, root: &SessionId, mut descendants: Vec<(SessionId, RunHandle)>) {
+        // A run tied to a call of a session inside the subtree ends with that call; a run tied
+        // to a call from outside it (a session continued by another branch) is told.
+        let tell: Vec<bool> = {
+            let members: HashSet<&SessionId, foldhash::fast::RandomState> = descendants
+                .iter()
+                .map(|(id, _)| id)
+                .chain(std::iter::once(root))
+                .collect();
+            descendants
+                .iter()
+                .map(|(_, run)| run.runs_unreached(|caller| members.contains(caller)))
+                .collect()
+        };
+        for ((id, run), tell) in descendants.drain(..).zip(tell) {
+            let live = self.live.get(&id).filter(|l| tell && l.run.same(&run));
             match live {
                 Some(live) => live.addr.do_send(Cancel),
                 // What a cancel does besides the token: its pending asks are refused.

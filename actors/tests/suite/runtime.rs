@@ -175,7 +175,7 @@ pub async fn tool_parts(rt: &Runtime, id: &SessionId) -> Vec<(String, ToolState)
 }
 
 /// The child session id named in a task output's `<task_metadata>`.
-fn child_id_in(body: &str) -> Option<String> {
+pub fn child_id_in(body: &str) -> Option<String> {
     let at = body.find("session_id: ses_")? + "session_id: ".len();
     Some(
         body[at..]

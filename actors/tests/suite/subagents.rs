@@ -13,7 +13,7 @@ use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Respo
 use taskforce_agents::tool::{TaskEnvelope, TaskErrorCode, TaskMode};
 
 use super::runtime::{
-    Env, expect_cancelled, is_child, prompt_in_background, task_call, tool_parts,
+    Env, child_id_in, expect_cancelled, is_child, prompt_in_background, task_call, tool_parts,
 };
 
 const GENERAL: &str =
@@ -557,6 +557,68 @@ async fn a_child_continuing_its_own_root_is_still_cancelled_with_the_tree() {
     .await;
     // The root and the middle wait on each other: the cancel grace (2 s) breaks the wait.
     cancel_until_idle(&rt, &root.id, running, Duration::from_secs(5)).await;
+}
+
+#[actix_rt::test]
+async fn cancelling_a_subtree_stops_its_child_while_another_branch_continues_it() {
+    // Root → first middle → leaf (answers); then root → second middle, whose call continues
+    // that leaf (which stalls). Cancelling the first middle's subtree stops the leaf although
+    // it now works for the second middle, whose call reads SUBAGENT_CANCELLED.
+    let leaf_id = Arc::new(Mutex::new(String::new()));
+    let seen = leaf_id.clone();
+    let fake = FakeOpenAi::start(move |req: &RecordedRequest| {
+        let first = req.last_role() == Some("user");
+        let to_middle = r#"{"description":"to middle","prompt":"split it","subagent_type":"middle"}"#;
+        if req.contains("LEAF-AGENT-PROMPT") {
+            let users = req.messages().iter().filter(|m| m["role"] == "user").count();
+            if users == 1 {
+                Response::text("leaf done")
+            } else {
+                Response::text("the leaf never finishes").stall_after(1)
+            }
+        } else if req.contains("MIDDLE-AGENT-PROMPT") {
+            let leaf = seen.lock().unwrap().clone();
+            if !first {
+                if let Some(id) = child_id_in(&req.raw_body) {
+                    *seen.lock().unwrap() = id;
+                }
+                Response::text("middle done")
+            } else if leaf.is_empty() {
+                task_call(r#"{"description":"to leaf","prompt":"do it","subagent_type":"leaf"}"#)
+            } else {
+                task_call(&format!(
+                    r#"{{"description":"again","prompt":"go on","subagent_type":"leaf","session_id":"{leaf}"}}"#
+                ))
+            }
+        } else if first || req.messages().iter().filter(|m| m["role"] == "tool").count() == 1 {
+            // The root's first turn, and its turn after the first middle's answer.
+            task_call(to_middle)
+        } else {
+            Response::text("root done")
+        }
+    })
+    .await
+    .unwrap();
+    // Root, first middle, leaf, first middle again, root again, second middle, leaf again.
+    let (_env, rt, root, running) = running_tree(&fake, 7, |_| {}).await;
+    let middles = rt.children(&root.id).await.unwrap();
+    assert_eq!(middles.len(), 2);
+    let leaf = rt.children(&middles[0].id).await.unwrap().remove(0);
+    assert_eq!(leaf.id.to_string(), *leaf_id.lock().unwrap());
+    assert!(rt.statuses().contains_key(&leaf.id), "the leaf runs again");
+
+    rt.cancel(&middles[0].id).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(5), running)
+        .await
+        .expect("the root finished")
+        .unwrap()
+        .unwrap();
+    let state = task_state(&rt, &middles[1].id).await;
+    assert!(
+        error_of(&state).starts_with("SUBAGENT_CANCELLED: "),
+        "{}",
+        error_of(&state)
+    );
 }
 
 /// A runtime nesting two deep over `fake`, and a root prompted "go" in the background (`before`
