@@ -20,6 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::PromptInput;
 use super::exclusive::{Job, run_job};
+use super::relay::spawn_relay;
 use super::run::run_loop;
 use crate::RuntimeError;
 use crate::core::Core;
@@ -317,18 +318,6 @@ impl SessionActor {
     }
 }
 
-/// Cancels `token` once `upstream` is cancelled, on the calling thread; ends unrun when aborted
-/// (the loop is over first).
-fn spawn_relay(upstream: CancellationToken, token: CancellationToken) -> tokio::task::AbortHandle {
-    tokio::spawn(async move {
-        tokio::select! {
-            () = upstream.cancelled() => token.cancel(),
-            () = token.cancelled() => {}
-        }
-    })
-    .abort_handle()
-}
-
 impl Actor for SessionActor {
     type Context = Context<Self>;
 
@@ -505,22 +494,7 @@ impl Handler<IsBusy> for SessionActor {
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
-
     use super::*;
-
-    #[tokio::test]
-    async fn a_relay_cancels_its_token_once_the_upstream_is_cancelled() {
-        let upstream = CancellationToken::new();
-        let token = CancellationToken::new();
-        let _relay = spawn_relay(upstream.clone(), token.clone());
-        tokio::task::yield_now().await;
-        assert!(!token.is_cancelled(), "nothing to relay yet");
-        upstream.cancel();
-        tokio::time::timeout(Duration::from_secs(1), token.cancelled())
-            .await
-            .expect("the cancel is relayed");
-    }
 
     #[tokio::test]
     async fn an_ended_run_stops_its_relay() {

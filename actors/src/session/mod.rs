@@ -9,6 +9,7 @@ mod history;
 mod host;
 mod input;
 mod processor;
+mod relay;
 mod run;
 mod shell;
 mod step;
