@@ -55,10 +55,8 @@ pub(crate) struct LoopState {
     pub queue: VecDeque<PromptInput>,
     pub waiters: Vec<oneshot::Sender<Result<MessageWithParts, RuntimeError>>>,
     pub running: Option<CancellationToken>,
-    /// The running loop was started by a parent's task call and ends with it: cancelling the
-    /// call cancels the loop (its token is a child of the call's, or relayed from it).
-    pub tied: bool,
-    /// The session whose call the running loop is tied to, when known.
+    /// The session whose task call the running loop was started by, when known: the loop ends
+    /// with that call (its token is a child of the call's, or relayed from it).
     pub tied_to: Option<SessionId>,
     /// The task relaying the parent's call's cancel to the running loop, when the call runs
     /// on another arbiter.
@@ -90,7 +88,6 @@ impl LoopState {
     /// The running loop is over: no token, no tie to a parent's call, no relay.
     pub(crate) fn end_run(&mut self) {
         self.running = None;
-        self.tied = false;
         self.tied_to = None;
         if let Some(relay) = self.relay.take() {
             relay.abort();
@@ -137,7 +134,7 @@ impl RunHandle {
     /// call, by its token or its relay; one tied to a call from outside the subtree does not).
     pub(crate) fn runs_unreached(&self, in_tree: impl Fn(&SessionId) -> bool) -> bool {
         let state = lock(&self.0);
-        let reached = state.tied && state.tied_to.as_ref().is_some_and(in_tree);
+        let reached = state.tied_to.as_ref().is_some_and(in_tree);
         !reached && state.running.as_ref().is_some_and(|t| !t.is_cancelled())
     }
 }
@@ -171,22 +168,22 @@ impl SessionActor {
     /// Queues a prompt and starts the loop if none runs; a new loop is tied to a parent's call
     /// when `tie` is given (cancelling the call cancels it): its token is a child of the call's,
     /// or, when the call runs on another thread, its own token that a task on this thread
-    /// cancels after the call's. Answers the prompt's reply, the running loop's token and
-    /// whether the loop is tied to the call.
+    /// cancels after the call's. Answers the prompt's reply and whether the loop is tied to the
+    /// call.
     fn enqueue(
         &mut self,
         input: PromptInput,
         tie: Option<Tie<'_>>,
         ctx: &mut Context<Self>,
-    ) -> (Reply, CancellationToken, bool) {
+    ) -> (Reply, bool) {
         self.disarm_idle(ctx);
         let (tx, rx) = oneshot::channel();
-        let (token, new, tied) = {
+        let (new_run, tied) = {
             let mut state = lock(&self.state);
             state.queue.push_back(input);
             state.waiters.push(tx);
             match &state.running {
-                Some(token) => (token.clone(), false, false),
+                Some(_) => (None, false),
                 None => {
                     let tied = tie.is_some();
                     let token = match tie {
@@ -203,15 +200,14 @@ impl SessionActor {
                         }
                     };
                     state.running = Some(token.clone());
-                    state.tied = tied;
-                    (token, true, tied)
+                    (Some(token), tied)
                 }
             }
         };
-        if new {
-            self.start_loop(token.clone(), ctx);
+        if let Some(token) = new_run {
+            self.start_loop(token, ctx);
         }
-        (rx, token, tied)
+        (rx, tied)
     }
 
     /// Runs the agent loop under `token` (already set as the running one).
@@ -382,8 +378,6 @@ struct Tie<'a> {
 pub struct SubtaskRun {
     /// Answered when the run ends.
     pub reply: Reply,
-    /// The token of the run carrying the task.
-    pub token: CancellationToken,
     /// The run was started for this task and ends with the call (`within`); otherwise it was
     /// already going and keeps its own token.
     pub tied: bool,
@@ -403,10 +397,9 @@ impl Handler<Subtask> for SessionActor {
             relay,
             parent: msg.parent,
         });
-        let (reply, token, tied) = self.enqueue(msg.input, tie, ctx);
+        let (reply, tied) = self.enqueue(msg.input, tie, ctx);
         Ok(SubtaskRun {
             reply,
-            token,
             tied,
             answers: AnswerBook(self.state.clone()),
         })
@@ -502,12 +495,12 @@ mod tests {
         let token = CancellationToken::new();
         let mut state = LoopState {
             running: Some(token.clone()),
-            tied: true,
+            tied_to: Some(SessionId::new()),
             relay: Some(spawn_relay(upstream.clone(), token.clone())),
             ..LoopState::default()
         };
         state.end_run();
-        assert!(state.running.is_none() && !state.tied && state.relay.is_none());
+        assert!(state.running.is_none() && state.tied_to.is_none() && state.relay.is_none());
         for _ in 0..3 {
             tokio::task::yield_now().await;
         }

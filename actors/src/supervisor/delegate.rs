@@ -187,8 +187,9 @@ impl Delegate for SupervisorDelegate {
 
         let input = self.child_input(&mut request, nests);
         let started = now_ms();
-        // The child's run is a child of this call's token: cancelling the parent's run (its
-        // whole tree) reaches every descendant at once, with no message per level.
+        // The child's run is tied to this call's token (a child token, or relayed on the child's
+        // arbiter): cancelling the parent's run (its whole tree) reaches every descendant, with
+        // no message per level.
         let within = Some(ctx.abort.clone());
         // Moved into the child's actor: only its id is needed here afterwards.
         let child_id = child.id.clone();
@@ -204,7 +205,6 @@ impl Delegate for SupervisorDelegate {
             reply,
             tied,
             answers: book,
-            ..
         } = match start.await {
             Ok(started) => started,
             Err(e) => {

@@ -33,8 +33,6 @@ pub struct Supervisor {
     spare: Vec<(SessionId, RunHandle)>,
     /// How many parent-to-child links `children` holds.
     links: usize,
-    /// How many sessions the last cancel's walk listed.
-    last_walk: usize,
 }
 
 /// A session actor the supervisor started, and where it runs.
@@ -80,7 +78,6 @@ impl Supervisor {
             next: 0,
             spare: Vec::new(),
             links: 0,
-            last_walk: 0,
         }
     }
 }
@@ -248,11 +245,12 @@ impl Handler<CancelTree> for Supervisor {
         let mut told = 0;
         let mut descendants = std::mem::take(&mut self.spare);
         // Breadth first, parents before their children (in the order the arbiters end them),
-        // in a list sized like the last walk's. A session continued by one of its own
-        // descendants is listed below it too: the walk lists no more sessions than the tree has
-        // links, so such a loop cannot hold it forever.
+        // in a list sized like the last walk's (the kept list's room). A session continued by
+        // one of its own descendants is listed below it too: the walk lists no more sessions
+        // than the tree has links, so such a loop cannot hold it forever.
         let limit = self.links + 1;
-        let mut order: Vec<&SessionId> = Vec::with_capacity(self.last_walk.clamp(1, limit));
+        let mut order: Vec<&SessionId> =
+            Vec::with_capacity((descendants.capacity() + 1).min(limit));
         order.push(&msg.id);
         let mut next = 0;
         while let Some(&id) = order.get(next) {
@@ -277,7 +275,6 @@ impl Handler<CancelTree> for Supervisor {
                 told += 1;
             }
         }
-        self.last_walk = order.len();
         // Once the root has handled its cancel (or could not), only the descendants it did not
         // reach are told: background children, runs already going when a call continued them.
         let root_id = msg.id.clone();
