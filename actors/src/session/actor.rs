@@ -105,7 +105,11 @@ pub struct SessionActor {
     id: SessionId,
     core: Arc<Core>,
     state: Arc<Mutex<LoopState>>,
+    /// The timer that stops the actor once it has been idle long enough, while armed. It is
+    /// left armed through runs: a run's end only notes the time (see `arm_idle`).
     idle_timer: Option<SpawnHandle>,
+    /// Since when the actor has had nothing to do; `None` while a loop or job runs.
+    idle_since: Option<tokio::time::Instant>,
 }
 
 /// A look at a session actor's running loop from outside the actor (the supervisor's).
@@ -148,6 +152,7 @@ impl SessionActor {
             core,
             state: run.0,
             idle_timer: None,
+            idle_since: None,
         }
     }
 
@@ -297,18 +302,34 @@ impl SessionActor {
         Ok(rx)
     }
 
-    fn disarm_idle(&mut self, ctx: &mut Context<Self>) {
-        if let Some(handle) = self.idle_timer.take() {
-            ctx.cancel_future(handle);
+    /// Notes that a loop or job runs: the actor is not idle (an armed timer stays, and stops
+    /// nothing while this lasts).
+    fn disarm_idle(&mut self, _: &mut Context<Self>) {
+        self.idle_since = None;
+    }
+
+    /// Notes that the actor is idle from now, and arms the idle timer unless it is armed. A
+    /// timer that fires early (the actor was busy in between) waits out the rest: one timer
+    /// per idle period at most, not one per run.
+    fn arm_idle(&mut self, ctx: &mut Context<Self>) {
+        self.idle_since = Some(tokio::time::Instant::now());
+        if self.idle_timer.is_none() {
+            self.schedule_idle_check(self.core.idle_stop, ctx);
         }
     }
 
-    fn arm_idle(&mut self, ctx: &mut Context<Self>) {
-        self.disarm_idle(ctx);
-        let after = self.core.idle_stop;
+    fn schedule_idle_check(&mut self, after: std::time::Duration, ctx: &mut Context<Self>) {
         self.idle_timer = Some(ctx.run_later(after, |act, ctx| {
-            if lock(&act.state).running.is_none() {
-                ctx.stop();
+            act.idle_timer = None;
+            // Busy: the run's end arms the timer again.
+            let Some(since) = act.idle_since else { return };
+            if lock(&act.state).running.is_some() {
+                return;
+            }
+            let idle = since.elapsed();
+            match act.core.idle_stop.checked_sub(idle) {
+                Some(left) if !left.is_zero() => act.schedule_idle_check(left, ctx),
+                _ => ctx.stop(),
             }
         }));
     }

@@ -734,6 +734,42 @@ async fn idle_session_actors_stop_and_come_back_from_the_store() {
 }
 
 #[actix_rt::test]
+async fn an_actor_busy_since_its_idle_timer_was_armed_waits_a_full_idle_period() {
+    let fake = FakeOpenAi::start(|_| Response::text("hello"))
+        .await
+        .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let mut options = env.options();
+    options.idle_stop = Duration::from_millis(1_000);
+    let rt = Runtime::start(options).await.unwrap();
+    let s = rt.create_session(None, None).await.unwrap();
+    rt.prompt(&s.id, PromptInput::text("one")).await.unwrap();
+    // The timer armed after "one" fires about 400 ms after "two": by then the actor has been
+    // idle for well under a period, so it stays.
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    rt.prompt(&s.id, PromptInput::text("two")).await.unwrap();
+    let since_two = std::time::Instant::now();
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let live = rt.live_sessions().await.unwrap();
+    if since_two.elapsed() < Duration::from_millis(950) {
+        assert_eq!(
+            live, 1,
+            "stopped before a full idle period after its last run"
+        );
+    }
+    let mut stopped = false;
+    for _ in 0..250 {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        if rt.live_sessions().await.unwrap() == 0 {
+            stopped = true;
+            break;
+        }
+    }
+    assert!(stopped, "the idle actor stopped after a full period");
+    assert!(since_two.elapsed() >= Duration::from_millis(1_000));
+}
+
+#[actix_rt::test]
 async fn the_parent_task_part_follows_the_child_live() {
     use futures::StreamExt;
     use taskforce_actors::bus::{BusItem, Event, Filter};
