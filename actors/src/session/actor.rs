@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use super::PromptInput;
 use super::exclusive::{Job, run_job};
 use super::relay::spawn_relay;
-use super::run::run_loop;
+use super::run::run_loops;
 use crate::RuntimeError;
 use crate::core::Core;
 use crate::store::MessageWithParts;
@@ -55,6 +55,8 @@ pub(crate) struct LoopState {
     pub queue: VecDeque<PromptInput>,
     pub waiters: Vec<oneshot::Sender<Result<MessageWithParts, RuntimeError>>>,
     pub running: Option<CancellationToken>,
+    /// Since when no loop or job has run (set when one ends); `None` until the first ends.
+    pub idle_since: Option<tokio::time::Instant>,
     /// The session whose task call the running loop was started by, when known: the loop ends
     /// with that call (its token is a child of the call's, or relayed from it).
     pub tied_to: Option<SessionId>,
@@ -88,6 +90,7 @@ impl LoopState {
     /// The running loop is over: no token, no tie to a parent's call, no relay.
     pub(crate) fn end_run(&mut self) {
         self.running = None;
+        self.idle_since = Some(tokio::time::Instant::now());
         self.tied_to = None;
         if let Some(relay) = self.relay.take() {
             relay.abort();
@@ -105,11 +108,8 @@ pub struct SessionActor {
     id: SessionId,
     core: Arc<Core>,
     state: Arc<Mutex<LoopState>>,
-    /// The timer that stops the actor once it has been idle long enough, while armed. It is
-    /// left armed through runs: a run's end only notes the time (see `arm_idle`).
-    idle_timer: Option<SpawnHandle>,
-    /// Since when the actor has had nothing to do; `None` while a loop or job runs.
-    idle_since: Option<tokio::time::Instant>,
+    /// When the actor was started: idle since then until a run ends.
+    started: tokio::time::Instant,
 }
 
 /// A look at a session actor's running loop from outside the actor (the supervisor's).
@@ -151,8 +151,7 @@ impl SessionActor {
             id,
             core,
             state: run.0,
-            idle_timer: None,
-            idle_since: None,
+            started: tokio::time::Instant::now(),
         }
     }
 
@@ -175,13 +174,7 @@ impl SessionActor {
     /// or, when the call runs on another thread, its own token that a task on this thread
     /// cancels after the call's. Answers the prompt's reply and whether the loop is tied to the
     /// call.
-    fn enqueue(
-        &mut self,
-        input: PromptInput,
-        tie: Option<Tie<'_>>,
-        ctx: &mut Context<Self>,
-    ) -> (Reply, bool) {
-        self.disarm_idle(ctx);
+    fn enqueue(&mut self, input: PromptInput, tie: Option<Tie<'_>>) -> (Reply, bool) {
         let (tx, rx) = oneshot::channel();
         let (new_run, tied) = {
             let mut state = lock(&self.state);
@@ -210,50 +203,23 @@ impl SessionActor {
             }
         };
         if let Some(token) = new_run {
-            self.start_loop(token, ctx);
+            self.start_loop(token);
         }
         (rx, tied)
     }
 
-    /// Runs the agent loop under `token` (already set as the running one).
-    fn start_loop(&mut self, token: CancellationToken, ctx: &mut Context<Self>) {
+    /// Runs the agent loop under `token` (already set as the running one), in a task of its
+    /// own that the actor does not wait on: the task ends its runs itself (see `run_loops`),
+    /// so a session's end wakes nothing else on its thread.
+    fn start_loop(&mut self, token: CancellationToken) {
         // Boxed: the task's cell then holds a pointer, not the loop's whole state machine,
-        // which tokio would otherwise copy when the loop ends and when its end is read.
-        let task = tokio::spawn(Box::pin(run_loop(
+        // which tokio would otherwise copy when the loop ends.
+        tokio::spawn(Box::pin(run_loops(
             self.core.clone(),
             self.id.clone(),
             self.state.clone(),
             token,
         )));
-        ctx.spawn(task.into_actor(self).map(|joined, act, ctx| {
-            if let Err(e) = joined {
-                // The loop panicked: answer everyone instead of leaving them waiting.
-                tracing::error!(session = %act.id, "session loop crashed: {e}");
-                let waiters = {
-                    let mut state = lock(&act.state);
-                    state.end_run();
-                    state.queue.clear();
-                    std::mem::take(&mut state.waiters)
-                };
-                for w in waiters {
-                    let _ = w.send(Err(RuntimeError::Crashed(act.id.to_string())));
-                }
-            }
-            // A prompt that arrived after the loop's last look at the queue (a background
-            // result, say) starts the next loop instead of waiting for another prompt.
-            let next = {
-                let mut state = lock(&act.state);
-                (state.running.is_none() && !state.queue.is_empty()).then(|| {
-                    let token = CancellationToken::new();
-                    state.running = Some(token.clone());
-                    token
-                })
-            };
-            match next {
-                Some(token) => act.start_loop(token, ctx),
-                None => act.arm_idle(ctx),
-            }
-        }));
     }
 
     /// Runs `job` with the session to itself, or fails with `Busy` while a loop runs. Prompts
@@ -268,7 +234,6 @@ impl SessionActor {
             state.running = Some(token.clone());
             token
         };
-        self.disarm_idle(ctx);
         let (tx, rx) = oneshot::channel();
         let task = tokio::spawn(run_job(
             self.core.clone(),
@@ -277,7 +242,7 @@ impl SessionActor {
             token,
             job,
         ));
-        ctx.spawn(task.into_actor(self).map(move |joined, act, ctx| {
+        ctx.spawn(task.into_actor(self).map(move |joined, act, _| {
             let result = joined.unwrap_or_else(|e| {
                 tracing::error!(session = %act.id, "session job crashed: {e}");
                 Err(RuntimeError::Crashed(act.id.to_string()))
@@ -294,44 +259,34 @@ impl SessionActor {
                     Some(token)
                 }
             };
-            match next {
-                Some(token) => act.start_loop(token, ctx),
-                None => act.arm_idle(ctx),
+            if let Some(token) = next {
+                act.start_loop(token);
             }
         }));
         Ok(rx)
     }
 
-    /// Notes that a loop or job runs: the actor is not idle (an armed timer stays, and stops
-    /// nothing while this lasts).
-    fn disarm_idle(&mut self, _: &mut Context<Self>) {
-        self.idle_since = None;
-    }
-
-    /// Notes that the actor is idle from now, and arms the idle timer unless it is armed. A
-    /// timer that fires early (the actor was busy in between) waits out the rest: one timer
-    /// per idle period at most, not one per run.
-    fn arm_idle(&mut self, ctx: &mut Context<Self>) {
-        self.idle_since = Some(tokio::time::Instant::now());
-        if self.idle_timer.is_none() {
-            self.schedule_idle_check(self.core.idle_stop, ctx);
-        }
-    }
-
-    fn schedule_idle_check(&mut self, after: std::time::Duration, ctx: &mut Context<Self>) {
-        self.idle_timer = Some(ctx.run_later(after, |act, ctx| {
-            act.idle_timer = None;
-            // Busy: the run's end arms the timer again.
-            let Some(since) = act.idle_since else { return };
-            if lock(&act.state).running.is_some() {
-                return;
+    /// Checks after `after` whether the actor has been idle for `idle_stop` and stops it if so;
+    /// otherwise checks again when that could be (a full period while a run goes on). One
+    /// timer per actor and period: runs do not arm timers.
+    fn check_idle_after(&mut self, after: std::time::Duration, ctx: &mut Context<Self>) {
+        ctx.run_later(after, |act, ctx| {
+            let period = act.core.idle_stop;
+            let left = {
+                let state = lock(&act.state);
+                match &state.running {
+                    Some(_) => Some(period),
+                    None => {
+                        let idle = state.idle_since.unwrap_or(act.started).elapsed();
+                        period.checked_sub(idle).filter(|left| !left.is_zero())
+                    }
+                }
+            };
+            match left {
+                Some(left) => act.check_idle_after(left, ctx),
+                None => ctx.stop(),
             }
-            let idle = since.elapsed();
-            match act.core.idle_stop.checked_sub(idle) {
-                Some(left) if !left.is_zero() => act.schedule_idle_check(left, ctx),
-                _ => ctx.stop(),
-            }
-        }));
+        });
     }
 }
 
@@ -339,7 +294,7 @@ impl Actor for SessionActor {
     type Context = Context<Self>;
 
     fn started(&mut self, ctx: &mut Self::Context) {
-        self.arm_idle(ctx);
+        self.check_idle_after(self.core.idle_stop, ctx);
     }
 
     fn stopped(&mut self, _: &mut Self::Context) {
@@ -362,8 +317,8 @@ pub struct Prompt {
 impl Handler<Prompt> for SessionActor {
     type Result = Result<Reply, RuntimeError>;
 
-    fn handle(&mut self, msg: Prompt, ctx: &mut Self::Context) -> Self::Result {
-        Ok(self.enqueue(msg.input, None, ctx).0)
+    fn handle(&mut self, msg: Prompt, _: &mut Self::Context) -> Self::Result {
+        Ok(self.enqueue(msg.input, None).0)
     }
 }
 
@@ -409,7 +364,7 @@ pub struct SubtaskRun {
 impl Handler<Subtask> for SessionActor {
     type Result = Result<SubtaskRun, RuntimeError>;
 
-    fn handle(&mut self, msg: Subtask, ctx: &mut Self::Context) -> Self::Result {
+    fn handle(&mut self, msg: Subtask, _: &mut Self::Context) -> Self::Result {
         let relay = msg
             .caller
             .is_some_and(|caller| caller != std::thread::current().id());
@@ -418,7 +373,7 @@ impl Handler<Subtask> for SessionActor {
             relay,
             parent: msg.parent,
         });
-        let (reply, tied) = self.enqueue(msg.input, tie, ctx);
+        let (reply, tied) = self.enqueue(msg.input, tie);
         Ok(SubtaskRun {
             reply,
             tied,

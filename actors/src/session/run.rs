@@ -1,6 +1,9 @@
 //! The agent loop of one session (reference §8.1, without compaction and titles).
 
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
+
+use futures::FutureExt;
 
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::{AssistantError, Message, Session};
@@ -19,8 +22,51 @@ use crate::bus::{Event, SessionStatus};
 use crate::core::Core;
 use crate::store::MessageWithParts;
 
+/// A session's runs, as one task: the loop on the queued prompts, then another while prompts
+/// came in after a loop's last look at the queue (a background result, say). A loop that
+/// panics answers everyone with `Crashed` instead of leaving them waiting.
+pub(crate) async fn run_loops(
+    core: Arc<Core>,
+    id: SessionId,
+    state: Arc<Mutex<LoopState>>,
+    mut token: CancellationToken,
+) {
+    loop {
+        let run = AssertUnwindSafe(run_loop(core.clone(), id.clone(), state.clone(), token));
+        if let Err(panic) = run.catch_unwind().await {
+            tracing::error!(session = %id, "session loop crashed: {}", panic_text(&*panic));
+            let waiters = {
+                let mut state = lock(&state);
+                state.end_run();
+                state.queue.clear();
+                std::mem::take(&mut state.waiters)
+            };
+            for w in waiters {
+                let _ = w.send(Err(RuntimeError::Crashed(id.to_string())));
+            }
+            return;
+        }
+        // A run started by the actor meanwhile has the prompts.
+        let mut state = lock(&state);
+        if state.running.is_some() || state.queue.is_empty() {
+            return;
+        }
+        token = CancellationToken::new();
+        state.running = Some(token.clone());
+    }
+}
+
+/// The message a panic was raised with, when it has one.
+fn panic_text(panic: &(dyn std::any::Any + Send)) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("a panic without a message")
+}
+
 /// Runs the loop until the model is done with every queued prompt, then answers the waiters.
-pub(crate) async fn run_loop(
+async fn run_loop(
     core: Arc<Core>,
     id: SessionId,
     state: Arc<Mutex<LoopState>>,
