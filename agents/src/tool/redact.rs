@@ -154,7 +154,13 @@ fn may_hold_secret(text: &str) -> bool {
 
 /// The home directory, when `text` contains it.
 fn home_in<'h>(text: &str, home: Option<&'h Path>) -> Option<&'h str> {
-    let home = home.and_then(Path::to_str)?;
+    let home = home?;
+    // Shorter than the path less a trailing slash: it cannot hold it (known before the path is
+    // read as text, which validates it).
+    if text.len() + 1 < home.as_os_str().len() {
+        return None;
+    }
+    let home = home.to_str()?;
     let bare = home.trim_end_matches('/');
     // Shorter than the path: it cannot hold it (and no searcher is built for it).
     (!bare.is_empty() && text.len() >= bare.len() && text.contains(bare)).then_some(home)
