@@ -55,7 +55,8 @@ pub(crate) struct LoopState {
     pub queue: VecDeque<PromptInput>,
     pub waiters: Vec<oneshot::Sender<Result<MessageWithParts, RuntimeError>>>,
     pub running: Option<CancellationToken>,
-    /// Since when no loop or job has run (set when one ends); `None` until the first ends.
+    /// Since when no loop or job has run: when the last ended, else when the actor's memory
+    /// was made.
     pub idle_since: Option<tokio::time::Instant>,
     /// The session whose task call the running loop was started by, when known: the loop ends
     /// with that call (its token is a child of the call's, or relayed from it).
@@ -96,6 +97,16 @@ impl LoopState {
             relay.abort();
         }
     }
+
+    /// When no run goes on and prompts wait: a new run's token, set as the running one.
+    pub(crate) fn next_run(&mut self) -> Option<CancellationToken> {
+        if self.running.is_some() || self.queue.is_empty() {
+            return None;
+        }
+        let token = CancellationToken::new();
+        self.running = Some(token.clone());
+        Some(token)
+    }
 }
 
 /// Locks the loop state, tolerating a poisoned lock (its data stays consistent).
@@ -108,8 +119,6 @@ pub struct SessionActor {
     id: SessionId,
     core: Arc<Core>,
     state: Arc<Mutex<LoopState>>,
-    /// When the actor was started: idle since then until a run ends.
-    started: tokio::time::Instant,
 }
 
 /// A look at a session actor's running loop from outside the actor (the supervisor's).
@@ -119,7 +128,10 @@ pub(crate) struct RunHandle(Arc<Mutex<LoopState>>);
 impl RunHandle {
     /// The memory of a new actor, from what it is started with.
     pub(crate) fn new(seed: Option<Seed>) -> Self {
-        let mut state = LoopState::default();
+        let mut state = LoopState {
+            idle_since: Some(tokio::time::Instant::now()),
+            ..LoopState::default()
+        };
         if let Some(seed) = seed {
             state.history = seed.empty.then(Vec::new);
             state.unsaved = seed.unsaved;
@@ -151,7 +163,6 @@ impl SessionActor {
             id,
             core,
             state: run.0,
-            started: tokio::time::Instant::now(),
         }
     }
 
@@ -251,13 +262,7 @@ impl SessionActor {
             let next = {
                 let mut state = lock(&act.state);
                 state.end_run();
-                if state.queue.is_empty() {
-                    None
-                } else {
-                    let token = CancellationToken::new();
-                    state.running = Some(token.clone());
-                    Some(token)
-                }
+                state.next_run()
             };
             if let Some(token) = next {
                 act.start_loop(token);
@@ -277,7 +282,9 @@ impl SessionActor {
                 match &state.running {
                     Some(_) => Some(period),
                     None => {
-                        let idle = state.idle_since.unwrap_or(act.started).elapsed();
+                        let idle = state
+                            .idle_since
+                            .map_or(std::time::Duration::ZERO, |since| since.elapsed());
                         period.checked_sub(idle).filter(|left| !left.is_zero())
                     }
                 }

@@ -47,12 +47,10 @@ pub(crate) async fn run_loops(
             return;
         }
         // A run started by the actor meanwhile has the prompts.
-        let mut state = lock(&state);
-        if state.running.is_some() || state.queue.is_empty() {
-            return;
+        match lock(&state).next_run() {
+            Some(next) => token = next,
+            None => return,
         }
-        token = CancellationToken::new();
-        state.running = Some(token.clone());
     }
 }
 

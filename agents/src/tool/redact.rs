@@ -162,7 +162,7 @@ fn home_in<'h>(text: &str, home: Option<&'h Path>) -> Option<&'h str> {
     }
     let home = home.to_str()?;
     let bare = home.trim_end_matches('/');
-    // Shorter than the path: it cannot hold it (and no searcher is built for it).
+    // Exactly: no searcher is built for a text shorter than the bare path.
     (!bare.is_empty() && text.len() >= bare.len() && text.contains(bare)).then_some(home)
 }
 
