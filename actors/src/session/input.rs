@@ -11,7 +11,7 @@ use taskforce_agents::model::{
 };
 use taskforce_agents::permission::{Action, evaluate};
 
-use super::writer::{Item, Writer};
+use super::writer::{Held, Item, Writer};
 use crate::RuntimeError;
 use crate::core::Core;
 use crate::store::MessageWithParts;
@@ -140,6 +140,43 @@ pub(crate) async fn create_user_message(
     unsaved: bool,
     input: PromptInput,
 ) -> Result<MessageWithParts, RuntimeError> {
+    let user = user_message(core, session, history, input).await?;
+    let items: Vec<Item<'_>> = unsaved
+        .then_some(Item::NewSession(session))
+        .into_iter()
+        .chain(std::iter::once(Item::Message(&user.info)))
+        .chain(user.parts.iter().map(Item::Part))
+        .collect();
+    writer.save(&items).await?;
+    Ok(user)
+}
+
+/// The user message of `input` as [`create_user_message`] makes it, held to be written (and
+/// published) with the next commit, the session's own row first when `unsaved`.
+pub(crate) async fn hold_user_message(
+    core: &Core,
+    held: &mut Held,
+    session: &Arc<Session>,
+    history: Option<&[MessageWithParts]>,
+    unsaved: bool,
+    input: PromptInput,
+) -> Result<MessageWithParts, RuntimeError> {
+    let user = user_message(core, session, history, input).await?;
+    if unsaved {
+        held.session(session.clone());
+    }
+    held.message(user.info.clone());
+    held.parts(user.parts.iter().cloned());
+    Ok(user)
+}
+
+/// The user message of `input` to `session`, with its agent and model resolved.
+async fn user_message(
+    core: &Core,
+    session: &Session,
+    history: Option<&[MessageWithParts]>,
+    input: PromptInput,
+) -> Result<MessageWithParts, RuntimeError> {
     let agent = match &input.agent {
         Some(name) => core.registry.require(name)?.clone(),
         None => core.registry.default_agent().clone(),
@@ -223,13 +260,6 @@ pub(crate) async fn create_user_message(
             kind,
         )));
     }
-    let items: Vec<Item<'_>> = unsaved
-        .then_some(Item::NewSession(session))
-        .into_iter()
-        .chain(std::iter::once(Item::Message(&info)))
-        .chain(parts.iter().map(Item::Part))
-        .collect();
-    writer.save(&items).await?;
     Ok(MessageWithParts { info, parts })
 }
 

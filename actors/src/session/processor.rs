@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use super::call::{CallSite, call_tool, delegate};
 use super::host::SessionToolHost;
 use super::step::to_assistant_error;
-use super::writer::{Item, Writer};
+use super::writer::{Held, Item, Writer};
 use crate::bus::SessionStatus;
 use crate::core::Core;
 
@@ -158,6 +158,8 @@ pub(super) struct Processor {
     pub task_guarded: bool,
     /// What starts the subagents of the step's calls, made at the first call.
     pub delegate: Option<Arc<dyn Delegate>>,
+    /// Written before the step's opening, in its commit (see [`Held`]).
+    pub held: Held,
 }
 
 /// A streaming text or reasoning part and when it was last written to disk.
@@ -197,7 +199,10 @@ impl Processor {
         let start = self.new_part(StepStartPart::default().into());
         let opened = self
             .writer
-            .save(&[Item::Message(&opening), Item::Part(&start.lock())])
+            .save_after(
+                &mut self.held,
+                &[Item::Message(&opening), Item::Part(&start.lock())],
+            )
             .await;
         drop(opening);
         if let Err(e) = opened {
@@ -326,6 +331,9 @@ impl Processor {
         result.closing.extend(Self::end_text(text));
 
         // Wait for the step's tool calls; a cancel reaches them through their child tokens.
+        // The call that ends last, once the stream is over, is written with the closing commit
+        // (and what it leaves pending with it), ahead of the finished text as it would have been.
+        let mut last: Vec<Arc<Part>> = Vec::new();
         while let Some(joined) = runs.next().await {
             let Ok((call_id, outcome)) = joined else {
                 continue;
@@ -337,7 +345,11 @@ impl Processor {
                 )) {
                     result.blocked = true;
                 }
-                self.finish_tool(part, outcome).await;
+                if runs.is_empty() && !self.token.is_cancelled() {
+                    last.push(self.end_tool(part, outcome));
+                } else {
+                    self.finish_tool(part, outcome).await;
+                }
             }
         }
         if aborted_now || self.token.is_cancelled() {
@@ -346,9 +358,14 @@ impl Processor {
         // Nothing stays pending or running.
         for part in calls.values() {
             if !part.peek(|p| p.as_tool().is_some_and(|t| t.state.is_finished())) {
-                self.finish_tool(part, Err(ToolError::Aborted)).await;
+                if last.is_empty() {
+                    self.finish_tool(part, Err(ToolError::Aborted)).await;
+                } else {
+                    last.push(self.end_tool(part, Err(ToolError::Aborted)));
+                }
             }
         }
+        result.closing.splice(0..0, last);
         // A step that failed or was cancelled never finished: like OpenCode, it gets no
         // `step-finish` part (its usage is on the assistant message).
         if result.error.is_some() {
@@ -660,12 +677,23 @@ impl Processor {
         false
     }
 
-    /// Records a call's result on its part.
+    /// Records a call's result on its part, writes and publishes it.
     async fn finish_tool(&self, part: &SharedPart, outcome: Result<ToolOutput, ToolError>) {
+        let done = self.end_tool(part, outcome);
+        // A cancelled run's calls end without waiting for the disk (see `Writer::save_behind`).
+        if self.token.is_cancelled() {
+            self.writer.save_behind(Vec::new(), vec![done]);
+        } else {
+            let _ = self.writer.part(&done).await;
+        }
+    }
+
+    /// Records a call's result on its part; returns the ended state (not written yet).
+    fn end_tool(&self, part: &SharedPart, outcome: Result<ToolOutput, ToolError>) -> Arc<Part> {
         let now = now_ms();
         // The running state is moved into the ended one when nothing else holds it; otherwise
         // only what the ended state keeps of it is copied.
-        let done = part.change_or_copy(|p| match p {
+        part.change_or_copy(|p| match p {
             Ok(owned) => {
                 if let PartKind::Tool(tool) = &mut owned.kind {
                     let running = std::mem::replace(
@@ -692,13 +720,7 @@ impl Processor {
                     }),
                 })
             }
-        });
-        // A cancelled run's calls end without waiting for the disk (see `Writer::save_behind`).
-        if self.token.is_cancelled() {
-            self.writer.save_behind(Vec::new(), vec![done]);
-        } else {
-            let _ = self.writer.part(&done).await;
-        }
+        })
     }
 }
 

@@ -16,7 +16,7 @@ use super::step::{StepOutcome, run_step};
 use super::subtask::{pending_subtask, run_subtask};
 use super::title::ensure_title;
 use super::writer::Item;
-use super::{PartInput, PromptInput, Writer, create_user_message};
+use super::{Held, PartInput, PromptInput, Writer, create_user_message, hold_user_message};
 use crate::RuntimeError;
 use crate::bus::{Event, SessionStatus};
 use crate::core::Core;
@@ -88,6 +88,7 @@ async fn run_loop(
     let mut intact = true;
     let result = async {
         loop {
+            let mut held = Held::default();
             let result = drive(
                 &core,
                 &writer,
@@ -96,8 +97,14 @@ async fn run_loop(
                 &token,
                 &mut messages,
                 &mut unsaved,
+                &mut held,
             )
             .await;
+            // The last step's end (or a user message no step took) has no commit to go with.
+            let result = match (result, writer.flush(&mut held).await) {
+                (Ok(_), Err(e)) => Err(e.into()),
+                (result, _) => result,
+            };
             if token.is_cancelled() {
                 // Keep what the user sent while the loop was being cancelled.
                 let leftover: Vec<PromptInput> = lock(&state).queue.drain(..).collect();
@@ -243,7 +250,10 @@ fn finish(state: &Mutex<LoopState>, result: Result<MessageWithParts, RuntimeErro
 }
 
 /// Steps until the newest user message is answered; returns where the final assistant message
-/// is in `messages`.
+/// is in `messages`. User messages and each step's end are held for the next step's opening
+/// commit (written first where something else comes next); what is still held when it returns
+/// is the caller's to write.
+#[allow(clippy::too_many_arguments)]
 async fn drive(
     core: &Arc<Core>,
     writer: &Writer,
@@ -252,6 +262,7 @@ async fn drive(
     token: &CancellationToken,
     messages: &mut Vec<MessageWithParts>,
     unsaved: &mut bool,
+    held: &mut Held,
 ) -> Result<usize, RuntimeError> {
     let mut step = 0u32;
     let mut titled = false;
@@ -259,8 +270,7 @@ async fn drive(
         let queued: Vec<PromptInput> = lock(state).queue.drain(..).collect();
         for input in queued {
             let new = std::mem::take(unsaved);
-            let user =
-                create_user_message(core, writer, session, Some(messages), new, input).await?;
+            let user = hold_user_message(core, held, session, Some(messages), new, input).await?;
             messages.push(user);
         }
         if !titled {
@@ -295,7 +305,9 @@ async fn drive(
         if let Some(auto) = pending_compaction(messages) {
             step += 1;
             let (summary, outcome) =
-                run_step(core, state, session, messages, step, token, true).await?;
+                run_step(core, state, session, messages, step, token, true, held).await?;
+            // On disk and published before the compaction is announced.
+            writer.flush(held).await?;
             let ok = summary
                 .info
                 .as_assistant()
@@ -321,8 +333,7 @@ async fn drive(
                 }],
             );
             let new = std::mem::take(unsaved);
-            let user =
-                create_user_message(core, writer, session, Some(messages), new, next).await?;
+            let user = hold_user_message(core, held, session, Some(messages), new, next).await?;
             messages.push(user);
             continue;
         }
@@ -336,21 +347,21 @@ async fn drive(
         {
             let request = follow_up(messages, vec![PartInput::Compaction { auto: true }]);
             let new = std::mem::take(unsaved);
-            let user =
-                create_user_message(core, writer, session, Some(messages), new, request).await?;
+            let user = hold_user_message(core, held, session, Some(messages), new, request).await?;
             messages.push(user);
             continue;
         }
         // A subtask part waiting in the newest user messages runs before the model is called.
         if let Some(task) = pending_subtask(messages) {
             step += 1;
+            writer.flush(held).await?;
             let written = run_subtask(core, writer, session, messages, task, token).await?;
             messages.extend(written);
             continue;
         }
         step += 1;
         let (answer, outcome) =
-            run_step(core, state, session, messages, step, token, false).await?;
+            run_step(core, state, session, messages, step, token, false, held).await?;
         messages.push(answer);
         if outcome == StepOutcome::Stop && lock(state).queue.is_empty() {
             return Ok(messages.len() - 1);

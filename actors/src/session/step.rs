@@ -18,7 +18,7 @@ use super::compaction::{COMPACTION_AGENT, filter_compacted};
 use super::environment::environment;
 use super::history::to_model_messages;
 use super::processor::{Processor, SharedPart, tokens};
-use super::writer::{Item, Writer};
+use super::writer::{Held, Item, Writer};
 use crate::RuntimeError;
 use crate::bus::Event;
 use crate::core::Core;
@@ -39,7 +39,10 @@ pub(crate) enum StepOutcome {
 
 /// Runs one step for the newest user message of `messages`; returns the step's answer. With
 /// `compacting`, the step is the hidden `compaction` agent summarizing the history (no tools,
-/// its prompt alone as system prompt), and the answer is marked as a summary.
+/// its prompt alone as system prompt), and the answer is marked as a summary. What `held`
+/// holds is written with the step's opening; a step that ends without an error leaves its
+/// closing state in `held`, for the caller to write with its next commit.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn run_step(
     core: &Arc<Core>,
     state: &Mutex<LoopState>,
@@ -48,6 +51,7 @@ pub(crate) async fn run_step(
     step: u32,
     token: &CancellationToken,
     compacting: bool,
+    held: &mut Held,
 ) -> Result<(MessageWithParts, StepOutcome), RuntimeError> {
     let writer = &Writer::new(core.clone());
     let messages = filter_compacted(messages);
@@ -93,6 +97,7 @@ pub(crate) async fn run_step(
     let model = match core.providers.model(&model_ref) {
         Ok(m) => m,
         Err(e) => {
+            writer.flush(held).await?;
             return fail(
                 core,
                 writer,
@@ -176,6 +181,7 @@ pub(crate) async fn run_step(
         bypass_agent_check: mentions_agent,
         task_guarded,
         delegate: None,
+        held: std::mem::take(held),
     };
     // Shared by the first write and its event; dropped once written, not kept through the
     // step (a cancelled tree would otherwise free a copy per session on its way out).
@@ -207,10 +213,11 @@ pub(crate) async fn run_step(
         )
         .await;
     }
+    // The closing state goes with the caller's next commit (the next step's opening, else
+    // the loop's end), which publishes it first.
     let info = Arc::new(Message::Assistant(assistant));
-    let mut items: Vec<Item<'_>> = result.closing.iter().map(Item::Part).collect();
-    items.push(Item::Message(&info));
-    writer.save(&items).await?;
+    held.parts(result.closing);
+    held.message(info.clone());
     let final_message = MessageWithParts { info, parts };
     let outcome = if result.blocked {
         StepOutcome::Stop

@@ -9,12 +9,57 @@ use crate::core::Core;
 use crate::store::StoreError;
 
 /// Something to save.
+#[derive(Clone, Copy)]
 pub(crate) enum Item<'a> {
     /// A session stored for the first time (published as created, then updated).
     NewSession(&'a Session),
     /// A message, published as the shared copy it is.
     Message(&'a Arc<Message>),
     Part(&'a Arc<Part>),
+}
+
+/// Final states kept back to go with the next commit instead of one of their own: a prompt's
+/// user message and a step's closing state, written with the next step's opening (a delegated
+/// prompt commits 5 times instead of 9). Nothing held is published before it is on disk; what
+/// no commit follows is written by [`Writer::flush`].
+#[derive(Default)]
+pub(crate) struct Held(Vec<HeldItem>);
+
+/// One held item (owned, where [`Item`] borrows).
+enum HeldItem {
+    NewSession(Arc<Session>),
+    Message(Arc<Message>),
+    Part(Arc<Part>),
+}
+
+impl Held {
+    /// Holds a session stored for the first time.
+    pub fn session(&mut self, session: Arc<Session>) {
+        self.0.push(HeldItem::NewSession(session));
+    }
+
+    /// Holds a message.
+    pub fn message(&mut self, message: Arc<Message>) {
+        self.0.push(HeldItem::Message(message));
+    }
+
+    /// Holds parts, in order.
+    pub fn parts(&mut self, parts: impl IntoIterator<Item = Arc<Part>>) {
+        self.0.extend(parts.into_iter().map(HeldItem::Part));
+    }
+
+    /// Nothing is held.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    fn items(&self) -> impl Iterator<Item = Item<'_>> {
+        self.0.iter().map(|held| match held {
+            HeldItem::NewSession(s) => Item::NewSession(s),
+            HeldItem::Message(m) => Item::Message(m),
+            HeldItem::Part(p) => Item::Part(p),
+        })
+    }
 }
 
 /// Persists and publishes messages, parts and status of sessions.
@@ -38,6 +83,25 @@ impl Writer {
             .await?;
         self.publish(items);
         Ok(())
+    }
+
+    /// Stores what `held` holds, then `items`, in one commit, and publishes them in that
+    /// order; `held` is emptied either way (a failed commit fails the loop).
+    pub async fn save_after(&self, held: &mut Held, items: &[Item<'_>]) -> Result<(), StoreError> {
+        if held.is_empty() {
+            return self.save(items).await;
+        }
+        let held = std::mem::take(held);
+        let all: Vec<Item<'_>> = held.items().chain(items.iter().copied()).collect();
+        self.save(&all).await
+    }
+
+    /// Stores and publishes what `held` holds (when no commit of its own follows).
+    pub async fn flush(&self, held: &mut Held) -> Result<(), StoreError> {
+        if held.is_empty() {
+            return Ok(());
+        }
+        self.save_after(held, &[]).await
     }
 
     /// Queues messages and parts to be stored in one go and publishes them at once: for the

@@ -931,11 +931,16 @@ async fn a_task_cannot_continue_a_session_of_another_tree() {
     assert!(rt.children(&second.id).await.unwrap().is_empty());
 }
 
-/// A store that panics when asked to save a `general` agent's answer: a child that crashes.
-struct CrashingStore(SqliteStore);
+/// What a [`WatchedStore`] is told of each commit of sessions, messages and parts, before it
+/// is made.
+type OnCommit = Box<dyn Fn(&[&Session], &[&Message], &[&Part]) + Send + Sync>;
+
+/// A SQLite store that shows each `put_many` commit to a test first (which may panic in it, as a
+/// crashing loop would).
+struct WatchedStore(SqliteStore, OnCommit);
 
 #[async_trait::async_trait]
-impl Store for CrashingStore {
+impl Store for WatchedStore {
     async fn put_session(&self, s: &Session) -> Result<(), StoreError> {
         self.0.put_session(s).await
     }
@@ -979,11 +984,7 @@ impl Store for CrashingStore {
         m: &[&Message],
         p: &[&Part],
     ) -> Result<(), StoreError> {
-        if m.iter()
-            .any(|m| matches!(m, Message::Assistant(a) if a.agent == "general"))
-        {
-            panic!("simulated crash of the child's loop");
-        }
+        (self.1)(s, m, p);
         self.0.put_many(s, m, p).await
     }
     fn queue_part(&self, p: &Part) {
@@ -1023,7 +1024,16 @@ async fn a_crashed_child_becomes_an_error_result_for_its_parent() {
     let store = taskforce_actors::store::SqliteStore::open(&env.data)
         .await
         .unwrap();
-    let rt = Runtime::start_with_store(options, std::sync::Arc::new(CrashingStore(store)))
+    // A store that panics when asked to save a `general` agent's answer: a child that crashes.
+    let crashing: OnCommit = Box::new(|_, messages, _| {
+        if messages
+            .iter()
+            .any(|m| matches!(m, Message::Assistant(a) if a.agent == "general"))
+        {
+            panic!("simulated crash of the child's loop");
+        }
+    });
+    let rt = Runtime::start_with_store(options, Arc::new(WatchedStore(store, crashing)))
         .await
         .unwrap();
     let s = rt.create_session(None, None).await.unwrap();
@@ -1074,4 +1084,178 @@ async fn text_of_a_stalled_stream_is_written_once_it_is_due() {
     }
     assert!(rt.statuses().contains_key(&session.id), "still streaming");
     rt.cancel(&session.id).await.unwrap();
+}
+
+/// A short name for a stored or published state: `session`, `user`, `open` (an answer's first
+/// state), `answer:<finish>`, a part's type, or `tool:<name>:<status>`.
+fn label_message(m: &Message) -> String {
+    match m {
+        Message::User(_) => "user".into(),
+        Message::Assistant(a) if a.time.completed.is_none() => "open".into(),
+        Message::Assistant(a) => format!("answer:{}", a.finish.as_deref().unwrap_or("-")),
+    }
+}
+
+fn label_part(p: &Part) -> String {
+    match &p.kind {
+        PartKind::Tool(t) => format!("tool:{}:{}", t.tool, t.state.status()),
+        _ => serde_json::to_value(p).unwrap()["type"]
+            .as_str()
+            .unwrap()
+            .to_string(),
+    }
+}
+
+#[actix_rt::test]
+async fn a_delegated_prompt_commits_a_steps_end_with_the_next_steps_opening() {
+    let delegate = delegating(
+        r#"{"description":"Commit","prompt":"p","subagent_type":"general"}"#,
+        "child answer",
+        "parent answer",
+    );
+    let fake = FakeOpenAi::start(move |req: &RecordedRequest| {
+        if req.contains("fail now") {
+            Response::error(400, "refused")
+        } else {
+            delegate(req)
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let store = SqliteStore::open(&env.data).await.unwrap();
+    let commits: Arc<std::sync::Mutex<Vec<Vec<String>>>> = Arc::default();
+    let seen = commits.clone();
+    let watch: OnCommit = Box::new(move |sessions, messages, parts| {
+        let mut labels: Vec<String> = sessions.iter().map(|_| "session".to_string()).collect();
+        labels.extend(messages.iter().map(|m| label_message(m)));
+        labels.extend(parts.iter().map(|p| label_part(p)));
+        labels.sort();
+        seen.lock().unwrap().push(labels);
+    });
+    let rt = Runtime::start_with_store(env.options(), Arc::new(WatchedStore(store, watch)))
+        .await
+        .unwrap();
+    let s = rt.create_session(None, None).await.unwrap();
+    commits.lock().unwrap().clear();
+    let answer = rt.prompt(&s.id, PromptInput::text("go")).await.unwrap();
+    assert_eq!(text_of(&answer), "parent answer");
+    let got = commits.lock().unwrap().clone();
+    let expected: Vec<Vec<&str>> = vec![
+        // The parent: its prompt with the first answer's opening.
+        vec!["open", "step-start", "text", "user"],
+        // The child: its row, its prompt and its answer's opening; then its answer.
+        vec!["open", "session", "step-start", "text", "user"],
+        vec!["answer:stop", "step-finish", "text"],
+        // The parent: its task call's end and its first answer's end with the second opening.
+        vec![
+            "answer:tool-calls",
+            "open",
+            "step-finish",
+            "step-start",
+            "tool:task:completed",
+        ],
+        vec!["answer:stop", "step-finish", "text"],
+    ];
+    assert_eq!(got, expected, "one commit per line");
+
+    // A step that fails writes its end at once, and a run with nothing left over commits
+    // nothing more.
+    commits.lock().unwrap().clear();
+    rt.prompt(&s.id, PromptInput::text("fail now"))
+        .await
+        .unwrap();
+    assert_eq!(
+        *commits.lock().unwrap(),
+        vec![vec!["open", "step-start", "text", "user"], vec!["answer:-"]]
+    );
+
+    // Everything is on disk: a runtime started on the same store reads the same history.
+    let child = rt.children(&s.id).await.unwrap().remove(0);
+    let (parent_before, child_before) = (
+        rt.messages(&s.id).await.unwrap(),
+        rt.messages(&child.id).await.unwrap(),
+    );
+    rt.shutdown().await;
+    let rt = env.runtime().await;
+    let parent_after = rt.messages(&s.id).await.unwrap();
+    assert_eq!(parent_after, parent_before);
+    assert_eq!(rt.messages(&child.id).await.unwrap(), child_before);
+    let labels: Vec<Vec<String>> = parent_after
+        .iter()
+        .map(|m| {
+            std::iter::once(label_message(&m.info))
+                .chain(m.parts.iter().map(|p| label_part(p)))
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        labels,
+        vec![
+            vec!["user", "text"],
+            vec![
+                "answer:tool-calls",
+                "step-start",
+                "tool:task:completed",
+                "step-finish"
+            ],
+            vec!["answer:stop", "step-start", "text", "step-finish"],
+            vec!["user", "text"],
+            vec!["answer:-", "step-start"],
+        ]
+    );
+}
+
+#[actix_rt::test]
+async fn a_steps_end_is_published_before_the_next_steps_opening() {
+    use futures::StreamExt;
+    use taskforce_actors::bus::{BusItem, Event, Filter};
+    let fake = FakeOpenAi::start(delegating(
+        r#"{"description":"Order","prompt":"p","subagent_type":"general"}"#,
+        "child answer",
+        "parent answer",
+    ))
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let s = rt.create_session(None, None).await.unwrap();
+    let mut events = rt.subscribe(Filter::Session(s.id.clone()));
+    rt.prompt(&s.id, PromptInput::text("go")).await.unwrap();
+    // The final states, in the order they were published (live tool states and deltas left
+    // out).
+    let mut order = Vec::new();
+    while let Ok(Some(BusItem::Event(e))) =
+        tokio::time::timeout(Duration::from_millis(200), events.next()).await
+    {
+        match &e.event {
+            Event::MessageUpdated { info } => order.push(label_message(info)),
+            Event::PartUpdated { part, delta: None } => {
+                let label = label_part(part);
+                if !label.ends_with(":pending") && !label.ends_with(":running") {
+                    order.push(label);
+                }
+            }
+            Event::SessionIdle { .. } => order.push("idle".into()),
+            _ => {}
+        }
+    }
+    assert_eq!(
+        order,
+        [
+            "user",
+            "text",
+            "open",
+            "step-start",
+            "tool:task:completed",
+            "step-finish",
+            "answer:tool-calls",
+            "open",
+            "step-start",
+            "text",
+            "step-finish",
+            "answer:stop",
+            "idle"
+        ]
+    );
 }
