@@ -15,7 +15,8 @@
 //! `max_depth`.
 //!
 //! The per-tree count covers the children this runtime created plus, the first time a tree is
-//! seen, the descendants already in the store. A call that would pass it fails at once with
+//! seen, the descendants already in the store (read by one walk, which the calls that arrive
+//! meanwhile wait for: a step of 1,000 calls reads the store once, not once per call). A call that would pass it fails at once with
 //! `SUBAGENT_LIMIT_REACHED`; resuming an existing child (`session_id`) creates nothing and is
 //! not counted.
 
@@ -27,7 +28,7 @@ use taskforce_agents::config::SubagentConfig;
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::ToolMetadata;
 use taskforce_agents::tool::{TaskError, TaskErrorCode, TaskFailure, ToolContext, ToolError};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, OnceCell};
 
 use crate::core::Core;
 
@@ -78,6 +79,8 @@ struct State {
     next: u64,
     /// Children created (or reserved) by root session.
     created: HashMap<SessionId, usize, foldhash::fast::RandomState>,
+    /// The store walks under way that start a tree's count (see [`Limits::seeding`]).
+    seeding: HashMap<SessionId, Arc<OnceCell<()>>, foldhash::fast::RandomState>,
 }
 
 struct Ticket {
@@ -108,7 +111,19 @@ impl Limits {
 
     /// Starts the count of `root`'s tree at `stored` unless it has one.
     pub(crate) fn seed_tree(&self, root: &SessionId, stored: usize) {
-        self.state().created.entry(root.clone()).or_insert(stored);
+        let mut state = self.state();
+        state.created.entry(root.clone()).or_insert(stored);
+        state.seeding.remove(root);
+    }
+
+    /// The one walk of the store that starts `root`'s count: the calls that need it while it
+    /// runs wait for it instead of walking the tree again each.
+    pub(crate) fn seeding(&self, root: &SessionId) -> Arc<OnceCell<()>> {
+        self.state()
+            .seeding
+            .entry(root.clone())
+            .or_default()
+            .clone()
     }
 
     /// Counts one more child in `root`'s tree, or fails when the tree is full. Dropping the
@@ -328,7 +343,15 @@ pub(crate) async fn reserve(
     }
     let limits = &core.limits;
     if !limits.knows_tree(root) {
-        limits.seed_tree(root, stored_descendants(core, root).await);
+        limits
+            .seeding(root)
+            .get_or_init(|| async {
+                // A call that came just after the count started finds it here.
+                if !limits.knows_tree(root) {
+                    limits.seed_tree(root, stored_descendants(core, root).await);
+                }
+            })
+            .await;
     }
     Ok(Some(limits.reserve(root)?))
 }

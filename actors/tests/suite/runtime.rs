@@ -936,8 +936,19 @@ async fn a_task_cannot_continue_a_session_of_another_tree() {
 type OnCommit = Box<dyn Fn(&[&Session], &[&Message], &[&Part]) + Send + Sync>;
 
 /// A SQLite store that shows each `put_many` commit to a test first (which may panic in it, as a
-/// crashing loop would).
-struct WatchedStore(SqliteStore, OnCommit);
+/// crashing loop would) and counts its reads of a session's children.
+struct WatchedStore(SqliteStore, OnCommit, std::sync::atomic::AtomicUsize);
+
+impl WatchedStore {
+    fn new(store: SqliteStore, on_commit: OnCommit) -> Arc<Self> {
+        Arc::new(WatchedStore(store, on_commit, Default::default()))
+    }
+
+    /// How many times a session's children were read.
+    fn children_reads(&self) -> usize {
+        self.2.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
 
 #[async_trait::async_trait]
 impl Store for WatchedStore {
@@ -951,6 +962,7 @@ impl Store for WatchedStore {
         self.0.sessions(f).await
     }
     async fn children(&self, id: &SessionId) -> Result<Vec<Session>, StoreError> {
+        self.2.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.0.children(id).await
     }
     async fn delete_session(&self, id: &SessionId) -> Result<Vec<Session>, StoreError> {
@@ -1033,7 +1045,7 @@ async fn a_crashed_child_becomes_an_error_result_for_its_parent() {
             panic!("simulated crash of the child's loop");
         }
     });
-    let rt = Runtime::start_with_store(options, Arc::new(WatchedStore(store, crashing)))
+    let rt = Runtime::start_with_store(options, WatchedStore::new(store, crashing))
         .await
         .unwrap();
     let s = rt.create_session(None, None).await.unwrap();
@@ -1133,7 +1145,7 @@ async fn a_delegated_prompt_commits_a_steps_end_with_the_next_steps_opening() {
         labels.sort();
         seen.lock().unwrap().push(labels);
     });
-    let rt = Runtime::start_with_store(env.options(), Arc::new(WatchedStore(store, watch)))
+    let rt = Runtime::start_with_store(env.options(), WatchedStore::new(store, watch))
         .await
         .unwrap();
     let s = rt.create_session(None, None).await.unwrap();
@@ -1258,4 +1270,46 @@ async fn a_steps_end_is_published_before_the_next_steps_opening() {
             "idle"
         ]
     );
+}
+
+#[actix_rt::test]
+async fn concurrent_task_calls_count_a_new_tree_from_the_store_once() {
+    let args: Vec<(String, String)> = (0..20)
+        .map(|i| {
+            (
+                format!("call_{i}"),
+                format!(r#"{{"description":"part {i}","prompt":"p","subagent_type":"general"}}"#),
+            )
+        })
+        .collect();
+    let fake = FakeOpenAi::start(move |req: &RecordedRequest| {
+        if is_child(req) {
+            Response::text("part done")
+        } else if req.last_role() == Some("user") {
+            let calls: Vec<(&str, &str, &str)> = args
+                .iter()
+                .map(|(id, a)| (id.as_str(), "task", a.as_str()))
+                .collect();
+            Response::tool_calls(&calls)
+        } else {
+            Response::text("all parts done")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "[subagent]\nmax_concurrent = 20\n");
+    let store = WatchedStore::new(
+        SqliteStore::open(&env.data).await.unwrap(),
+        Box::new(|_, _, _| {}),
+    );
+    let rt = Runtime::start_with_store(env.options(), store.clone())
+        .await
+        .unwrap();
+    let s = rt.create_session(None, None).await.unwrap();
+    let answer = rt.prompt(&s.id, PromptInput::text("split")).await.unwrap();
+    assert_eq!(text_of(&answer), "all parts done");
+    // The twenty calls started together; one of them read the stored tree (empty), the
+    // others waited for its count.
+    assert_eq!(store.children_reads(), 1);
+    assert_eq!(rt.children(&s.id).await.unwrap().len(), 20);
 }
