@@ -11,7 +11,7 @@ use taskforce_agents::model::{
 };
 use taskforce_agents::permission::{Action, evaluate};
 
-use super::writer::{Held, Item, Writer};
+use super::writer::{Held, Writer};
 use crate::RuntimeError;
 use crate::core::Core;
 use crate::store::MessageWithParts;
@@ -135,19 +135,14 @@ impl PromptInput {
 pub(crate) async fn create_user_message(
     core: &Core,
     writer: &Writer,
-    session: &Session,
+    session: &Arc<Session>,
     history: Option<&[MessageWithParts]>,
     unsaved: bool,
     input: PromptInput,
 ) -> Result<MessageWithParts, RuntimeError> {
-    let user = user_message(core, session, history, input).await?;
-    let items: Vec<Item<'_>> = unsaved
-        .then_some(Item::NewSession(session))
-        .into_iter()
-        .chain(std::iter::once(Item::Message(&user.info)))
-        .chain(user.parts.iter().map(Item::Part))
-        .collect();
-    writer.save(&items).await?;
+    let mut held = Held::default();
+    let user = hold_user_message(core, &mut held, session, history, unsaved, input).await?;
+    writer.flush(&mut held).await?;
     Ok(user)
 }
 
