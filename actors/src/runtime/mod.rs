@@ -243,6 +243,10 @@ impl Runtime {
             self.core.bus.register_parent(&session.id, p);
         }
         self.core.store.put_session(&session).await?;
+        // A new root has no descendants: its first task call need not count them in the store.
+        if session.parent_id.is_none() {
+            self.core.limits.seed_tree(&session.id, 0);
+        }
         self.core.bus.publish(Event::SessionCreated {
             info: Box::new(session.clone()),
         });

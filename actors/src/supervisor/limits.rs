@@ -16,7 +16,9 @@
 //!
 //! The per-tree count covers the children this runtime created plus, the first time a tree is
 //! seen, the descendants already in the store (read by one walk, which the calls that arrive
-//! meanwhile wait for: a step of 1,000 calls reads the store once, not once per call). A call that would pass it fails at once with
+//! meanwhile wait for: a step of 1,000 calls reads the store once, not once per call); a root
+//! this runtime creates starts at zero without a read, and a deleted root's count is dropped. A
+//! call that would pass it fails at once with
 //! `SUBAGENT_LIMIT_REACHED`; resuming an existing child (`session_id`) creates nothing and is
 //! not counted.
 
@@ -114,6 +116,14 @@ impl Limits {
         let mut state = self.state();
         state.created.entry(root.clone()).or_insert(stored);
         state.seeding.remove(root);
+    }
+
+    /// Drops the counts of deleted trees.
+    pub(crate) fn forget_trees(&self, roots: &[SessionId]) {
+        let mut state = self.state();
+        for root in roots {
+            state.created.remove(root);
+        }
     }
 
     /// The one walk of the store that starts `root`'s count: the calls that need it while it
@@ -459,5 +469,16 @@ mod tests {
         l.reserve(&root).unwrap().keep();
         assert!(l.reserve(&root).is_err());
         assert!(l.reserve(&SessionId::new()).is_ok());
+    }
+
+    #[test]
+    fn a_deleted_trees_count_is_forgotten() {
+        let l = limits(1, 1, 2);
+        let (root, other) = (SessionId::new(), SessionId::new());
+        l.seed_tree(&root, 2);
+        l.seed_tree(&other, 0);
+        l.forget_trees(std::slice::from_ref(&root));
+        assert!(!l.knows_tree(&root));
+        assert!(l.knows_tree(&other));
     }
 }

@@ -202,6 +202,7 @@ impl Handler<Forget> for Supervisor {
             kids.retain(|k| !msg.ids.contains(k));
         }
         self.links = self.children.values().map(Vec::len).sum();
+        self.core.limits.forget_trees(&msg.ids);
     }
 }
 

@@ -1273,7 +1273,7 @@ async fn a_steps_end_is_published_before_the_next_steps_opening() {
 }
 
 #[actix_rt::test]
-async fn concurrent_task_calls_count_a_new_tree_from_the_store_once() {
+async fn concurrent_task_calls_count_a_stored_tree_from_the_store_once() {
     let args: Vec<(String, String)> = (0..20)
         .map(|i| {
             (
@@ -1298,6 +1298,10 @@ async fn concurrent_task_calls_count_a_new_tree_from_the_store_once() {
     .await
     .unwrap();
     let env = Env::new(&fake.base_url(), "[subagent]\nmax_concurrent = 20\n");
+    // A session from an earlier runtime: this one does not know its tree.
+    let earlier = env.runtime().await;
+    let s = earlier.create_session(None, None).await.unwrap();
+    earlier.shutdown().await;
     let store = WatchedStore::new(
         SqliteStore::open(&env.data).await.unwrap(),
         Box::new(|_, _, _| {}),
@@ -1305,11 +1309,17 @@ async fn concurrent_task_calls_count_a_new_tree_from_the_store_once() {
     let rt = Runtime::start_with_store(env.options(), store.clone())
         .await
         .unwrap();
-    let s = rt.create_session(None, None).await.unwrap();
     let answer = rt.prompt(&s.id, PromptInput::text("split")).await.unwrap();
     assert_eq!(text_of(&answer), "all parts done");
     // The twenty calls started together; one of them read the stored tree (empty), the
     // others waited for its count.
     assert_eq!(store.children_reads(), 1);
     assert_eq!(rt.children(&s.id).await.unwrap().len(), 20);
+    // A root this runtime made has no stored tree to read.
+    let fresh = rt.create_session(None, None).await.unwrap();
+    let reads = store.children_reads();
+    rt.prompt(&fresh.id, PromptInput::text("split"))
+        .await
+        .unwrap();
+    assert_eq!(store.children_reads(), reads);
 }
