@@ -18,9 +18,8 @@
 //! seen, the descendants already in the store (read by one walk, which the calls that arrive
 //! meanwhile wait for: a step of 1,000 calls reads the store once, not once per call); a root
 //! this runtime creates starts at zero without a read, and a deleted root's count is dropped. A
-//! call that would pass it fails at once with
-//! `SUBAGENT_LIMIT_REACHED`; resuming an existing child (`session_id`) creates nothing and is
-//! not counted.
+//! call that would pass it fails at once with `SUBAGENT_LIMIT_REACHED`; resuming an existing
+//! child (`session_id`) creates nothing and is not counted.
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
