@@ -11,10 +11,11 @@ use futures::{FutureExt, StreamExt};
 use taskforce_actors::bus::{BusItem, Event, Filter};
 use taskforce_actors::{PromptInput, Runtime};
 use taskforce_agents::id::SessionId;
+use taskforce_agents::model::ToolState;
 use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 
 use super::background::{call, deliveries, outputs_of, tool_results, wait_for_messages};
-use super::runtime::{Env, is_child};
+use super::runtime::{Env, is_child, tool_parts};
 
 fn background(name: &str) -> String {
     format!(
@@ -265,15 +266,27 @@ async fn max_per_session_counts_background_children() {
     .unwrap();
     let (_env, rt, parent) = start(&fake, "[subagent]\nmax_per_session = 1\n").await;
     go(&rt, &parent).await;
-    let outputs = outputs_of(&rt, &parent, "task").await;
-    assert_eq!(
-        outputs
-            .iter()
-            .filter(|o| o.contains("SUBAGENT_LIMIT_REACHED"))
-            .count(),
-        1,
-        "{outputs:?}"
+    let parts = tool_parts(&rt, &parent).await;
+    let refused: Vec<_> = parts
+        .iter()
+        .filter_map(|(_, s)| match s {
+            ToolState::Error(e) => Some(e),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(refused.len(), 1, "{parts:?}");
+    let e = refused[0];
+    assert!(
+        e.error.starts_with("SUBAGENT_LIMIT_REACHED: "),
+        "{}",
+        e.error
     );
+    let metadata = e.metadata.as_ref().unwrap().to_json();
+    assert_eq!(
+        metadata["details"]["error"]["code"], "SUBAGENT_LIMIT_REACHED",
+        "{metadata:?}"
+    );
+    assert_eq!(metadata["details"]["mode"], "single", "{metadata:?}");
 }
 
 #[actix_rt::test]

@@ -17,14 +17,15 @@ const THREE: &str = r#"{"tasks":[
 
 /// A fake whose parent makes one task call with `args`; children answer after `child`.
 fn parallel(
-    args: &'static str,
+    args: &str,
     child: fn(&RecordedRequest) -> Response,
 ) -> impl Fn(&RecordedRequest) -> Response + Send + Sync + 'static {
+    let args = args.replace('\n', "");
     move |req| {
         if is_child(req) {
             child(req)
         } else if req.last_role() == Some("user") {
-            task_call(&args.replace('\n', ""))
+            task_call(&args)
         } else {
             Response::text("merged")
         }
@@ -131,27 +132,43 @@ async fn one_failing_task_does_not_fail_the_others() {
 }
 
 #[actix_rt::test]
-async fn tasks_with_the_single_form_is_invalid_input() {
-    const BOTH: &str = r#"{"description":"x","prompt":"y","subagent_type":"general","tasks":[{"description":"a","prompt":"b","subagent_type":"general"}]}"#;
-    let fake = FakeOpenAi::start(parallel(BOTH, answer_part))
-        .await
-        .unwrap();
-    let env = Env::new(&fake.base_url(), "");
-    let (rt, parent) = run(&env).await;
-    let (_, state) = tool_parts(&rt, &parent).await.remove(0);
-    let ToolState::Error(e) = &state else {
-        panic!("the call failed: {state:?}")
-    };
-    assert!(
-        e.error.starts_with("INVALID_INPUT: pass either tasks"),
-        "{}",
-        e.error
-    );
-    assert_eq!(
-        e.metadata.as_ref().unwrap().to_json()["details"]["mode"],
-        "parallel"
-    );
-    assert!(rt.children(&parent).await.unwrap().is_empty());
+async fn malformed_parallel_calls_are_invalid_input_and_start_nothing() {
+    const ONE: &str = r#"{"description":"a","prompt":"b","subagent_type":"general"}"#;
+    let cases = [
+        (
+            format!(
+                r#"{{"description":"x","prompt":"y","subagent_type":"general","tasks":[{ONE}]}}"#
+            ),
+            "INVALID_INPUT: pass either tasks or description/prompt/subagent_type, not both (description",
+        ),
+        (
+            format!(r#"{{"tasks":[{ONE}],"background":true}}"#),
+            "INVALID_INPUT: background is not supported with tasks",
+        ),
+        (
+            r#"{"tasks":[]}"#.to_string(),
+            "INVALID_INPUT: tasks must name at least one task",
+        ),
+    ];
+    for (args, expected) in cases {
+        let fake = FakeOpenAi::start(parallel(&args, answer_part))
+            .await
+            .unwrap();
+        let env = Env::new(&fake.base_url(), "");
+        let (rt, parent) = run(&env).await;
+        let (_, state) = tool_parts(&rt, &parent).await.remove(0);
+        let ToolState::Error(e) = &state else {
+            panic!("{args}: the call failed: {state:?}")
+        };
+        assert!(e.error.starts_with(expected), "{args}: {}", e.error);
+        let metadata = e.metadata.as_ref().unwrap().to_json();
+        assert_eq!(metadata["details"]["mode"], "parallel", "{args}");
+        assert_eq!(
+            metadata["details"]["error"]["code"], "INVALID_INPUT",
+            "{args}"
+        );
+        assert!(rt.children(&parent).await.unwrap().is_empty(), "{args}");
+    }
 }
 
 #[actix_rt::test]

@@ -108,7 +108,7 @@ impl Tool for TaskTool {
                 "session_id": {"type": "string", "description": "An existing task session to continue (from a previous task's <task_metadata>)"},
                 "task_id": {"type": "string", "description": "Same as session_id (kept for compatibility)"},
                 "command": {"type": "string", "description": "The command that triggered this task"},
-                "background": {"type": "boolean", "description": "Run the subagent in the background: returns its session_id at once; its result arrives later as a <task_result> message (see task_status, task_cancel)"},
+                "background": {"type": "boolean", "description": "Run the subagent in the background: returns its session_id at once; its result arrives later as a <task_result> message (see task_status, task_cancel). Single form only, not with tasks"},
                 "tasks": {
                     "type": "array",
                     "minItems": 1,
@@ -234,29 +234,12 @@ impl Tool for TaskTool {
         if args.background {
             return match delegate.start_background(ctx, request.clone()).await {
                 Ok(child) => Ok(super::background::started(envelope, &request, &child)),
-                Err(e) => {
-                    let error = TaskError::new(TaskErrorCode::SubagentFailed, e.to_string());
-                    Err(failure(envelope, error, Some(e), ToolMetadata::new()))
-                }
+                Err(e) => Err(coded(envelope, e)),
             };
         }
         let outcome = match delegate.run_subagent(ctx, request).await {
             Ok(outcome) => outcome,
-            // The runtime's own code (a limit reached).
-            Err(ToolError::Task(f)) => {
-                return Err(failure(envelope, f.error, f.cause, f.metadata));
-            }
-            Err(e) => {
-                let code = if e.is_aborted() {
-                    TaskErrorCode::SubagentCancelled
-                } else if matches!(e.cause(), ToolError::Permission(_)) {
-                    TaskErrorCode::PermissionDenied
-                } else {
-                    TaskErrorCode::SubagentFailed
-                };
-                let error = TaskError::new(code, e.to_string());
-                return Err(failure(envelope, error, Some(e), ToolMetadata::new()));
-            }
+            Err(e) => return Err(coded(envelope, e)),
         };
         finish(
             envelope,
@@ -272,6 +255,23 @@ impl Tool for TaskTool {
     fn handles_abort(&self) -> bool {
         true
     }
+}
+
+/// The coded error of a delegation that did not give a child: the runtime's own code (a limit
+/// reached) as it is, otherwise cancelled, permission denied or failed.
+fn coded(envelope: TaskEnvelope, e: ToolError) -> ToolError {
+    if let ToolError::Task(f) = e {
+        return failure(envelope, f.error, f.cause, f.metadata);
+    }
+    let code = if e.is_aborted() {
+        TaskErrorCode::SubagentCancelled
+    } else if matches!(e.cause(), ToolError::Permission(_)) {
+        TaskErrorCode::PermissionDenied
+    } else {
+        TaskErrorCode::SubagentFailed
+    };
+    let error = TaskError::new(code, e.to_string());
+    failure(envelope, error, Some(e), ToolMetadata::new())
 }
 
 /// The coded error of a failed call, its envelope under `details` beside `metadata`.

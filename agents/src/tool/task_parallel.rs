@@ -1,5 +1,6 @@
 //! `task {tasks: [{description, prompt, subagent_type}], timeout?}`: several subagents in one
-//! call (the fan-out form; `tasks` and the single form's fields together are `INVALID_INPUT`).
+//! call (the fan-out form; `tasks` with the single form's fields, or with `background: true`, is
+//! `INVALID_INPUT`).
 //!
 //! Every task is checked (permission `task`, agent known and startable) and run as its own
 //! child under the runtime's concurrency limits; they run at once as far as those allow. One
@@ -89,6 +90,12 @@ pub(super) async fn execute(
         return invalid(format!(
             "pass either tasks or description/prompt/subagent_type, not both ({field} was given with tasks)"
         ));
+    }
+    if args.get("background").and_then(Value::as_bool) == Some(true) {
+        return invalid(
+            "background is not supported with tasks; start each background child in its own task call"
+                .into(),
+        );
     }
     let args: Args = match parse_args(ID, args) {
         Ok(args) => args,
