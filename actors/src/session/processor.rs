@@ -639,7 +639,7 @@ impl Processor {
             .into(),
         );
         let _ = self.writer.part(&retry.lock()).await;
-        let next = now_ms() + u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+        let next = now_ms().saturating_add(u64::try_from(delay.as_millis()).unwrap_or(u64::MAX));
         self.writer.status(
             &self.session,
             SessionStatus::Retry {

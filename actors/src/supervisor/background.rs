@@ -83,13 +83,17 @@ impl SupervisorDelegate {
         // `task_cancel`) ends it before it starts.
         let cancel = CancellationToken::new();
         self.core.queued.insert(child.id.clone(), cancel.clone());
-        self.supervisor
+        let adopted = self
+            .supervisor
             .send(Adopt {
                 id: child.id.clone(),
                 parent: parent.id.clone(),
             })
-            .await
-            .map_err(|_| ToolError::Failed("the runtime has stopped".into()))?;
+            .await;
+        if adopted.is_err() {
+            self.core.queued.remove(&child.id);
+            return Err(ToolError::Failed("the runtime has stopped".into()));
+        }
         let input = self.child_input(&mut request, nests);
         let run = BackgroundRun {
             core: self.core.clone(),
@@ -328,6 +332,11 @@ impl BackgroundRun {
                 }
             }
         });
+        // A cancel that came after its slot was given and before it started: it never starts.
+        if cancel.is_cancelled() {
+            watcher.abort();
+            return Ended::plain(Err(RuntimeError::Cancelled));
+        }
         let reply = match self.start().await {
             Ok(reply) => reply,
             Err(e) => {
@@ -335,8 +344,10 @@ impl BackgroundRun {
                 return Ended::plain(Err(e));
             }
         };
-        // A cancel that came while it was being started reaches it now.
-        if self.core.queued.remove(id).is_some() && cancel.is_cancelled() {
+        // A cancel that came while it was being started (its tree's walk took it out of the
+        // waiting map and cancelled its token, but found no live actor) reaches it now.
+        self.core.queued.remove(id);
+        if cancel.is_cancelled() {
             self.supervisor.do_send(CancelTree { id: id.clone() });
         }
         tokio::pin!(reply);

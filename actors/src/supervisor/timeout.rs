@@ -102,12 +102,12 @@ pub(crate) async fn expiry(
     start: Instant,
     activity: &Activity,
 ) -> (TimeoutReason, Duration) {
-    let hard = start + limits.hard;
+    let hard = later(start, limits.hard);
     loop {
-        let idle = activity.last() + limits.idle;
+        let idle = later(activity.last(), limits.idle);
         if idle < hard {
             tokio::time::sleep_until(idle).await;
-            if activity.last() + limits.idle <= Instant::now() {
+            if later(activity.last(), limits.idle) <= Instant::now() {
                 return (TimeoutReason::Idle, limits.idle);
             }
         } else {
@@ -115,6 +115,13 @@ pub(crate) async fn expiry(
             return (TimeoutReason::Runtime, limits.hard);
         }
     }
+}
+
+/// `d` after `at`; a duration past what the clock holds (a configured `timeout` of u64::MAX
+/// seconds) is a century, which no run reaches.
+fn later(at: Instant, d: Duration) -> Instant {
+    const CENTURY: Duration = Duration::from_secs(100 * 365 * 24 * 3600);
+    at.checked_add(d.min(CENTURY)).unwrap_or(at)
 }
 
 #[cfg(test)]
@@ -171,6 +178,21 @@ mod tests {
         poke.await.unwrap();
         assert_eq!(got.0, TimeoutReason::Idle);
         assert_eq!(start.elapsed(), Duration::from_millis(550));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn limits_past_what_the_clock_holds_never_expire_and_never_panic() {
+        let activity = Activity::new();
+        let huge = RunLimits {
+            hard: Duration::MAX,
+            idle: Duration::from_secs(u64::MAX),
+        };
+        let waited = tokio::time::timeout(
+            Duration::from_secs(3600 * 24 * 365),
+            expiry(huge, Instant::now(), &activity),
+        )
+        .await;
+        assert!(waited.is_err(), "{waited:?}");
     }
 
     #[test]

@@ -197,3 +197,63 @@ async fn a_stream_cut_before_its_finish_is_retried() {
     let stored = rt.messages(&s.id).await.unwrap();
     assert_eq!(stored.last().unwrap(), &answer);
 }
+
+#[actix_rt::test]
+async fn a_huge_retry_after_is_waited_an_hour_at_most_and_a_cancel_still_ends_it() {
+    let slow = Response::error(429, "come back later").with_header("retry-after", "1e20");
+    let (fake, _) = server(vec![], slow).await;
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let s = rt.create_session(None, None).await.unwrap();
+    let mut sub = rt.subscribe(Filter::Session(s.id.clone()));
+    let before = taskforce_agents::id::now_ms();
+    let running = prompt_in_background(&rt, &s.id, "hi");
+    let next = loop {
+        let item = tokio::time::timeout(Duration::from_secs(5), sub.next())
+            .await
+            .expect("a retry status");
+        if let Some(BusItem::Event(e)) = item
+            && let Event::SessionStatus {
+                status: SessionStatus::Retry { next, .. },
+                ..
+            } = &e.event
+        {
+            break *next;
+        }
+    };
+    let hour = 3_600_000;
+    assert!(next >= before + hour, "{next} vs {before}");
+    assert!(next <= taskforce_agents::id::now_ms() + hour, "{next}");
+    rt.cancel(&s.id).await.unwrap();
+    expect_cancelled(running, Duration::from_secs(1), "the wait ended at once").await;
+}
+
+#[actix_rt::test]
+async fn request_timeouts_are_retried_and_max_retries_bounds_them_from_zero_to_the_default_four() {
+    let (fake, count) = server(vec![Response::error(408, "timeout")], Response::text("ok")).await;
+    let env = Env::new(&fake.base_url(), "");
+    let rt = runtime(&env, |o| o.retry_base = Duration::from_millis(5)).await;
+    let s = rt.create_session(None, None).await.unwrap();
+    let answer = rt.prompt(&s.id, PromptInput::text("hi")).await.unwrap();
+    assert_eq!(count.load(Ordering::SeqCst), 2, "408 is retried");
+    assert!(matches!(&*answer.info, Message::Assistant(a) if a.error.is_none()));
+
+    let (fake, count) = server(vec![], Response::error(503, "busy")).await;
+    let env = Env::new(&fake.base_url(), "max_retries = 0\n");
+    let rt = env.runtime().await;
+    let s = rt.create_session(None, None).await.unwrap();
+    let answer = rt.prompt(&s.id, PromptInput::text("hi")).await.unwrap();
+    assert_eq!(
+        count.load(Ordering::SeqCst),
+        1,
+        "max_retries = 0: one attempt"
+    );
+    assert!(matches!(&*answer.info, Message::Assistant(a) if a.error.is_some()));
+
+    let (fake, count) = server(vec![], Response::error(503, "busy")).await;
+    let env = Env::new(&fake.base_url(), "");
+    let rt = runtime(&env, |o| o.retry_base = Duration::from_millis(1)).await;
+    let s = rt.create_session(None, None).await.unwrap();
+    rt.prompt(&s.id, PromptInput::text("hi")).await.unwrap();
+    assert_eq!(count.load(Ordering::SeqCst), 5, "by default 4 retries");
+}

@@ -56,8 +56,11 @@ struct Args {
 /// The call's `timeout` argument (seconds) as a duration; `None` when absent.
 pub(super) fn timeout_arg(seconds: Option<f64>) -> Result<Option<Duration>, TaskError> {
     let Some(s) = seconds else { return Ok(None) };
-    match Duration::try_from_secs_f64(s) {
-        Ok(d) if !d.is_zero() => Ok(Some(d)),
+    // Too long to hold is as good as no lower cap: the configured one applies.
+    let asked =
+        (s.is_finite() && s > 0.0).then(|| Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX));
+    match asked {
+        Some(d) if !d.is_zero() => Ok(Some(d)),
         _ => Err(TaskError::new(
             TaskErrorCode::InvalidInput,
             format!("timeout must be a positive number of seconds, got {s}"),
@@ -525,5 +528,20 @@ mod tests {
         assert_eq!(shown["nested"]["path"], "~/notes");
         // The child's own part keeps what it ran.
         assert!(part["command"].as_str().unwrap().contains(key));
+    }
+
+    #[test]
+    fn the_timeout_argument_is_positive_seconds_and_a_huge_one_is_no_lower_cap() {
+        assert_eq!(timeout_arg(None).unwrap(), None);
+        assert_eq!(
+            timeout_arg(Some(1.5)).unwrap(),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(timeout_arg(Some(1e300)).unwrap(), Some(Duration::MAX));
+        for bad in [0.0, -3.0, f64::NAN, f64::INFINITY, 1e-12] {
+            let e = timeout_arg(Some(bad)).unwrap_err();
+            assert_eq!(e.code, TaskErrorCode::InvalidInput, "{bad}");
+            assert!(e.message.contains("positive number of seconds"), "{bad}");
+        }
     }
 }

@@ -92,8 +92,19 @@ fn message_of(body: &str) -> String {
         .unwrap_or_else(|| body.trim().to_string())
 }
 
-/// What `retry-after-ms` (milliseconds) or `retry-after` (seconds or an HTTP date) ask for.
+/// The longest wait a `retry-after` header is followed for: a server asking for more (a
+/// quota reset hours away, a garbled value) is waited on this long, then retried.
+pub(crate) const MAX_RETRY_AFTER: Duration = Duration::from_secs(3600);
+
+/// What `retry-after-ms` (milliseconds) or `retry-after` (seconds or an HTTP date) ask for,
+/// at most [`MAX_RETRY_AFTER`].
 pub(crate) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+    asked_wait(headers, now).map(|d| d.min(MAX_RETRY_AFTER))
+}
+
+/// The wait the headers ask for, unbounded (saturating at [`Duration::MAX`]).
+fn asked_wait(headers: &HeaderMap, now: SystemTime) -> Option<Duration> {
+    let wait = |s: f64| Duration::try_from_secs_f64(s).unwrap_or(Duration::MAX);
     let header = |name: &str| {
         headers
             .get(name)
@@ -104,11 +115,11 @@ pub(crate) fn retry_after(headers: &HeaderMap, now: SystemTime) -> Option<Durati
         && ms.is_finite()
         && ms >= 0.0
     {
-        return Some(Duration::from_secs_f64(ms / 1000.0));
+        return Some(wait(ms / 1000.0));
     }
     let value = header("retry-after")?;
     if let Ok(secs) = value.parse::<f64>() {
-        return (secs.is_finite() && secs >= 0.0).then(|| Duration::from_secs_f64(secs));
+        return (secs.is_finite() && secs >= 0.0).then(|| wait(secs));
     }
     let at = http_date(value)?;
     Some(at.duration_since(now).unwrap_or(Duration::ZERO))
@@ -135,6 +146,9 @@ fn http_date(s: &str) -> Option<SystemTime> {
         _ => return None,
     };
     let year: i64 = it.next()?.parse().ok()?;
+    if !(1..=9999).contains(&year) {
+        return None;
+    }
     let mut hms = it.next()?.split(':').map(|p| p.parse::<u64>().ok());
     let (h, m, sec) = (hms.next()??, hms.next()??, hms.next()??);
     if !(1..=31).contains(&day) || h > 23 || m > 59 || sec > 60 {
@@ -142,7 +156,7 @@ fn http_date(s: &str) -> Option<SystemTime> {
     }
     let days = days_from_civil(year, month, day as i64);
     let secs = u64::try_from(days).ok()? * 86_400 + h * 3600 + m * 60 + sec;
-    Some(UNIX_EPOCH + Duration::from_secs(secs))
+    UNIX_EPOCH.checked_add(Duration::from_secs(secs))
 }
 
 /// Days since 1970-01-01 of a proleptic Gregorian date (Howard Hinnant's algorithm).
@@ -200,6 +214,39 @@ mod tests {
             Some(Duration::ZERO)
         );
         assert_eq!(retry_after(&headers(&[("retry-after", "soon")]), now), None);
+        // Waits past an hour (or past what a duration holds) are an hour; no panic.
+        for huge in ["1e20", "86400", "1e300"] {
+            assert_eq!(
+                retry_after(&headers(&[("retry-after", huge)]), now),
+                Some(MAX_RETRY_AFTER),
+                "{huge}"
+            );
+            assert_eq!(
+                retry_after(&headers(&[("retry-after-ms", huge)]), now),
+                Some(if huge == "86400" {
+                    Duration::from_millis(86_400)
+                } else {
+                    MAX_RETRY_AFTER
+                }),
+                "{huge} ms"
+            );
+        }
+        assert_eq!(
+            retry_after(
+                &headers(&[("retry-after", "Fri, 31 Dec 9999 23:59:59 GMT")]),
+                now
+            ),
+            Some(MAX_RETRY_AFTER)
+        );
+        // Years no HTTP date has are not dates.
+        for year in ["0", "10000", "-5", "99999999999999999"] {
+            let date = format!("Fri, 31 Dec {year} 23:59:59 GMT");
+            assert_eq!(
+                retry_after(&headers(&[("retry-after", &date)]), now),
+                None,
+                "{date}"
+            );
+        }
         assert_eq!(retry_after(&HeaderMap::new(), now), None);
         // retry-after-ms wins over retry-after.
         assert_eq!(
