@@ -11,17 +11,19 @@ use futures::StreamExt;
 use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
 use taskforce_agents::id::{PartId, SessionId, now_ms};
-use taskforce_agents::model::{Message, Part, PartKind, Session, SummaryItem};
+use taskforce_agents::model::{Message, Part, PartKind, Session, SummaryItem, ToolMetadata};
 use taskforce_agents::permission::{Action, Rule};
-use taskforce_agents::tool::background::ChildReport;
+use taskforce_agents::tool::background::{ChildReport, ChildStatus};
 use taskforce_agents::tool::{
-    Delegate, DisplayItem, SubagentOutcome, SubagentRequest, SubagentStatus, TaskError, TaskUsage,
-    ToolContext, ToolError,
+    Delegate, DisplayItem, SubagentOutcome, SubagentRequest, SubagentStatus, TaskError,
+    TaskErrorCode, TaskFailure, TaskUsage, ToolContext, ToolError,
 };
 use tokio_util::sync::CancellationToken;
 
 use super::timeout::{Activity, ActivityFilter, RunLimits};
-use super::{Activate, CancelTree, Supervisor, limits, session_depth, task_guard, timeout};
+use super::{
+    Activate, CancelTree, Supervisor, is_within, limits, session_depth, task_guard, timeout,
+};
 use crate::RuntimeError;
 use crate::bus::{BusItem, Event, Filter};
 use crate::core::Core;
@@ -96,16 +98,7 @@ impl SupervisorDelegate {
             && let Ok(id) = SessionId::parse(raw)
             && let Some(existing) = store.session(&id).await.map_err(failed)?
         {
-            if existing.id == parent.id {
-                return Err(ToolError::Failed(format!(
-                    "session_id {raw} is the calling session itself; omit session_id to start a new task"
-                )));
-            }
-            if self.root_of(&existing).await? != self.root_of(parent).await? {
-                return Err(ToolError::Failed(format!(
-                    "session_id {raw} belongs to another session tree; omit session_id to start a new task"
-                )));
-            }
+            self.check_continuable(parent, &existing, raw).await?;
             return Ok((existing, false));
         }
         let rules = self
@@ -117,6 +110,59 @@ impl SupervisorDelegate {
         // Stored (and announced) by the child's loop together with its first message.
         let child = Session::child_of(parent, title, now_ms()).with_permission(rules);
         Ok((child, true))
+    }
+
+    /// Refuses (`INVALID_INPUT`) to continue `existing` from `parent` when that could only
+    /// deadlock or lose a result: the caller itself or one of its ancestors (each waits for
+    /// the other), a session of another tree, or a background child whose run is still going
+    /// or whose result is not delivered yet.
+    async fn check_continuable(
+        &self,
+        parent: &Session,
+        existing: &Session,
+        raw: &str,
+    ) -> Result<(), ToolError> {
+        let refuse = |why: String| {
+            Err(ToolError::Task(Box::new(TaskFailure {
+                error: TaskError::new(
+                    TaskErrorCode::InvalidInput,
+                    format!("session_id {raw} {why}; omit session_id to start a new task"),
+                ),
+                metadata: ToolMetadata::new(),
+                cause: None,
+            })))
+        };
+        if existing.id == parent.id {
+            return refuse("is the calling session itself".into());
+        }
+        if is_within(&self.core, &parent.id, &existing.id)
+            .await
+            .map_err(failed)?
+        {
+            return refuse(
+                "is an ancestor of the calling session (it is waiting for this call)".into(),
+            );
+        }
+        if self.root_of(existing).await? != self.root_of(parent).await? {
+            return refuse("belongs to another session tree".into());
+        }
+        let record = self
+            .core
+            .store
+            .background(&existing.id)
+            .await
+            .map_err(failed)?;
+        if let Some(r) = record {
+            if r.status == ChildStatus::Running {
+                return refuse(
+                    "is still running in the background; wait for its <task_result> or stop it with task_cancel".into(),
+                );
+            }
+            if !r.delivered {
+                return refuse("has a background result not delivered yet".into());
+            }
+        }
+        Ok(())
     }
 
     pub(super) async fn root_of(&self, session: &Session) -> Result<SessionId, ToolError> {

@@ -647,3 +647,44 @@ async fn two_runtimes_starting_at_once_deliver_a_dead_runtimes_result_once() {
     assert!(store.undelivered_background().await.unwrap().is_empty());
     store.close().await;
 }
+
+#[actix_rt::test]
+async fn a_running_background_child_cannot_be_continued_by_another_call() {
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if is_child(req) {
+            Response::text("slow digging").with_delay(Duration::from_millis(300))
+        } else if last_content(req).contains("<task_result ") {
+            Response::text("all done")
+        } else if tool_results(req) == 0 {
+            task_call(BACKGROUND)
+        } else if tool_results(req) == 1 {
+            let again = format!(
+                r#"{{"description":"More","prompt":"Dig more","subagent_type":"general","session_id":"{}"}}"#,
+                child_in(req)
+            );
+            call("call_again", "task", again)
+        } else {
+            Response::text("waiting")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let parent = rt.create_session(None, None).await.unwrap().id;
+    rt.prompt(&parent, PromptInput::text("go")).await.unwrap();
+    let child = rt.children(&parent).await.unwrap().remove(0).id;
+    let outputs = outputs_of(&rt, &parent, "task").await;
+    assert_eq!(outputs.len(), 2, "{outputs:?}");
+    assert!(
+        outputs[1].starts_with(&format!(
+            "INVALID_INPUT: session_id {child} is still running in the background"
+        )),
+        "{outputs:?}"
+    );
+    // The refused call did not disturb the child: its one result arrives.
+    wait_for_messages(&rt, &parent, "the result", |m| deliveries(m).len() == 1).await;
+    let messages = rt.messages(&parent).await.unwrap();
+    assert!(deliveries(&messages)[0].contains("status=\"completed\""));
+    assert_eq!(rt.children(&parent).await.unwrap().len(), 1);
+}

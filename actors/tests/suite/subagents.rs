@@ -531,32 +531,56 @@ async fn max_depth_2_nests_root_child_grandchild_and_stops_there() {
 }
 
 #[actix_rt::test]
-async fn a_child_continuing_its_own_root_is_still_cancelled_with_the_tree() {
-    // Root → middle, and the middle's task call continues the root itself: the live tree then
-    // lists the root below the middle. Cancelling the root must still end (and end everything).
+async fn a_child_may_not_continue_its_own_root_which_is_waiting_for_it() {
+    // Root → middle, and the middle's task call names the root as the session to continue:
+    // each would wait for the other, so the call is refused and the tree finishes.
     let root_id = Arc::new(Mutex::new(String::new()));
     let seen = root_id.clone();
     let fake = FakeOpenAi::start(move |req: &RecordedRequest| {
         let first = req.last_role() == Some("user");
-        if req.contains("MIDDLE-AGENT-PROMPT") && first {
-            let root = seen.lock().unwrap().clone();
-            task_call(&format!(
-                r#"{{"description":"back up","prompt":"go on","subagent_type":"middle","session_id":"{root}"}}"#
-            ))
-        } else if first && !req.contains("MIDDLE-AGENT-PROMPT") && !req.contains("go on") {
+        if req.contains("MIDDLE-AGENT-PROMPT") {
+            if first {
+                let root = seen.lock().unwrap().clone();
+                task_call(&format!(
+                    r#"{{"description":"back up","prompt":"go on","subagent_type":"middle","session_id":"{root}"}}"#
+                ))
+            } else {
+                Response::text("middle done")
+            }
+        } else if first {
             task_call(r#"{"description":"to middle","prompt":"split it","subagent_type":"middle"}"#)
         } else {
-            Response::text("done").stall_after(1)
+            Response::text("root done")
         }
     })
     .await
     .unwrap();
-    let (_env, rt, root, running) = running_tree(&fake, 2, |root| {
-        *root_id.lock().unwrap() = root.id.to_string();
-    })
-    .await;
-    // The root and the middle wait on each other: the cancel grace (2 s) breaks the wait.
-    cancel_until_idle(&rt, &root.id, running, Duration::from_secs(5)).await;
+    let env = nesting_env(&fake.base_url(), 2);
+    let rt = env.runtime().await;
+    let root = rt.create_session(None, None).await.unwrap();
+    *root_id.lock().unwrap() = root.id.to_string();
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        rt.prompt(&root.id, PromptInput::text("go")),
+    )
+    .await
+    .expect("the tree finishes")
+    .unwrap();
+    let middle = rt.children(&root.id).await.unwrap().remove(0);
+    let state = task_state(&rt, &middle.id).await;
+    let error = error_of(&state);
+    assert!(
+        error.starts_with(&format!(
+            "INVALID_INPUT: session_id {} is an ancestor of the calling session",
+            root.id
+        )),
+        "{error}"
+    );
+    assert!(rt.children(&middle.id).await.unwrap().is_empty());
+    let ToolState::Completed(r) = task_state(&rt, &root.id).await else {
+        panic!("the root's task completed")
+    };
+    assert!(r.output.starts_with("middle done"), "{}", r.output);
 }
 
 #[actix_rt::test]
