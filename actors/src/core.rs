@@ -57,6 +57,8 @@ pub(crate) struct Core {
     pub hooks: std::sync::RwLock<Vec<Arc<dyn Hooks>>>,
     /// Running-children and per-tree limits of task calls.
     pub limits: Arc<crate::supervisor::Limits>,
+    /// The clocks of running children (see `supervisor::timeout`), by child.
+    pub clocks: crate::supervisor::Clocks,
     /// Background children waiting for a running slot: cancelling their tree cancels these.
     pub queued: IdMap<tokio_util::sync::CancellationToken>,
     /// Background children whose end is not recorded yet: their channel closes once it is.

@@ -156,6 +156,7 @@ impl Runtime {
             hooks: Default::default(),
             commands: Commands::new(&config_for_commands),
             limits: Arc::new(Limits::new(&config_for_commands.subagent)),
+            clocks: IdMap::default(),
             queued: IdMap::default(),
             unrecorded: IdMap::default(),
             deliveries: IdMap::default(),

@@ -30,7 +30,7 @@ use taskforce_agents::tool::{SubagentRequest, TimeoutReason, ToolContext, ToolEr
 use tokio_util::sync::CancellationToken;
 
 use super::delegate::{ABORTED, SupervisorDelegate, failed, start_child, usage_of};
-use super::timeout::{self, Activity, ActivityFilter, RunLimits};
+use super::timeout::{self, Activity, ActivityFilter, Listed, RunLimits};
 use super::{Activate, Adopt, CancelTree, Live, is_within, limits, session_depth};
 use crate::RuntimeError;
 use crate::bus::{BusItem, Event, Filter};
@@ -58,7 +58,7 @@ impl SupervisorDelegate {
         let root = self.root_of(&parent).await?;
         let reservation = limits::reserve(&self.core, &root, new).await?;
         // Its turn for a slot is taken now, so background calls start in the order made.
-        let waiting = self.core.limits.enqueue(&parent.id);
+        let waiting = self.core.limits.enqueue(&parent.id, &child.id);
         self.core.bus.register_parent(&child.id, &parent.id);
         let record = BackgroundTask {
             child_id: child.id.clone(),
@@ -318,7 +318,9 @@ impl BackgroundRun {
     async fn run(&self, cancel: &CancellationToken) -> Ended {
         let id = &self.child.id;
         // Its activity (as published) resets the idle clock.
+        // Its parent does not wait for it: its clock is its own.
         let activity = Arc::new(Activity::new());
+        let _listed = Listed::new(&self.core.clocks, id, &activity);
         let clock_start = tokio::time::Instant::now();
         let mut events = self.core.bus.subscribe(Filter::Session(id.clone()));
         let seen = activity.clone();

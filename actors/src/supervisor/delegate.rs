@@ -20,7 +20,8 @@ use taskforce_agents::tool::{
 };
 use tokio_util::sync::CancellationToken;
 
-use super::timeout::{Activity, ActivityFilter, RunLimits};
+use super::limits::Lease;
+use super::timeout::{Activity, ActivityFilter, Listed, RunLimits};
 use super::{
     Activate, CancelTree, Supervisor, is_within, limits, session_depth, task_guard, timeout,
 };
@@ -196,7 +197,63 @@ impl Delegate for SupervisorDelegate {
     async fn run_subagent(
         &self,
         ctx: &ToolContext,
+        request: SubagentRequest,
+    ) -> Result<SubagentOutcome, ToolError> {
+        // The caller waits for this call: it lends its running share meanwhile (so that its
+        // children never wait on it) and takes it back before it goes on.
+        let clock = timeout::clock_of(&self.core.clocks, &self.parent.id);
+        let mut lease = Lease::default();
+        let result = self
+            .call_child(ctx, request, clock.as_ref(), &mut lease)
+            .await;
+        if !ctx.abort.is_cancelled() {
+            let _busy = clock.as_ref().map(Activity::hold);
+            tokio::select! {
+                biased;
+                // Cut short: the share comes back at once (the caller's run is ending).
+                () = ctx.abort.cancelled() => {}
+                () = lease.end() => {}
+            }
+        }
+        result
+    }
+
+    async fn start_background(
+        &self,
+        ctx: &ToolContext,
+        request: SubagentRequest,
+    ) -> Result<SessionId, ToolError> {
+        self.start_background_child(ctx, request).await
+    }
+
+    async fn task_status(
+        &self,
+        _ctx: &ToolContext,
+        child: &SessionId,
+    ) -> Result<ChildReport, ToolError> {
+        self.child_report(child).await
+    }
+
+    async fn task_cancel(
+        &self,
+        _ctx: &ToolContext,
+        child: &SessionId,
+    ) -> Result<ChildReport, ToolError> {
+        self.cancel_child(child).await
+    }
+}
+
+impl SupervisorDelegate {
+    /// Runs `request`'s child for a call of this delegate's session (whose clock, if it runs
+    /// as a child, is `clock`): waits for a running slot, starts the child, mirrors its tool
+    /// calls and watches its time limits until it answers. The caller's running share is lent
+    /// (in `lease`, with the child's slot) from the moment the call waits for a slot.
+    async fn call_child(
+        &self,
+        ctx: &ToolContext,
         mut request: SubagentRequest,
+        clock: Option<&Arc<Activity>>,
+        lease: &mut Lease,
     ) -> Result<SubagentOutcome, ToolError> {
         let parent = &self.parent;
         // The child sits one below its parent; it keeps the task tool while that is above the
@@ -207,8 +264,16 @@ impl Delegate for SupervisorDelegate {
         let (child, new) = self.child_session(parent, &request, nests).await?;
         // Wait for a running slot (and count a new child in its tree) before anything starts.
         let root = self.root_of(parent).await?;
-        let admission = limits::admit(&self.core, ctx, &parent.id, &root, new).await?;
-        let _slot = admission.slot;
+        let call = limits::Call {
+            parent: &parent.id,
+            child: &child.id,
+            root: &root,
+            new,
+            clock,
+        };
+        lease.aside = Some(self.core.limits.step_aside(&parent.id));
+        let admission = limits::admit(&self.core, ctx, call).await?;
+        lease.slot = Some(admission.slot);
         if let Some(reservation) = admission.reservation {
             reservation.keep();
         }
@@ -224,7 +289,9 @@ impl Delegate for SupervisorDelegate {
         // Mirror the child's tool calls on the parent's running part while the call runs; the
         // child's activity resets the idle clock.
         let run_limits = RunLimits::new(&self.core.config.subagent, request.timeout);
-        let activity = Arc::new(Activity::new());
+        // Its activity is its caller's too (the caller waits for it).
+        let activity = Arc::new(Activity::under(clock.cloned()));
+        let _listed = Listed::new(&self.core.clocks, &child.id, &activity);
         let clock_start = tokio::time::Instant::now();
         // Subscribed before the child starts, followed while waiting for it (no task of its
         // own: one call, one task).
@@ -348,30 +415,6 @@ impl Delegate for SupervisorDelegate {
             usage: digest.usage,
             display_items: digest.display_items,
         })
-    }
-
-    async fn start_background(
-        &self,
-        ctx: &ToolContext,
-        request: SubagentRequest,
-    ) -> Result<SessionId, ToolError> {
-        self.start_background_child(ctx, request).await
-    }
-
-    async fn task_status(
-        &self,
-        _ctx: &ToolContext,
-        child: &SessionId,
-    ) -> Result<ChildReport, ToolError> {
-        self.child_report(child).await
-    }
-
-    async fn task_cancel(
-        &self,
-        _ctx: &ToolContext,
-        child: &SessionId,
-    ) -> Result<ChildReport, ToolError> {
-        self.cancel_child(child).await
     }
 }
 

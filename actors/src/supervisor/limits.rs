@@ -10,9 +10,13 @@
 //! cancelled leaves the queue. The run-time timers (`subagent.timeout`, `idle_timeout`) start
 //! only when the call is admitted.
 //!
-//! A parent that waits for its own children keeps its slot, so with nesting a `max_total`
-//! smaller than the tree's depth can make a tree wait on itself; keep `max_total` above
-//! `max_depth`.
+//! Nesting never makes a tree wait on itself: a child that holds a slot lends its share of
+//! `max_total` while it waits for task calls of its own (queued or running), so its children
+//! can run in it. When its last call ends it takes its share back before it goes on, ahead of
+//! every new call (it waits only while other work runs, which ends or lends in turn). A child
+//! may thus be running again while the children that ran in its place still finish, briefly
+//! over `max_total` by the ones coming back; `max_concurrent` counts a parent's children,
+//! whoever runs.
 //!
 //! The per-tree count covers the children this runtime created plus, the first time a tree is
 //! seen, the descendants already in the store (read by one walk, which the calls that arrive
@@ -31,6 +35,7 @@ use taskforce_agents::model::ToolMetadata;
 use taskforce_agents::tool::{TaskError, TaskErrorCode, TaskFailure, ToolContext, ToolError};
 use tokio::sync::{Notify, OnceCell};
 
+use super::timeout::Activity;
 use crate::core::Core;
 
 /// Why a task call may not start a child.
@@ -71,9 +76,12 @@ pub(crate) struct Limits {
 struct State {
     /// Running children by parent.
     running: HashMap<SessionId, usize, foldhash::fast::RandomState>,
-    /// Running children in the runtime.
+    /// Shares of `max_total` in use.
     total: usize,
-    /// Calls waiting for a slot, oldest first.
+    /// The children holding slots, and which of them wait for calls of their own.
+    holders: HashMap<SessionId, Holder, foldhash::fast::RandomState>,
+    /// Children coming back from their calls (first), then calls waiting for a slot; oldest
+    /// first in each.
     queue: VecDeque<Ticket>,
     /// Tickets admitted whose caller has not yet taken its slot.
     granted: HashSet<u64, foldhash::fast::RandomState>,
@@ -86,8 +94,32 @@ struct State {
 
 struct Ticket {
     id: u64,
-    parent: SessionId,
+    kind: Kind,
     wake: Arc<Notify>,
+}
+
+/// What a ticket waits for.
+enum Kind {
+    /// A slot for `child` under `parent`.
+    Call { parent: SessionId, child: SessionId },
+    /// The share `child` lent while it waited for its calls.
+    Return { child: SessionId },
+}
+
+/// A child that holds slots.
+#[derive(Debug, Default, Clone, Copy)]
+struct Holder {
+    /// Slots held for it (more than one only when calls continue it at once).
+    held: usize,
+    /// Its own task calls under way; while any are, its share is lent.
+    away: usize,
+}
+
+impl Holder {
+    /// Its shares of `max_total` in use.
+    fn units(self) -> usize {
+        if self.away > 0 { 0 } else { self.held }
+    }
 }
 
 impl Limits {
@@ -153,15 +185,19 @@ impl Limits {
         })
     }
 
-    /// Joins the queue for a running slot under `parent`; admitted at once when there is room.
-    pub(crate) fn enqueue(self: &Arc<Self>, parent: &SessionId) -> Waiting {
+    /// Joins the queue for a running slot for `child` under `parent`; admitted at once when
+    /// there is room.
+    pub(crate) fn enqueue(self: &Arc<Self>, parent: &SessionId, child: &SessionId) -> Waiting {
         let wake = Arc::new(Notify::new());
         let mut state = self.state();
         let id = state.next;
         state.next += 1;
         state.queue.push_back(Ticket {
             id,
-            parent: parent.clone(),
+            kind: Kind::Call {
+                parent: parent.clone(),
+                child: child.clone(),
+            },
             wake: wake.clone(),
         });
         self.pump(&mut state);
@@ -169,44 +205,124 @@ impl Limits {
             limits: self.clone(),
             id,
             parent: parent.clone(),
+            child: child.clone(),
             wake,
             done: false,
         }
     }
 
-    /// Admits every queued call that fits, oldest first.
+    /// Lends `caller`'s share while a task call of its own is under way (a caller holding no
+    /// slot, a root, has nothing to lend); the share comes back through [`Aside::back`].
+    pub(crate) fn step_aside(self: &Arc<Self>, caller: &SessionId) -> Aside {
+        let mut state = self.state();
+        let lent = match state.holders.get_mut(caller) {
+            Some(h) => {
+                let before = h.units();
+                h.away += 1;
+                let freed = before - h.units();
+                state.total = state.total.saturating_sub(freed);
+                self.pump(&mut state);
+                true
+            }
+            None => false,
+        };
+        Aside {
+            limits: self.clone(),
+            caller: caller.clone(),
+            done: !lent,
+        }
+    }
+
+    /// Admits every queued ticket that fits, oldest first (returns before calls).
     fn pump(&self, state: &mut State) {
         let mut i = 0;
         while i < state.queue.len() && state.total < self.total {
-            let parent_running = state
-                .running
-                .get(&state.queue[i].parent)
-                .copied()
-                .unwrap_or(0);
-            if parent_running >= self.per_parent {
+            if let Kind::Call { parent, .. } = &state.queue[i].kind
+                && state.running.get(parent).copied().unwrap_or(0) >= self.per_parent
+            {
                 i += 1;
                 continue;
             }
             let Some(ticket) = state.queue.remove(i) else {
                 break;
             };
-            *state.running.entry(ticket.parent.clone()).or_insert(0) += 1;
-            state.total += 1;
+            match ticket.kind {
+                Kind::Call { parent, child } => {
+                    *state.running.entry(parent).or_insert(0) += 1;
+                    let h = state.holders.entry(child).or_default();
+                    let before = h.units();
+                    h.held += 1;
+                    state.total += h.units() - before;
+                }
+                Kind::Return { child } => Self::come_back(state, &child),
+            }
             state.granted.insert(ticket.id);
             ticket.wake.notify_one();
         }
     }
 
-    /// Frees a slot of `parent` and admits whoever fits now.
-    fn release(&self, state: &mut State, parent: &SessionId) {
+    /// `child`'s last call ended: its share is in use again (the caller checked for room, or
+    /// takes it regardless when its call was cut short).
+    fn come_back(state: &mut State, child: &SessionId) {
+        if let Some(h) = state.holders.get_mut(child) {
+            let before = h.units();
+            h.away = h.away.saturating_sub(1);
+            let after = h.units();
+            state.total += after - before;
+            if h.held == 0 && h.away == 0 {
+                state.holders.remove(child);
+            }
+        }
+    }
+
+    /// Frees a slot of `child` under `parent` and admits whoever fits now.
+    fn release(&self, state: &mut State, parent: &SessionId, child: &SessionId) {
         if let Some(n) = state.running.get_mut(parent) {
             *n = n.saturating_sub(1);
             if *n == 0 {
                 state.running.remove(parent);
             }
         }
-        state.total = state.total.saturating_sub(1);
+        if let Some(h) = state.holders.get_mut(child) {
+            let before = h.units();
+            h.held = h.held.saturating_sub(1);
+            state.total = state.total.saturating_sub(before - h.units());
+            if h.held == 0 && h.away == 0 {
+                state.holders.remove(child);
+            }
+        }
         self.pump(state);
+    }
+
+    /// Whether `child`'s share can be taken back now: room, and no one coming back before it.
+    fn room_to_return(&self, state: &State) -> bool {
+        state.total < self.total
+            && !state
+                .queue
+                .iter()
+                .any(|t| matches!(t.kind, Kind::Return { .. }))
+    }
+
+    /// Queues `child`'s return behind the returns already waiting, ahead of every call.
+    fn queue_return(state: &mut State, child: &SessionId, wake: Arc<Notify>) -> u64 {
+        let id = state.next;
+        state.next += 1;
+        let at = state
+            .queue
+            .iter()
+            .position(|t| !matches!(t.kind, Kind::Return { .. }))
+            .unwrap_or(state.queue.len());
+        state.queue.insert(
+            at,
+            Ticket {
+                id,
+                kind: Kind::Return {
+                    child: child.clone(),
+                },
+                wake,
+            },
+        );
+        id
     }
 
     /// How many children run under `parent` and in total, and how many calls wait.
@@ -244,11 +360,111 @@ impl Drop for Reservation {
     }
 }
 
+/// A caller's share lent while its task call is under way; [`Aside::claim`] takes it back
+/// (dropping it instead takes it back at once, room or not: the call was cut short).
+pub(crate) struct Aside {
+    limits: Arc<Limits>,
+    caller: SessionId,
+    done: bool,
+}
+
+impl Aside {
+    /// The call ended: takes the caller's share back when there is room, else queues for it
+    /// ahead of every call (the wait is [`Claim::wait`]). Other calls of the caller still
+    /// under way keep it lent.
+    pub(crate) fn claim(mut self) -> Claim {
+        self.done = true;
+        let wake = Arc::new(Notify::new());
+        let limits = self.limits.clone();
+        let mut state = limits.state();
+        let waits = matches!(state.holders.get(&self.caller), Some(h) if h.away == 1 && h.held > 0)
+            && !limits.room_to_return(&state);
+        let id = if waits {
+            Some(Limits::queue_return(&mut state, &self.caller, wake.clone()))
+        } else {
+            Limits::come_back(&mut state, &self.caller);
+            None
+        };
+        Claim {
+            limits: self.limits.clone(),
+            caller: self.caller.clone(),
+            id,
+            wake,
+        }
+    }
+}
+
+impl Drop for Aside {
+    fn drop(&mut self) {
+        if !self.done {
+            let mut state = self.limits.state();
+            Limits::come_back(&mut state, &self.caller);
+        }
+    }
+}
+
+/// A caller taking its share back; dropped while it waits, it takes it regardless.
+pub(crate) struct Claim {
+    limits: Arc<Limits>,
+    caller: SessionId,
+    /// Its return ticket, while it waits.
+    id: Option<u64>,
+    wake: Arc<Notify>,
+}
+
+impl Claim {
+    /// Waits until the share is the caller's again.
+    pub(crate) async fn wait(mut self) {
+        while let Some(id) = self.id {
+            if self.limits.state().granted.remove(&id) {
+                self.id = None;
+                return;
+            }
+            self.wake.notified().await;
+        }
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        let Some(id) = self.id else { return };
+        let mut state = self.limits.state();
+        if !state.granted.remove(&id) {
+            state.queue.retain(|t| t.id != id);
+            Limits::come_back(&mut state, &self.caller);
+        }
+    }
+}
+
+/// What a task call holds: its caller's lent share and, once admitted, its child's slot.
+/// Dropped, both are given up at once.
+#[derive(Default)]
+pub(crate) struct Lease {
+    /// The caller's share, lent while the call is under way.
+    pub aside: Option<Aside>,
+    /// The child's running slot.
+    pub slot: Option<Slot>,
+}
+
+impl Lease {
+    /// Ends the call: the caller claims its share back before the child's slot is freed (so
+    /// that no call the freed slot would let in goes first), then waits for it.
+    pub(crate) async fn end(self) {
+        let Lease { aside, slot } = self;
+        let claim = aside.map(Aside::claim);
+        drop(slot);
+        if let Some(claim) = claim {
+            claim.wait().await;
+        }
+    }
+}
+
 /// A call in the queue; dropping it leaves the queue (or frees a slot granted meanwhile).
 pub(crate) struct Waiting {
     limits: Arc<Limits>,
     id: u64,
     parent: SessionId,
+    child: SessionId,
     wake: Arc<Notify>,
     done: bool,
 }
@@ -269,6 +485,7 @@ impl Waiting {
                     return Slot {
                         limits: self.limits.clone(),
                         parent: self.parent.clone(),
+                        child: self.child.clone(),
                     };
                 }
             }
@@ -284,7 +501,7 @@ impl Drop for Waiting {
         }
         let mut state = self.limits.state();
         if state.granted.remove(&self.id) {
-            self.limits.release(&mut state, &self.parent);
+            self.limits.release(&mut state, &self.parent, &self.child);
         } else {
             state.queue.retain(|t| t.id != self.id);
         }
@@ -295,12 +512,13 @@ impl Drop for Waiting {
 pub(crate) struct Slot {
     limits: Arc<Limits>,
     parent: SessionId,
+    child: SessionId,
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
         let mut state = self.limits.state();
-        self.limits.release(&mut state, &self.parent);
+        self.limits.release(&mut state, &self.parent, &self.child);
     }
 }
 
@@ -312,24 +530,37 @@ pub(crate) struct Admission {
     pub reservation: Option<Reservation>,
 }
 
-/// Admits a task call of `parent` (in the tree of `root`) that starts a `new` child or resumes
-/// one: counts a new child in its tree (failing at once when the tree is full), then waits for
-/// a running slot, showing `queued: true` on the call's part meanwhile. Cancelling `ctx.abort`
-/// while waiting leaves the queue with `ToolError::Aborted`.
+/// Where a task call stands: its caller, the child it runs, the root of their tree.
+pub(crate) struct Call<'a> {
+    /// The calling session.
+    pub parent: &'a SessionId,
+    /// The child to run.
+    pub child: &'a SessionId,
+    /// The root of their tree.
+    pub root: &'a SessionId,
+    /// Whether the child is new (counted in its tree).
+    pub new: bool,
+    /// The caller's clock, when the caller runs as a child: held while the call waits.
+    pub clock: Option<&'a Arc<Activity>>,
+}
+
+/// Admits a task `call` that starts a new child or resumes one: counts a new child in its tree
+/// (failing at once when the tree is full), then waits for a running slot, showing
+/// `queued: true` on the call's part meanwhile (the caller is not idle while it waits).
+/// Cancelling `ctx.abort` while waiting leaves the queue with `ToolError::Aborted`.
 pub(crate) async fn admit(
     core: &Core,
     ctx: &ToolContext,
-    parent: &SessionId,
-    root: &SessionId,
-    new: bool,
+    call: Call<'_>,
 ) -> Result<Admission, ToolError> {
     let limits = &core.limits;
-    let reservation = reserve(core, root, new).await?;
-    let waiting = limits.enqueue(parent);
+    let reservation = reserve(core, call.root, call.new).await?;
+    let waiting = limits.enqueue(call.parent, call.child);
     if waiting.is_admitted() {
         let slot = waiting.admitted().await;
         return Ok(Admission { slot, reservation });
     }
+    let _busy = call.clock.map(Activity::hold);
     ctx.metadata(None, queued(true));
     let slot = tokio::select! {
         biased;
@@ -405,10 +636,10 @@ mod tests {
     async fn calls_over_the_parent_limit_wait_in_fifo_order() {
         let l = limits(2, 10, 100);
         let p = SessionId::new();
-        let a = l.enqueue(&p).admitted().await;
-        let b = l.enqueue(&p).admitted().await;
-        let c = l.enqueue(&p);
-        let d = l.enqueue(&p);
+        let a = l.enqueue(&p, &SessionId::new()).admitted().await;
+        let b = l.enqueue(&p, &SessionId::new()).admitted().await;
+        let c = l.enqueue(&p, &SessionId::new());
+        let d = l.enqueue(&p, &SessionId::new());
         assert!(!c.is_admitted() && !d.is_admitted());
         assert_eq!(l.counts(&p), (2, 2, 2));
         drop(a);
@@ -424,10 +655,10 @@ mod tests {
     async fn the_total_limit_spans_parents_and_a_full_parent_blocks_no_one_else() {
         let l = limits(1, 2, 100);
         let (p, q, r) = (SessionId::new(), SessionId::new(), SessionId::new());
-        let p1 = l.enqueue(&p).admitted().await;
-        let p2 = l.enqueue(&p);
-        let q1 = l.enqueue(&q).admitted().await;
-        let r1 = l.enqueue(&r);
+        let p1 = l.enqueue(&p, &SessionId::new()).admitted().await;
+        let p2 = l.enqueue(&p, &SessionId::new());
+        let q1 = l.enqueue(&q, &SessionId::new()).admitted().await;
+        let r1 = l.enqueue(&r, &SessionId::new());
         assert!(!p2.is_admitted() && !r1.is_admitted());
         drop(q1);
         assert!(r1.is_admitted(), "p is full; r is next that fits");
@@ -440,9 +671,9 @@ mod tests {
     async fn a_dropped_waiter_leaves_the_queue_and_a_granted_one_frees_its_slot() {
         let l = limits(1, 10, 100);
         let p = SessionId::new();
-        let a = l.enqueue(&p).admitted().await;
-        let b = l.enqueue(&p);
-        let c = l.enqueue(&p);
+        let a = l.enqueue(&p, &SessionId::new()).admitted().await;
+        let b = l.enqueue(&p, &SessionId::new());
+        let c = l.enqueue(&p, &SessionId::new());
         drop(b);
         assert_eq!(l.counts(&p), (1, 1, 1));
         drop(a);
@@ -479,5 +710,127 @@ mod tests {
         l.forget_trees(std::slice::from_ref(&root));
         assert!(!l.knows_tree(&root));
         assert!(l.knows_tree(&other));
+    }
+
+    /// `child` admitted under `parent`, its slot held.
+    async fn running(l: &Arc<Limits>, parent: &SessionId, child: &SessionId) -> Slot {
+        l.enqueue(parent, child).admitted().await
+    }
+
+    #[tokio::test]
+    async fn a_caller_lends_its_share_to_its_own_call_and_takes_it_back_after() {
+        let l = limits(10, 1, 100);
+        let (root, middle, leaf) = (SessionId::new(), SessionId::new(), SessionId::new());
+        let _middle = running(&l, &root, &middle).await;
+        assert_eq!(l.counts(&root).1, 1);
+        let aside = l.step_aside(&middle);
+        assert_eq!(l.counts(&root).1, 0, "lent while its call runs");
+        let waiting = l.enqueue(&middle, &leaf);
+        assert!(waiting.is_admitted(), "the leaf runs in the middle's share");
+        let lease = Lease {
+            aside: Some(aside),
+            slot: Some(waiting.admitted().await),
+        };
+        lease.end().await;
+        assert_eq!(l.counts(&root), (1, 1, 0), "the middle runs again");
+        assert_eq!(l.counts(&middle), (0, 1, 0));
+    }
+
+    #[tokio::test]
+    async fn a_returning_caller_goes_before_calls_that_waited_longer() {
+        let l = limits(10, 1, 100);
+        let (root, middle, leaf) = (SessionId::new(), SessionId::new(), SessionId::new());
+        let middle_slot = running(&l, &root, &middle).await;
+        let aside = l.step_aside(&middle);
+        let leaf_slot = running(&l, &middle, &leaf).await;
+        let other = l.enqueue(&SessionId::new(), &SessionId::new());
+        assert!(!other.is_admitted());
+        Lease {
+            aside: Some(aside),
+            slot: Some(leaf_slot),
+        }
+        .end()
+        .await;
+        assert!(!other.is_admitted(), "the middle finishes its work first");
+        drop(middle_slot);
+        assert!(other.is_admitted());
+        assert_eq!(l.counts(&root), (0, 1, 0));
+    }
+
+    #[tokio::test]
+    async fn the_share_comes_back_after_the_last_of_several_calls() {
+        let l = limits(10, 2, 100);
+        let (root, middle) = (SessionId::new(), SessionId::new());
+        let _middle = running(&l, &root, &middle).await;
+        let (a1, a2) = (l.step_aside(&middle), l.step_aside(&middle));
+        assert_eq!(l.counts(&root).1, 0);
+        let s1 = running(&l, &middle, &SessionId::new()).await;
+        let s2 = running(&l, &middle, &SessionId::new()).await;
+        Lease {
+            aside: Some(a1),
+            slot: Some(s1),
+        }
+        .end()
+        .await;
+        assert_eq!(
+            l.counts(&middle),
+            (1, 1, 0),
+            "still lent to the second call"
+        );
+        Lease {
+            aside: Some(a2),
+            slot: Some(s2),
+        }
+        .end()
+        .await;
+        assert_eq!(l.counts(&middle), (0, 1, 0), "the middle's own share only");
+    }
+
+    #[tokio::test]
+    async fn a_call_cut_short_gives_everything_back_at_once() {
+        let l = limits(10, 1, 100);
+        let (root, middle, leaf) = (SessionId::new(), SessionId::new(), SessionId::new());
+        let middle_slot = running(&l, &root, &middle).await;
+        let aside = l.step_aside(&middle);
+        let leaf_slot = running(&l, &middle, &leaf).await;
+        // Its claim queued (no room while the leaf runs), then the call is cancelled.
+        let claim = aside.claim();
+        assert_eq!(l.counts(&root).2, 1, "the return waits");
+        drop(claim);
+        drop(leaf_slot);
+        assert_eq!(
+            l.counts(&root),
+            (1, 1, 0),
+            "no ticket left behind, the share is back"
+        );
+        drop(middle_slot);
+        assert_eq!(l.counts(&root), (0, 0, 0));
+        // A lease dropped whole (the caller's run ending) leaves nothing counted either.
+        let middle_slot = running(&l, &root, &middle).await;
+        let lease = Lease {
+            aside: Some(l.step_aside(&middle)),
+            slot: Some(running(&l, &middle, &leaf).await),
+        };
+        drop(lease);
+        drop(middle_slot);
+        assert_eq!(l.counts(&root), (0, 0, 0));
+        assert!(l.state().holders.is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_root_caller_holds_no_share_and_lends_nothing() {
+        let l = limits(10, 1, 100);
+        let (root, child) = (SessionId::new(), SessionId::new());
+        let aside = l.step_aside(&root);
+        let slot = running(&l, &root, &child).await;
+        let other = l.enqueue(&SessionId::new(), &SessionId::new());
+        assert!(!other.is_admitted(), "nothing was lent: one slot, taken");
+        Lease {
+            aside: Some(aside),
+            slot: Some(slot),
+        }
+        .end()
+        .await;
+        assert!(other.is_admitted());
     }
 }

@@ -11,6 +11,7 @@ pub(crate) use background::deliver_pending;
 pub use delegate::SupervisorDelegate;
 pub(crate) use guard::{is_within, session_depth, task_guard};
 pub(crate) use limits::Limits;
+pub(crate) use timeout::Clocks;
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;

@@ -2,22 +2,26 @@
 //! `timeout` argument, never raised) and an idle limit (`subagent.idle_timeout`).
 //!
 //! Both clocks start when the call is admitted (time spent queued does not count). The idle
-//! clock is reset by the child's own activity as its session publishes it on the bus: model
+//! clock is reset by the child's activity as its session publishes it on the bus: model
 //! stream events (text and reasoning deltas, step starts and finishes, tool calls being
 //! streamed, assistant messages) and tool status changes (a tool starting, completing or
 //! failing). Metadata updates of a tool that is still running do not reset it, so a single
-//! tool that runs longer than the idle limit ends the child. On expiry the delegate cancels
+//! tool that runs longer than the idle limit ends the child. A child waiting for its own task
+//! calls is as active as the children working for it (their activity resets its clock too),
+//! and a call waiting for a running slot (or for the caller's share to come back) holds the
+//! caller's clock: waiting on the runtime's limits is not idling. On expiry the delegate cancels
 //! the child's subtree and answers `SUBAGENT_TIMEOUT` with the output so far and the reason
 //! (`details.results[i].timeoutReason`: `runtime` or `idle`).
 //!
 //! The clocks are tokio's, so tests may drive them with a paused clock.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, PoisonError};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use taskforce_agents::config::SubagentConfig;
-use taskforce_agents::id::PartId;
+use taskforce_agents::id::{PartId, SessionId};
 use taskforce_agents::model::PartKind;
 use taskforce_agents::tool::TimeoutReason;
 use tokio::time::Instant;
@@ -43,28 +47,107 @@ impl RunLimits {
     }
 }
 
-/// When the child was last active.
+/// When the child was last active, and whether it is held busy (waiting on the runtime's
+/// limits). A child's activity is its callers' too: touching or holding a clock reaches the
+/// clocks of the runs waiting on it (`up`), so a parent whose child works is not idle.
 #[derive(Debug)]
 pub(crate) struct Activity {
     last: Mutex<Instant>,
+    held: AtomicUsize,
+    up: Option<Arc<Activity>>,
 }
 
 impl Activity {
-    /// Active now.
+    /// Active now, with no caller waiting on it.
     pub(crate) fn new() -> Self {
+        Activity::under(None)
+    }
+
+    /// Active now; `up` is the clock of the run that waits for this one.
+    pub(crate) fn under(up: Option<Arc<Activity>>) -> Self {
         Activity {
             last: Mutex::new(Instant::now()),
+            held: AtomicUsize::new(0),
+            up,
         }
     }
 
     /// The child did something now.
     pub(crate) fn touch(&self) {
-        *self.last.lock().unwrap_or_else(PoisonError::into_inner) = Instant::now();
+        let now = Instant::now();
+        for clock in self.chain() {
+            *clock.last.lock().unwrap_or_else(PoisonError::into_inner) = now;
+        }
+    }
+
+    /// Keeps this clock and its callers' from running idle until the guard is dropped (a call
+    /// waiting for a running slot is not the child idling).
+    pub(crate) fn hold(self: &Arc<Self>) -> Hold {
+        for clock in self.chain() {
+            clock.held.fetch_add(1, Ordering::Relaxed);
+        }
+        Hold(self.clone())
+    }
+
+    fn is_held(&self) -> bool {
+        self.held.load(Ordering::Relaxed) > 0
     }
 
     fn last(&self) -> Instant {
         *self.last.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    /// This clock, then its callers' up to the root's call.
+    fn chain(&self) -> impl Iterator<Item = &Activity> {
+        std::iter::successors(Some(self), |c| c.up.as_deref())
+    }
+}
+
+/// A clock held busy; dropping it lets it run again from now.
+#[derive(Debug)]
+pub(crate) struct Hold(Arc<Activity>);
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        for clock in self.0.chain() {
+            clock.held.fetch_sub(1, Ordering::Relaxed);
+        }
+        self.0.touch();
+    }
+}
+
+/// The running children's clocks by child session, so that their own calls can reach them.
+pub(crate) type Clocks = crate::core::IdMap<Arc<Activity>>;
+
+/// `activity` listed as `child`'s clock while the guard lives.
+pub(crate) struct Listed<'a> {
+    clocks: &'a Clocks,
+    child: SessionId,
+    activity: Arc<Activity>,
+}
+
+impl<'a> Listed<'a> {
+    /// Lists `activity` as the clock of `child`.
+    pub(crate) fn new(clocks: &'a Clocks, child: &SessionId, activity: &Arc<Activity>) -> Self {
+        clocks.insert(child.clone(), activity.clone());
+        Listed {
+            clocks,
+            child: child.clone(),
+            activity: activity.clone(),
+        }
+    }
+}
+
+impl Drop for Listed<'_> {
+    fn drop(&mut self) {
+        self.clocks
+            .remove_if(&self.child, |_, a| Arc::ptr_eq(a, &self.activity));
+    }
+}
+
+/// The clock of `session`'s run as a child, if one is running.
+pub(crate) fn clock_of(clocks: &Clocks, session: &SessionId) -> Option<Arc<Activity>> {
+    clocks.get(session).map(|a| a.value().clone())
 }
 
 /// Tells activity from noise in a child's events (it remembers each tool part's status).
@@ -107,6 +190,10 @@ pub(crate) async fn expiry(
         let idle = later(activity.last(), limits.idle);
         if idle < hard {
             tokio::time::sleep_until(idle).await;
+            if activity.is_held() {
+                activity.touch();
+                continue;
+            }
             if later(activity.last(), limits.idle) <= Instant::now() {
                 return (TimeoutReason::Idle, limits.idle);
             }
@@ -193,6 +280,48 @@ mod tests {
         )
         .await;
         assert!(waited.is_err(), "{waited:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_childs_activity_is_its_callers_and_a_held_clock_never_idles() {
+        let caller = std::sync::Arc::new(Activity::new());
+        let child = std::sync::Arc::new(Activity::under(Some(caller.clone())));
+        let start = Instant::now();
+        let ticker = {
+            let child = child.clone();
+            tokio::spawn(async move {
+                for _ in 0..10 {
+                    tokio::time::sleep(Duration::from_millis(100)).await;
+                    child.touch();
+                }
+            })
+        };
+        // The caller says nothing for a second while its child works.
+        let got = expiry(limits(60_000, 300), start, &caller).await;
+        ticker.await.unwrap();
+        assert_eq!(got.0, TimeoutReason::Idle);
+        assert_eq!(start.elapsed(), Duration::from_millis(1_300));
+
+        // Held (waiting for a slot) for a minute: not idle; idle 300 ms after the hold ends.
+        let start = Instant::now();
+        let hold = child.hold();
+        let release = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(60)).await;
+            drop(hold);
+        });
+        let got = expiry(limits(600_000, 300), start, &caller).await;
+        release.await.unwrap();
+        assert_eq!(got.0, TimeoutReason::Idle);
+        assert!(
+            start.elapsed() >= Duration::from_millis(60_300),
+            "{:?}",
+            start.elapsed()
+        );
+        assert!(
+            start.elapsed() < Duration::from_millis(60_700),
+            "{:?}",
+            start.elapsed()
+        );
     }
 
     #[test]

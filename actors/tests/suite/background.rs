@@ -652,7 +652,7 @@ async fn two_runtimes_starting_at_once_deliver_a_dead_runtimes_result_once() {
 async fn a_running_background_child_cannot_be_continued_by_another_call() {
     let fake = FakeOpenAi::start(|req: &RecordedRequest| {
         if is_child(req) {
-            Response::text("slow digging").with_delay(Duration::from_millis(300))
+            Response::text("digging and never done").stall_after(2)
         } else if last_content(req).contains("<task_result ") {
             Response::text("all done")
         } else if tool_results(req) == 0 {
@@ -682,9 +682,12 @@ async fn a_running_background_child_cannot_be_continued_by_another_call() {
         )),
         "{outputs:?}"
     );
-    // The refused call did not disturb the child: its one result arrives.
+    // The refused call did not disturb the child: it still runs, and once stopped its one
+    // result arrives.
+    assert!(rt.statuses().contains_key(&child), "the child still runs");
+    rt.cancel(&child).await.unwrap();
     wait_for_messages(&rt, &parent, "the result", |m| deliveries(m).len() == 1).await;
     let messages = rt.messages(&parent).await.unwrap();
-    assert!(deliveries(&messages)[0].contains("status=\"completed\""));
+    assert!(deliveries(&messages)[0].contains("status=\"cancelled\""));
     assert_eq!(rt.children(&parent).await.unwrap().len(), 1);
 }

@@ -14,19 +14,23 @@ use taskforce_agents::model::{Message, PartKind, ToolState};
 use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 
 use super::runtime::{Env, is_child, tool_parts};
+use super::subagents::nesting_env_with;
 
 /// A model call making `n` task calls at once (`part 1` .. `part n`).
 fn fan_out(n: u32) -> Response {
-    let calls: Vec<(String, String)> = (1..=n)
-        .map(|i| {
-            (
-                format!("call_{i}"),
-                format!(
-                    r#"{{"description":"part {i}","prompt":"look at part {i}","subagent_type":"explore"}}"#
-                ),
-            )
-        })
-        .collect();
+    task_calls((1..=n).map(|i| {
+        (
+            format!("call_{i}"),
+            format!(
+                r#"{{"description":"part {i}","prompt":"look at part {i}","subagent_type":"explore"}}"#
+            ),
+        )
+    }))
+}
+
+/// A model call making the task `calls` (call id, arguments) at once.
+fn task_calls(calls: impl Iterator<Item = (String, String)>) -> Response {
+    let calls: Vec<(String, String)> = calls.collect();
     let refs: Vec<(&str, &str, &str)> = calls
         .iter()
         .map(|(id, a)| (id.as_str(), "task", a.as_str()))
@@ -222,4 +226,100 @@ async fn max_per_session_refuses_the_call_past_it() {
     // The tree stays full for later prompts too.
     prompt(&rt, &parent.id, "fan out again").await;
     assert_eq!(rt.children(&parent.id).await.unwrap().len(), 2);
+}
+
+// ---------------------------------------------------------------- nesting under the limits
+
+/// The root fans out `n` middles in one step; each middle calls one leaf, whose answer
+/// streams `words` words `every` apart; then each answers.
+fn middles_and_leaves(
+    n: u32,
+    words: usize,
+    every: Duration,
+) -> impl Fn(&RecordedRequest) -> Response + Send + Sync + 'static {
+    move |req| {
+        let first = req.last_role() == Some("user");
+        if req.contains("LEAF-AGENT-PROMPT") {
+            Response::text(&"leafword ".repeat(words)).with_delay(every)
+        } else if req.contains("MIDDLE-AGENT-PROMPT") {
+            if first {
+                Response::tool_calls(&[(
+                    "call_leaf",
+                    "task",
+                    r#"{"description":"to leaf","prompt":"do the leaf part","subagent_type":"leaf"}"#,
+                )])
+            } else {
+                Response::text("middle done")
+            }
+        } else if first {
+            task_calls((1..=n).map(|i| {
+                (
+                    format!("call_m{i}"),
+                    format!(
+                        r#"{{"description":"middle {i}","prompt":"split part {i}","subagent_type":"middle"}}"#
+                    ),
+                )
+            }))
+        } else {
+            Response::text("root done")
+        }
+    }
+}
+
+/// Prompts a new root on `env` and checks that every middle answered `middle done` (within
+/// 20 s): no call waited on its own tree.
+async fn every_middle_answers(env: &Env, middles: usize) -> (Runtime, SessionId) {
+    let rt = env.runtime().await;
+    let root = rt.create_session(None, None).await.unwrap();
+    tokio::time::timeout(
+        Duration::from_secs(20),
+        rt.prompt(&root.id, PromptInput::text("go")),
+    )
+    .await
+    .expect("the tree does not wait on itself")
+    .unwrap();
+    let parts = tool_parts(&rt, &root.id).await;
+    assert_eq!(parts.len(), middles, "{parts:?}");
+    for (_, state) in &parts {
+        let ToolState::Completed(done) = state else {
+            panic!("every middle completed: {parts:?}")
+        };
+        assert!(done.output.starts_with("middle done"), "{}", done.output);
+    }
+    (rt, root.id)
+}
+
+#[actix_rt::test]
+async fn middles_filling_max_total_lend_their_slots_to_their_leaves() {
+    // Three middles at once under max_total = 2: the middles running hold both slots while
+    // they wait for their leaves, which would wait for those slots forever; a waiting middle
+    // lends its share, so every leaf runs, never more than two children at work at once.
+    let fake = FakeOpenAi::start(middles_and_leaves(3, 5, Duration::from_millis(10)))
+        .await
+        .unwrap();
+    let env = nesting_env_with(
+        &fake.base_url(),
+        "max_depth = 2\nmax_total = 2\nidle_timeout = \"1h\"\n",
+    );
+    let (rt, root) = every_middle_answers(&env, 3).await;
+    for middle in rt.children(&root).await.unwrap() {
+        assert_eq!(rt.children(&middle.id).await.unwrap().len(), 1);
+    }
+    assert!(fake.peak_active() <= 2, "peak {}", fake.peak_active());
+}
+
+#[actix_rt::test]
+async fn a_middle_waiting_for_a_slot_or_for_a_working_leaf_is_not_idle() {
+    // max_total = 1 and an idle limit of 300 ms: each leaf streams for about a second while
+    // its middle says nothing (its leaf's activity is its own), and the second middle's call
+    // waits that long for the one slot (waiting on the runtime is not idling).
+    let fake = FakeOpenAi::start(middles_and_leaves(2, 12, Duration::from_millis(80)))
+        .await
+        .unwrap();
+    let env = nesting_env_with(
+        &fake.base_url(),
+        "max_depth = 2\nmax_total = 1\nidle_timeout = \"300ms\"\n",
+    );
+    every_middle_answers(&env, 2).await;
+    assert_eq!(fake.peak_active(), 1);
 }

@@ -427,7 +427,12 @@ async fn a_child_cancelled_on_its_own_is_subagent_cancelled() {
 
 /// A middle agent (delegates to `leaf`) and a leaf agent, told apart by their prompts.
 fn nesting_env(base_url: &str, max_depth: u32) -> Env {
-    let env = Env::new(base_url, &format!("[subagent]\nmax_depth = {max_depth}\n"));
+    nesting_env_with(base_url, &format!("max_depth = {max_depth}\n"))
+}
+
+/// [`nesting_env`] with `subagent` settings of its own.
+pub(super) fn nesting_env_with(base_url: &str, subagent: &str) -> Env {
+    let env = Env::new(base_url, &format!("[subagent]\n{subagent}"));
     env.file(
         ".taskforce/agent/middle.md",
         "---\ndescription: Splits work\nmode: subagent\n---\nMIDDLE-AGENT-PROMPT",
