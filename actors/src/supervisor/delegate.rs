@@ -14,6 +14,7 @@ use taskforce_agents::id::{PartId, SessionId, now_ms};
 use taskforce_agents::model::{Message, Part, PartKind, Session, SummaryItem, ToolMetadata};
 use taskforce_agents::permission::{Action, Rule};
 use taskforce_agents::tool::background::{ChildReport, ChildStatus};
+use taskforce_agents::tool::redact::redact_in_place;
 use taskforce_agents::tool::{
     Delegate, DisplayItem, SubagentOutcome, SubagentRequest, SubagentStatus, TaskError,
     TaskErrorCode, TaskFailure, TaskUsage, ToolContext, ToolError,
@@ -472,7 +473,10 @@ impl Follower {
                 let PartKind::Tool(tool) = &part.kind else {
                     return ControlFlow::Continue(());
                 };
-                let entry = SummaryItem::of(part.id.as_str(), &tool.tool, &tool.state);
+                let mut entry = SummaryItem::of(part.id.as_str(), &tool.tool, &tool.state);
+                if let Some(title) = &mut entry.state.title {
+                    redact_in_place(title, ctx.home.as_deref());
+                }
                 // The parent's part changes only when a child's call changes status or title,
                 // not on every live update of its metadata; and no longer once the parent's call
                 // is aborted (its final state carries the summary).

@@ -4,11 +4,13 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::StreamExt;
+use taskforce_actors::bus::{BusItem, Event, Filter};
 use taskforce_actors::permission::PermissionReply;
 use taskforce_actors::store::MessageWithParts;
 use taskforce_actors::{PromptInput, Runtime, RuntimeError};
 use taskforce_agents::id::SessionId;
-use taskforce_agents::model::{Message, Session, ToolMetadata, ToolState};
+use taskforce_agents::model::{Message, PartKind, Session, ToolMetadata, ToolState};
 use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 use taskforce_agents::tool::{TaskEnvelope, TaskErrorCode, TaskMode};
 
@@ -145,11 +147,13 @@ async fn task_result_carries_the_envelope_with_the_childs_usage() {
     assert!((usage.cost - (20.0 * 1.0 + 9.0 * 2.0) / 1e6).abs() < 1e-12);
 }
 
-#[actix_rt::test]
-async fn unknown_agent_is_a_coded_error_the_model_reads() {
-    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+/// A parent whose model calls the task tool for `agent`; its call's state, once answered (the
+/// fake server and `Env` are returned to keep them alive).
+async fn call_for(agent: &str) -> (FakeOpenAi, Env, Runtime, SessionId, ToolState) {
+    let call = format!(r#"{{"description":"d","prompt":"p","subagent_type":"{agent}"}}"#);
+    let fake = FakeOpenAi::start(move |req: &RecordedRequest| {
         if req.last_role() == Some("user") {
-            task_call(r#"{"description":"d","prompt":"p","subagent_type":"nope"}"#)
+            task_call(&call)
         } else {
             Response::text("ok")
         }
@@ -160,6 +164,12 @@ async fn unknown_agent_is_a_coded_error_the_model_reads() {
     let rt = env.runtime().await;
     let parent = prompt(&rt, "go").await;
     let state = task_state(&rt, &parent).await;
+    (fake, env, rt, parent, state)
+}
+
+#[actix_rt::test]
+async fn unknown_agent_is_a_coded_error_the_model_reads() {
+    let (fake, _env, _rt, _parent, state) = call_for("nope").await;
     assert_eq!(
         error_of(&state),
         "UNKNOWN_AGENT: Unknown agent type: nope is not a valid agent type"
@@ -174,6 +184,16 @@ async fn unknown_agent_is_a_coded_error_the_model_reads() {
         task_result_seen(&fake),
         "UNKNOWN_AGENT: Unknown agent type: nope is not a valid agent type"
     );
+}
+
+#[actix_rt::test]
+async fn a_primary_agent_is_not_started_by_the_model() {
+    let (_fake, _env, rt, parent, state) = call_for("build").await;
+    assert_eq!(
+        error_of(&state),
+        "UNKNOWN_AGENT: Agent build is a primary agent, not a subagent: the task tool starts only the subagents it lists"
+    );
+    assert!(rt.children(&parent).await.unwrap().is_empty());
 }
 
 #[actix_rt::test]
@@ -982,4 +1002,53 @@ async fn long_child_output_is_cut_for_the_model_and_kept_whole_in_details() {
         .unwrap();
     assert!(second.contains("SUBAGENT_OUTPUT_TRUNCATED"));
     assert!(!second.contains("line 2499"));
+}
+
+#[actix_rt::test]
+async fn a_childs_tool_titles_are_redacted_in_the_parents_summary() {
+    // The child runs a command with a key in it (a bash call's title is its command).
+    let command = format!(r#"{{"command":"echo {OPENAI_KEY} > /dev/null"}}"#);
+    let fake = FakeOpenAi::start(move |req: &RecordedRequest| {
+        if is_child(req) {
+            if req.last_role() == Some("user") {
+                Response::tool_calls(&[("call_sh", "bash", command.as_str())])
+            } else {
+                Response::text("ran it")
+            }
+        } else if req.last_role() == Some("user") {
+            task_call(GENERAL)
+        } else {
+            Response::text("Done.")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "[permission]\nbash = \"allow\"\n");
+    let rt = env.runtime().await;
+    let mut events = rt.subscribe(Filter::All);
+    let parent = prompt(&rt, "go").await;
+    let ToolState::Completed(done) = task_state(&rt, &parent).await else {
+        panic!("the task completed")
+    };
+    let summary = done.metadata.to_json()["summary"].to_string();
+    assert!(summary.contains("echo [REDACTED]"), "{summary}");
+    // Nor did any live update of the parent's part carry it.
+    let mut seen = 0;
+    while let Ok(Some(BusItem::Event(e))) =
+        tokio::time::timeout(Duration::from_millis(100), events.next()).await
+    {
+        if let Event::PartUpdated { part, .. } = &e.event
+            && part.session_id == parent
+            && let PartKind::Tool(tool) = &part.kind
+        {
+            seen += 1;
+            let shown = format!("{:?}", tool.state);
+            assert!(!shown.contains(OPENAI_KEY), "{shown}");
+        }
+    }
+    assert!(seen > 0);
+    // The child's own part keeps the command it ran.
+    let child = rt.children(&parent).await.unwrap().remove(0);
+    let (_, state) = tool_parts(&rt, &child.id).await.remove(0);
+    assert!(format!("{state:?}").contains(OPENAI_KEY));
 }

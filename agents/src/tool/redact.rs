@@ -1,6 +1,7 @@
-//! Secret redaction for text leaving a child session: API keys of common providers,
-//! `Authorization` values, AWS keys, GitHub tokens, secret-looking `export` lines and
-//! credentials inside URLs become [`REDACTED`]; the home directory becomes `~`.
+//! Secret redaction for text leaving a child session: API keys of common providers (OpenAI,
+//! Anthropic, Google, Groq, xAI, Hugging Face, Stripe), `Authorization` values, AWS keys,
+//! GitHub, GitLab, Slack and npm tokens, secret-looking `export` lines and credentials inside
+//! URLs become [`REDACTED`]; the home directory becomes `~`.
 //!
 //! Patterns are deliberately specific (a known prefix, a minimum length, a key name) so that
 //! ordinary prose, code and paths pass unchanged.
@@ -60,9 +61,10 @@ static PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
         ),
         // A bare bearer token of some length.
         pattern(r"(?i)(\bbearer\s+)[A-Za-z0-9._~+/-]{16,}=*", keep_prefix),
-        // `export NAME=value` where NAME ends a segment with KEY, TOKEN, SECRET or PASSWORD.
+        // `export NAME=value` (also after a `$ ` prompt) where NAME ends a segment with KEY,
+        // TOKEN, SECRET or PASSWORD, or has a segment PASS, AUTH or CREDENTIALS.
         pattern(
-            r"(?im)^(\s*export\s+[A-Za-z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD)(?:_[A-Za-z0-9_]*)?\s*=\s*)\S.*$",
+            r"(?im)^(\s*(?:\$\s*)?export\s+(?:[A-Za-z0-9_]*(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD)|(?:[A-Za-z0-9_]*_)?(?:PASS|AUTH|CREDENTIALS?))(?:_[A-Za-z0-9_]*)?\s*=\s*)\S.*$",
             keep_prefix,
         ),
         // `aws_secret_access_key = …` (credentials files, env dumps).
@@ -87,6 +89,17 @@ static PATTERNS: LazyLock<Vec<Pattern>> = LazyLock::new(|| {
         // GitHub tokens.
         pattern(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}", whole),
         pattern(r"\bgithub_pat_[A-Za-z0-9_]{20,}", whole),
+        // GitLab personal access tokens.
+        pattern(r"\bglpat-[A-Za-z0-9_-]{20,}", whole),
+        // Slack bot, user, app and refresh tokens.
+        pattern(r"\bxox[abposre]-[A-Za-z0-9-]{10,}", whole),
+        // Stripe secret and restricted keys (publishable `pk_` keys are public).
+        pattern(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}", whole),
+        // Hugging Face, npm, Groq and xAI tokens.
+        pattern(r"\bhf_[A-Za-z0-9]{30,}", token_if_mixed),
+        pattern(r"\bnpm_[A-Za-z0-9]{36,}", token_if_mixed),
+        pattern(r"\bgsk_[A-Za-z0-9]{40,}", token_if_mixed),
+        pattern(r"\bxai-[A-Za-z0-9]{40,}", token_if_mixed),
     ]
 });
 
@@ -117,6 +130,14 @@ static CLUES: LazyLock<AhoCorasick> = LazyLock::new(|| {
             "ghs_",
             "ghr_",
             "github_pat_",
+            "glpat-",
+            "xox",
+            "_live_",
+            "_test_",
+            "hf_",
+            "npm_",
+            "gsk_",
+            "xai-",
         ])
         .unwrap_or_else(|e| panic!("bad redaction clues: {e}"))
 });
@@ -138,6 +159,13 @@ pub fn redact_in_place(text: &mut String, home: Option<&Path>) {
     }
     if let Some(home) = home_in(text, home) {
         *text = shorten_home(text, home);
+    }
+}
+
+/// Redacts the titles of a child's summarized tool calls (a bash call's title is its command).
+pub fn redact_titles(items: &mut [crate::model::SummaryItem], home: Option<&Path>) {
+    for title in items.iter_mut().filter_map(|i| i.state.title.as_mut()) {
+        redact_in_place(title, home);
     }
 }
 
@@ -280,6 +308,63 @@ mod tests {
             "export OPENAI_API_KEY=[REDACTED]\nexport DB_PASSWORD=[REDACTED]\nexport GITHUB_TOKEN=[REDACTED]\nexport MY_SECRET_VALUE=[REDACTED]\nexport PATH=/usr/bin:$PATH\n"
         );
         assert_eq!(r("export KEYBOARD=us"), "export KEYBOARD=us");
+    }
+
+    #[test]
+    fn other_services_tokens() {
+        for token in [
+            "glpat-xxxxXXXX1234yyyyZZZZ",
+            "xoxb-1234567890-0987654321-AbCdEfGhIjKlMnOpQrStUvWx",
+            "xoxp-1234567890-abcdefABCDEF",
+            "sk_live_4eC39HqLyjWDarjtT1zdp7dc",
+            "rk_test_51H8abcDEF123ghiJKL456",
+            "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+            "npm_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789",
+            "gsk_AbCdEfGhIjKlMnOpQrStUvWxYz0123456789AbCdEfGhIj",
+            "xai-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789AbCdEfGhIj",
+        ] {
+            assert_eq!(
+                r(&format!("token {token} end")),
+                "token [REDACTED] end",
+                "{token}"
+            );
+        }
+        // Public keys and look-alike names stay.
+        for text in [
+            "pk_live_4eC39HqLyjWDarjtT1zdp7dc",
+            "hf_hub_download is a function",
+            "npm_config_registry",
+            "the xoxo-gossip tag",
+        ] {
+            assert_eq!(r(text), text);
+        }
+    }
+
+    #[test]
+    fn export_lines_after_a_prompt_and_with_more_secret_names() {
+        let text = "$ export TOKEN=abc123\n  $export DB_PASS=hunter2\nexport AUTH_HEADER='Bearer x'\nexport GOOGLE_APPLICATION_CREDENTIALS=/k.json\nexport COMPASS=north\nexport NEXTAUTH_URL=http://localhost\n";
+        assert_eq!(
+            r(text),
+            "$ export TOKEN=[REDACTED]\n  $export DB_PASS=[REDACTED]\nexport AUTH_HEADER=[REDACTED]\nexport GOOGLE_APPLICATION_CREDENTIALS=[REDACTED]\nexport COMPASS=north\nexport NEXTAUTH_URL=http://localhost\n"
+        );
+    }
+
+    #[test]
+    fn summary_titles() {
+        use crate::model::{SummaryItem, SummaryState, ToolStatus};
+        let mut items = vec![SummaryItem {
+            id: "prt_1".into(),
+            tool: "bash".into(),
+            state: SummaryState {
+                status: ToolStatus::Completed,
+                title: Some("curl -H 'Authorization: Bearer abc123' /home/al/x".into()),
+            },
+        }];
+        redact_titles(&mut items, Some(Path::new("/home/al")));
+        assert_eq!(
+            items[0].state.title.as_deref(),
+            Some("curl -H 'Authorization: Bearer [REDACTED]' ~/x")
+        );
     }
 
     #[test]

@@ -11,7 +11,7 @@ use super::envelope::{
     DisplayItem, EXIT_CANCELLED, EXIT_FAILED, EXIT_OK, EXIT_TIMEOUT, TaskEnvelope, TaskError,
     TaskErrorCode, TaskMode, TaskResult, TimeoutReason,
 };
-use super::redact::{redact, redact_in_place, would_redact};
+use super::redact::{redact, redact_in_place, redact_titles, would_redact};
 use super::run::parse_args;
 use super::task_parallel;
 use super::truncate::{self, Direction, MAX_BYTES, MAX_LINES};
@@ -66,6 +66,35 @@ pub(super) fn timeout_arg(seconds: Option<f64>) -> Result<Option<Duration>, Task
             format!("timeout must be a positive number of seconds, got {s}"),
         )),
     }
+}
+
+/// The agent named `name`, if the task tool may start it: known, a subagent (a primary agent
+/// only when the user asked for it, as a command's subtask) and not `disable_task`.
+pub(super) fn startable<'a>(ctx: &'a ToolContext, name: &str) -> Result<&'a AgentInfo, TaskError> {
+    let Some(agent) = ctx.registry.get(name) else {
+        return Err(TaskError::new(
+            TaskErrorCode::UnknownAgent,
+            format!("Unknown agent type: {name} is not a valid agent type"),
+        ));
+    };
+    if !agent.is_subagent() && !ctx.bypass_agent_check {
+        return Err(TaskError::new(
+            TaskErrorCode::UnknownAgent,
+            format!(
+                "Agent {name} is a primary agent, not a subagent: the task tool starts only the subagents it lists"
+            ),
+        ));
+    }
+    if agent.disable_task {
+        return Err(TaskError::new(
+            TaskErrorCode::SubagentDisabled,
+            format!(
+                "Agent {} may not be started by the task tool (disable_task: true)",
+                agent.name
+            ),
+        ));
+    }
+    Ok(agent)
 }
 
 /// One line per agent the task tool may start for `caller`: every non-primary agent (hidden
@@ -194,26 +223,10 @@ impl Tool for TaskTool {
                 return Err(failure(envelope, error, Some(e), ToolMetadata::new()));
             }
         }
-        let Some(agent) = ctx.registry.get(&args.subagent_type) else {
-            let error = TaskError::new(
-                TaskErrorCode::UnknownAgent,
-                format!(
-                    "Unknown agent type: {} is not a valid agent type",
-                    args.subagent_type
-                ),
-            );
-            return Err(failure(envelope, error, None, ToolMetadata::new()));
+        let agent = match startable(ctx, &args.subagent_type) {
+            Ok(agent) => agent,
+            Err(error) => return Err(failure(envelope, error, None, ToolMetadata::new())),
         };
-        if agent.disable_task {
-            let error = TaskError::new(
-                TaskErrorCode::SubagentDisabled,
-                format!(
-                    "Agent {} may not be started by the task tool (disable_task: true)",
-                    agent.name
-                ),
-            );
-            return Err(failure(envelope, error, None, ToolMetadata::new()));
-        }
         let model = ctx
             .subtask_model
             .clone()
@@ -311,6 +324,7 @@ fn finish(
     let home = ctx.home.as_deref();
     let session_id = outcome.session_id.to_string();
     let mut metadata = ToolMetadata::new();
+    redact_titles(&mut outcome.summary, home);
     metadata.set_summary(std::mem::take(&mut outcome.summary));
     // A few keys: found by comparison, not hashing.
     let field = |key: &str| {

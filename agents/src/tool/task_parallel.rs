@@ -14,6 +14,7 @@
 //! `description`, `sessionId`, `summary`, `queued`), `queued` (any task waiting for a slot)
 //! and `summary` (all children's tool calls).
 
+use std::borrow::Cow;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use async_trait::async_trait;
@@ -25,7 +26,7 @@ use super::envelope::{
     EXIT_FAILED, TaskEnvelope, TaskError, TaskErrorCode, TaskMode, TaskResult, TaskUsage,
 };
 use super::run::parse_args;
-use super::task::{child_result, failure, timeout_arg};
+use super::task::{child_result, failure, startable, timeout_arg};
 use super::truncate::{self, Direction, MAX_BYTES, MAX_LINES};
 use super::{Delegate, SubagentRequest, ToolContext, ToolError, ToolHost, ToolOutput};
 use crate::id::SessionId;
@@ -171,24 +172,10 @@ async fn run_one(
             return refused(TaskError::new(code, e.to_string()));
         }
     }
-    let Some(agent) = ctx.registry.get(&one.subagent_type) else {
-        return refused(TaskError::new(
-            TaskErrorCode::UnknownAgent,
-            format!(
-                "Unknown agent type: {} is not a valid agent type",
-                one.subagent_type
-            ),
-        ));
+    let agent = match startable(ctx, &one.subagent_type) {
+        Ok(agent) => agent,
+        Err(error) => return refused(error),
     };
-    if agent.disable_task {
-        return refused(TaskError::new(
-            TaskErrorCode::SubagentDisabled,
-            format!(
-                "Agent {} may not be started by the task tool (disable_task: true)",
-                agent.name
-            ),
-        ));
-    }
     let model = ctx
         .subtask_model
         .clone()
@@ -243,21 +230,23 @@ fn answer(
     for f in &finished {
         let session = &f.result.session_id;
         let mut block = format!("## {}\n", f.description);
-        match &f.error {
+        // An error (a timeout's output so far) gets the same share as an answer.
+        let body = match &f.error {
             Some(error) => {
                 codes.push(error.code);
-                block.push_str(&error.to_string());
+                Cow::Owned(error.to_string())
             }
-            None => match truncate::cut(&f.text, lines, bytes, Direction::Head) {
-                None => block.push_str(&f.text),
-                Some(cut) => {
-                    truncated = true;
-                    block.push_str(&format!(
-                        "{}\n\n... {} {} truncated (the full text is in details.results and in session {session}) ...",
-                        cut.preview, cut.removed, cut.unit
-                    ));
-                }
-            },
+            None => Cow::Borrowed(f.text.as_str()),
+        };
+        match truncate::cut(&body, lines, bytes, Direction::Head) {
+            None => block.push_str(&body),
+            Some(cut) => {
+                truncated = true;
+                block.push_str(&format!(
+                    "{}\n\n... {} {} truncated (the full text is in details.results and in session {session}) ...",
+                    cut.preview, cut.removed, cut.unit
+                ));
+            }
         }
         if !session.is_empty() && !block.contains("<task_metadata>") {
             block.push_str(&format!(
@@ -394,5 +383,73 @@ impl ToolHost for TaskHost {
 
     async fn set_todos(&self, session: &SessionId, todos: Vec<Todo>) -> Result<(), ToolError> {
         self.live.host.set_todos(session, todos).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tool::testing::Project;
+
+    /// A task `name` that ended with `error` or answered `text`.
+    fn ended(name: &str, error: Option<TaskError>, text: &str) -> Finished {
+        Finished {
+            description: name.to_string(),
+            result: TaskResult {
+                agent: "general".into(),
+                task: name.into(),
+                exit_code: if error.is_some() { EXIT_FAILED } else { 0 },
+                session_id: format!("ses_{name}"),
+                usage: TaskUsage::default(),
+                error: error.as_ref().map(ToString::to_string),
+                timeout_reason: None,
+                output: error.is_none().then(|| text.to_string()),
+                display_items: None,
+            },
+            error,
+            text: text.to_string(),
+        }
+    }
+
+    #[test]
+    fn every_block_is_cut_to_its_share_failed_ones_too() {
+        let project = Project::new();
+        let big = "a line of partial output\n".repeat(6000);
+        let timeout = TaskError::new(
+            TaskErrorCode::SubagentTimeout,
+            format!("stopped. Its output so far:\n{big}"),
+        );
+        let finished = vec![
+            ended("one", Some(timeout.clone()), ""),
+            ended("two", Some(timeout), ""),
+            ended("three", None, &big),
+        ];
+        let out = answer(
+            TaskEnvelope::new(TaskMode::Parallel),
+            finished,
+            Vec::new(),
+            &project.ctx(),
+        )
+        .unwrap();
+        assert!(
+            out.output.len() <= MAX_BYTES + 1024,
+            "{} bytes",
+            out.output.len()
+        );
+        assert!(
+            out.output
+                .contains("## one\nSUBAGENT_TIMEOUT: stopped. Its output so far:\n"),
+            "{}",
+            &out.output[..200]
+        );
+        assert!(out.output.contains("## three\na line of partial output"));
+        let details = out.metadata.details().unwrap();
+        assert_eq!(
+            details.error.as_ref().map(|e| e.code),
+            Some(TaskErrorCode::SubagentOutputTruncated)
+        );
+        // The envelope keeps every full text.
+        assert!(details.results[0].error.as_ref().unwrap().len() > big.len());
+        assert_eq!(details.results[2].output.as_deref(), Some(big.as_str()));
     }
 }
