@@ -245,7 +245,7 @@ pub(super) async fn drive(
                 && unchanged_since.elapsed() >= UNDELIVERED_PATIENCE
             {
                 eprintln!(
-                    "{} background result(s) could not be delivered yet; the next `taskforce run` or `serve` delivers them",
+                    "{} background result(s) could not be delivered yet; `taskforce run --session {session}` or `taskforce serve` delivers them",
                     work.undelivered
                 );
                 break;

@@ -8,7 +8,7 @@ fn configure(s: &Sandbox, base_url: &str) {
     s.file(
         "taskforce.toml",
         &format!(
-            "model = \"fake/gpt-test\"\nsmall_model = \"scripted/echo\"\n[provider.fake]\ntype = \"openai\"\nbase_url = \"{base_url}\"\napi_key = \"sk-test\"\n"
+            "model = \"fake/gpt-test\"\nsmall_model = \"scripted/echo\"\n[provider.fake]\ntype = \"openai\"\nbase_url = \"{base_url}\"\napi_key = \"sk-test\"\nmodels = {{ \"gpt-test\" = {{ cost = {{ input = 1000000.0, output = 2000000.0 }} }} }}\n"
         ),
     );
 }
@@ -47,6 +47,16 @@ async fn run_prints_the_answer_and_sessions_show_it() {
         out.stderr
     );
     assert!(out.stderr.contains("done"), "{}", out.stderr);
+    // The last line counts the child too: three turns of 10 input tokens (and 10 output
+    // tokens in all) at $1 and $2 a token.
+    assert_eq!(
+        out.stderr.lines().last(),
+        Some(
+            "usage: 30 input, 10 output, 0 cache read, 0 cache write tokens · $50.0000 (including 1 subagent session)"
+        ),
+        "{}",
+        out.stderr
+    );
     let session = out
         .stderr
         .lines()
@@ -62,8 +72,31 @@ async fn run_prints_the_answer_and_sessions_show_it() {
     assert_eq!(shown["messages"][0]["info"]["role"], "user");
     let tree = s.ok(&["sessions", "tree", &session, "--json"]).json();
     assert_eq!(tree["children"].as_array().unwrap().len(), 1);
+    // Own and subtree totals per node: the root's own two turns, its total with the child's.
+    let (own, child) = (&tree["usage"], &tree["children"][0]["usage"]);
+    assert_eq!(own["input"], 20, "{tree}");
+    assert_eq!(child["input"], 10, "{tree}");
+    assert_eq!(tree["totalUsage"]["input"], 30, "{tree}");
+    assert_eq!(tree["totalUsage"]["cost"], 50.0, "{tree}");
+    let (own_cost, child_cost) = (
+        own["cost"].as_f64().unwrap(),
+        child["cost"].as_f64().unwrap(),
+    );
+    assert_eq!(own_cost + child_cost, 50.0, "{tree}");
     let text = s.ok(&["sessions", "tree", &session]).stdout;
     assert!(text.contains("Peek (@general subagent)"), "{text}");
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].ends_with(&format!("${own_cost:.4} own, $50.0000 total, 2 turn(s)")),
+        "{text}"
+    );
+    assert!(
+        lines[1].starts_with("  ")
+            && lines[1].ends_with(&format!(
+                "${child_cost:.4} own, ${child_cost:.4} total, 1 turn(s)"
+            )),
+        "{text}"
+    );
     let err = s.usage_error(&["sessions", "show", "ses_doesnotexist"]);
     assert!(err.contains("session not found"), "{err}");
     let deleted = s.ok(&["sessions", "delete", &session]).stdout;

@@ -323,3 +323,144 @@ async fn a_middle_waiting_for_a_slot_or_for_a_working_leaf_is_not_idle() {
     every_middle_answers(&env, 2).await;
     assert_eq!(fake.peak_active(), 1);
 }
+
+#[actix_rt::test]
+async fn cancelling_a_parent_ends_its_queued_call_and_gives_its_tree_count_back() {
+    // max_concurrent = 1: the first child stalls, the second call waits for its slot. The
+    // cancel ends both calls; the waiting one started no child and its count in the tree
+    // (max_per_session = 2) is given back, so a later prompt can still start one.
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if is_child(req) {
+            if req.contains("look at part 1") {
+                Response::text("part one, slowly").stall_after(1)
+            } else {
+                Response::text("done quickly")
+            }
+        } else if req.last_role() == Some("user") {
+            if req.contains("SECOND-ROUND") {
+                task_calls(std::iter::once((
+                    "call_again".to_string(),
+                    r#"{"description":"again","prompt":"look at part 9","subagent_type":"explore"}"#
+                        .to_string(),
+                )))
+            } else {
+                fan_out(2)
+            }
+        } else {
+            Response::text("merged")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(
+        &fake.base_url(),
+        "[subagent]\nmax_concurrent = 1\nmax_per_session = 2\n",
+    );
+    let rt = env.runtime().await;
+    let queued = watch_queued(&rt);
+    let root = rt.create_session(None, None).await.unwrap().id;
+    let running = {
+        let (rt, root) = (rt.clone(), root.clone());
+        tokio::spawn(async move { rt.prompt(&root, PromptInput::text("go")).await })
+    };
+    // Wait until the second call shows it is queued.
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !queued.lock().unwrap().iter().any(|(_, _, q)| *q) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the second call queued"
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    rt.cancel(&root).await.unwrap();
+    let _ = tokio::time::timeout(Duration::from_secs(5), running)
+        .await
+        .expect("the cancel ended the turn");
+    let parts = tool_parts(&rt, &root).await;
+    assert_eq!(parts.len(), 2, "{parts:?}");
+    for (_, state) in &parts {
+        let ToolState::Error(e) = state else {
+            panic!("both calls were cancelled: {parts:?}")
+        };
+        assert!(e.error.starts_with("SUBAGENT_CANCELLED: "), "{}", e.error);
+    }
+    assert_eq!(
+        rt.children(&root).await.unwrap().len(),
+        1,
+        "the queued call started none"
+    );
+
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        rt.prompt(&root, PromptInput::text("SECOND-ROUND")),
+    )
+    .await
+    .expect("the second prompt answers")
+    .unwrap();
+    let parts = tool_parts(&rt, &root).await;
+    let ToolState::Completed(done) = &parts[2].1 else {
+        panic!("the tree had room for one more child: {parts:?}")
+    };
+    assert!(done.output.starts_with("done quickly"), "{}", done.output);
+    assert_eq!(rt.children(&root).await.unwrap().len(), 2);
+}
+
+#[actix_rt::test]
+async fn a_middle_that_times_out_takes_its_working_leaf_down_with_it() {
+    // The middle's hard limit (1 s) runs out while its leaf still streams: the leaf is
+    // cancelled with it, and the root reads SUBAGENT_TIMEOUT.
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        let first = req.last_role() == Some("user");
+        if req.contains("LEAF-AGENT-PROMPT") {
+            Response::text(&"leafword ".repeat(400)).with_delay(Duration::from_millis(20))
+        } else if req.contains("MIDDLE-AGENT-PROMPT") {
+            Response::tool_calls(&[(
+                "call_leaf",
+                "task",
+                r#"{"description":"to leaf","prompt":"do the leaf part","subagent_type":"leaf"}"#,
+            )])
+        } else if first {
+            task_calls(std::iter::once((
+                "call_m".to_string(),
+                r#"{"description":"middle","prompt":"split it","subagent_type":"middle"}"#
+                    .to_string(),
+            )))
+        } else {
+            Response::text("root done")
+        }
+    })
+    .await
+    .unwrap();
+    let env = nesting_env_with(&fake.base_url(), "max_depth = 2\ntimeout = \"1s\"\n");
+    let rt = env.runtime().await;
+    let root = rt.create_session(None, None).await.unwrap().id;
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        rt.prompt(&root, PromptInput::text("go")),
+    )
+    .await
+    .expect("the root answers")
+    .unwrap();
+    let (_, state) = tool_parts(&rt, &root).await.remove(0);
+    let ToolState::Error(e) = &state else {
+        panic!("the middle timed out: {state:?}")
+    };
+    assert!(e.error.starts_with("SUBAGENT_TIMEOUT: "), "{}", e.error);
+    assert!(e.error.contains("timeoutReason: runtime"), "{}", e.error);
+    let middle = rt.children(&root).await.unwrap().remove(0);
+    let leaf = rt.children(&middle.id).await.unwrap().remove(0);
+    let statuses = rt.statuses();
+    assert!(
+        !statuses.contains_key(&middle.id) && !statuses.contains_key(&leaf.id),
+        "{statuses:?}"
+    );
+    // The leaf's answer ended aborted, cut short of its 400 words.
+    let messages = rt.messages(&leaf.id).await.unwrap();
+    let Message::Assistant(a) = &*messages.last().unwrap().info else {
+        panic!("the leaf answered")
+    };
+    assert_eq!(
+        a.error.as_ref().map(|e| e.name()),
+        Some("MessageAbortedError")
+    );
+}

@@ -187,3 +187,39 @@ async fn a_non_positive_timeout_argument_is_invalid_input() {
     );
     assert!(rt.children(&parent).await.unwrap().is_empty());
 }
+
+#[actix_rt::test]
+async fn a_child_timed_out_while_it_waits_on_a_permission_ask_leaves_no_ask_behind() {
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if is_child(req) {
+            Response::tool_calls(&[("call_sh", "bash", r#"{"command":"ls"}"#)])
+        } else if req.last_role() == Some("user") {
+            task_call(TASK)
+        } else {
+            Response::text("Noted.")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(
+        &fake.base_url(),
+        "[permission]\nbash = \"ask\"\n[subagent]\ntimeout = \"1h\"\nidle_timeout = \"300ms\"\n",
+    );
+    let (rt, parent) = run(&env).await;
+    let (error, _) = task_error(&rt, &parent).await;
+    assert!(error.starts_with("SUBAGENT_TIMEOUT: "), "{error}");
+    assert!(error.contains("timeoutReason: idle"), "{error}");
+    assert!(
+        rt.pending_permissions().is_empty(),
+        "{:?}",
+        rt.pending_permissions()
+    );
+    // The child's call that waited on the ask ended, not left running.
+    let child = rt.children(&parent).await.unwrap().remove(0);
+    let parts = tool_parts(&rt, &child.id).await;
+    assert!(
+        parts.iter().all(|(_, s)| matches!(s, ToolState::Error(_))),
+        "{parts:?}"
+    );
+    child_was_cancelled(&rt, &parent).await;
+}
