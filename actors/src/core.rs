@@ -61,6 +61,9 @@ pub(crate) struct Core {
     pub clocks: crate::supervisor::Clocks,
     /// Background children waiting for a running slot: cancelling their tree cancels these.
     pub queued: IdMap<tokio_util::sync::CancellationToken>,
+    /// Background children of this runtime whose result is not delivered yet, with their
+    /// parent: a call waits for those of its child's subtree.
+    pub background: IdMap<SessionId>,
     /// Background children whose end is not recorded yet: their channel closes once it is.
     pub unrecorded: IdMap<tokio::sync::watch::Receiver<()>>,
     /// One delivery of background results into a parent at a time (by parent).

@@ -157,6 +157,7 @@ impl Runtime {
             commands: Commands::new(&config_for_commands),
             limits: Arc::new(Limits::new(&config_for_commands.subagent)),
             clocks: IdMap::default(),
+            background: IdMap::default(),
             queued: IdMap::default(),
             unrecorded: IdMap::default(),
             deliveries: IdMap::default(),

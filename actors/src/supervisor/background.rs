@@ -1,6 +1,10 @@
 //! Background subagents: starting a child without waiting for it, reporting on and cancelling
 //! a session's own children, and delivering a finished child's result into its parent.
 //!
+//! A background child of a session that itself runs for a task call is waited for by that call
+//! (`background_pending`): the call answers once every such result has been delivered and the
+//! turns it started have ended, so no result ends up in a session nobody reads.
+//!
 //! Delivery: when a background child ends, its `<task_result …>` text is stored in its record
 //! (`background_task`, not yet delivered) and then sent to the parent's actor as a `Prompt` with a
 //! synthetic text part (its message gets its id when the parent's loop stores it, so the history
@@ -106,6 +110,9 @@ impl SupervisorDelegate {
         };
         let (recorded, unrecorded) = tokio::sync::watch::channel(());
         self.core.unrecorded.insert(child.id.clone(), unrecorded);
+        self.core
+            .background
+            .insert(child.id.clone(), parent.id.clone());
         tokio::spawn(async move {
             let slot = tokio::select! {
                 biased;
@@ -125,6 +132,7 @@ impl SupervisorDelegate {
             run.core.unrecorded.remove(&run.child.id);
             drop(recorded);
             deliver(&run.core, record).await;
+            run.core.background.remove(&run.child.id);
         });
         Ok(child.id)
     }
@@ -208,6 +216,21 @@ impl SupervisorDelegate {
             "session {child} was not started by this session (it belongs to another session tree or branch); only this session's own subagents can be inspected or cancelled"
         )))
     }
+}
+
+/// Whether a background child started in `root`'s subtree (by `root` or a descendant) has
+/// not delivered its result yet (its delivery includes the parent's turn it starts).
+pub(super) async fn background_pending(core: &Core, root: &SessionId) -> bool {
+    if core.background.is_empty() {
+        return false;
+    }
+    let parents: Vec<SessionId> = core.background.iter().map(|e| e.value().clone()).collect();
+    for parent in parents {
+        if is_within(core, &parent, root).await.unwrap_or(false) {
+            return true;
+        }
+    }
+    false
 }
 
 /// Whether `id`'s actor is live and running its loop.

@@ -21,8 +21,9 @@ use taskforce_agents::tool::{
 };
 use tokio_util::sync::CancellationToken;
 
+use super::background::background_pending;
 use super::limits::Lease;
-use super::timeout::{Activity, ActivityFilter, Listed, RunLimits};
+use super::timeout::{Activity, ActivityFilter, Hold, Listed, RunLimits};
 use super::{
     Activate, CancelTree, Supervisor, is_within, limits, session_depth, task_guard, timeout,
 };
@@ -337,22 +338,39 @@ impl SupervisorDelegate {
         let expiry = timeout::expiry(run_limits, clock_start, &activity);
         tokio::pin!(expiry);
         let mut timed_out = None;
+        // Once the child has answered while background children it (or its subtree) started
+        // are still at work: the call waits for their results to reach it and for the turns
+        // they start, so that its answer covers them (see `BackgroundWait`).
+        let mut waiting: Option<BackgroundWait> = None;
         let result = loop {
             tokio::select! {
                 // The child's reply first: once it is in, neither a cancel nor the clock has
                 // anything left to wait for (a cancelled tree's leaves often reply before their
                 // parents' calls are polled).
                 biased;
-                r = &mut run => break r,
+                r = &mut run, if waiting.is_none() => {
+                    if r.is_ok() && background_pending(&self.core, &child_id).await {
+                        lease.lent = Some(self.core.limits.step_aside(&child_id));
+                        waiting = Some(BackgroundWait::new());
+                        if events.is_none() {
+                            events = Some(self.core.bus.subscribe(Filter::Session(child_id.clone())));
+                        }
+                        continue;
+                    }
+                    break r;
+                }
                 () = ctx.abort.cancelled() => {
                     // Nothing more to mirror: the parent's call is over (unsubscribed before
                     // the child's last events, which would otherwise be drained on the drop).
                     drop(events.take());
                     // A run started by this call ends with it (its token is a child of the
-                    // call's, or relayed from it); only a run that was already going needs
-                    // telling.
-                    if !tied {
+                    // call's, or relayed from it); only a run that was already going, or
+                    // background children, need telling.
+                    if !tied || waiting.is_some() {
                         self.supervisor.do_send(CancelTree { id: child_id.clone() });
+                    }
+                    if waiting.is_some() {
+                        break Err(ToolError::Aborted);
                     }
                     // Let the child record how it ended, but never wait long for it.
                     break tokio::time::timeout(CANCEL_GRACE, &mut run)
@@ -361,8 +379,21 @@ impl SupervisorDelegate {
                 }
                 // Before the clock: an event already in counts as activity.
                 Some(item) = next_event(&mut events) => {
-                    if follower.on(item, ctx).is_break() {
+                    if follower.on(item, ctx).is_break() && waiting.is_none() {
                         events = None;
+                    }
+                }
+                () = BackgroundWait::tick(&mut waiting) => {
+                    if self.core.statuses.contains_key(&child_id) {
+                        // Its own turn (a result delivered): its activity is its own.
+                        if let Some(w) = &mut waiting { w.hold = None; }
+                    } else if !background_pending(&self.core, &child_id).await {
+                        break self.latest_answer(&child_id, started).await;
+                    } else if let Some(w) = &mut waiting
+                        && w.hold.is_none()
+                    {
+                        // Waiting on its children is not idling; they have clocks of their own.
+                        w.hold = Some(activity.hold());
                     }
                 }
                 expired = &mut expiry => {
@@ -370,12 +401,16 @@ impl SupervisorDelegate {
                     // Nothing more to mirror: unsubscribed before the child's last events.
                     drop(events.take());
                     self.supervisor.do_send(CancelTree { id: child_id.clone() });
+                    if waiting.is_some() {
+                        break self.latest_answer(&child_id, started).await;
+                    }
                     break tokio::time::timeout(CANCEL_GRACE, &mut run)
                         .await
                         .unwrap_or(Err(ToolError::Aborted));
                 }
             }
         };
+        drop(waiting);
         let (message, status) = match result {
             Ok(message) => {
                 let status = match &*message.info {
@@ -416,6 +451,35 @@ impl SupervisorDelegate {
             usage: digest.usage,
             display_items: digest.display_items,
         })
+    }
+}
+
+/// How often a call waiting for its child's background children looks again.
+const BACKGROUND_POLL: Duration = Duration::from_millis(50);
+
+/// A call waiting for its child's background children (see `call_child`).
+struct BackgroundWait {
+    ticks: tokio::time::Interval,
+    /// The child's clock, held while the child itself is idle.
+    hold: Option<Hold>,
+}
+
+impl BackgroundWait {
+    fn new() -> Self {
+        BackgroundWait {
+            ticks: tokio::time::interval(BACKGROUND_POLL),
+            hold: None,
+        }
+    }
+
+    /// The next look, or never while the call does not wait.
+    async fn tick(waiting: &mut Option<BackgroundWait>) {
+        match waiting {
+            Some(w) => {
+                w.ticks.tick().await;
+            }
+            None => std::future::pending().await,
+        }
     }
 }
 
@@ -509,6 +573,21 @@ fn render(summary: &BTreeMap<PartId, SummaryItem>) -> Value {
 impl SupervisorDelegate {
     /// What the child wrote since `since`: read in its actor's memory when it has it (no wait
     /// for the disk, no message, nothing copied but what the result keeps), else in the store.
+    /// The child's latest answer since `since` (its last turn's, after the turns its
+    /// background results started).
+    async fn latest_answer(
+        &self,
+        child: &SessionId,
+        since: u64,
+    ) -> Result<MessageWithParts, ToolError> {
+        let history = self.core.store.messages(child).await.map_err(failed)?;
+        history
+            .into_iter()
+            .rev()
+            .find(|m| m.is_answer_since(since))
+            .ok_or_else(|| ToolError::Failed(format!("subagent session {child} has no answer")))
+    }
+
     async fn child_digest(&self, book: &AnswerBook, child: &SessionId, since: u64) -> Digest {
         if let Some(digest) = book.read(since, Digest::of) {
             return digest;

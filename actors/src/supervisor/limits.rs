@@ -436,23 +436,28 @@ impl Drop for Claim {
     }
 }
 
-/// What a task call holds: its caller's lent share and, once admitted, its child's slot.
-/// Dropped, both are given up at once.
+/// What a task call holds: its caller's lent share and, once admitted, its child's slot (and
+/// the child's share, lent while the call waits for the child's background children). Dropped,
+/// all are given up at once.
 #[derive(Default)]
 pub(crate) struct Lease {
     /// The caller's share, lent while the call is under way.
     pub aside: Option<Aside>,
     /// The child's running slot.
     pub slot: Option<Slot>,
+    /// The child's share, lent to its background children; given up with the slot.
+    pub lent: Option<Aside>,
 }
 
 impl Lease {
     /// Ends the call: the caller claims its share back before the child's slot is freed (so
     /// that no call the freed slot would let in goes first), then waits for it.
     pub(crate) async fn end(self) {
-        let Lease { aside, slot } = self;
+        let Lease { aside, slot, lent } = self;
         let claim = aside.map(Aside::claim);
+        // The slot first: a share still lent when its slot goes is not taken back.
         drop(slot);
+        drop(lent);
         if let Some(claim) = claim {
             claim.wait().await;
         }
@@ -730,6 +735,7 @@ mod tests {
         let lease = Lease {
             aside: Some(aside),
             slot: Some(waiting.admitted().await),
+            lent: None,
         };
         lease.end().await;
         assert_eq!(l.counts(&root), (1, 1, 0), "the middle runs again");
@@ -748,6 +754,7 @@ mod tests {
         Lease {
             aside: Some(aside),
             slot: Some(leaf_slot),
+            lent: None,
         }
         .end()
         .await;
@@ -769,6 +776,7 @@ mod tests {
         Lease {
             aside: Some(a1),
             slot: Some(s1),
+            lent: None,
         }
         .end()
         .await;
@@ -780,6 +788,7 @@ mod tests {
         Lease {
             aside: Some(a2),
             slot: Some(s2),
+            lent: None,
         }
         .end()
         .await;
@@ -810,6 +819,7 @@ mod tests {
         let lease = Lease {
             aside: Some(l.step_aside(&middle)),
             slot: Some(running(&l, &middle, &leaf).await),
+            lent: None,
         };
         drop(lease);
         drop(middle_slot);
@@ -828,9 +838,39 @@ mod tests {
         Lease {
             aside: Some(aside),
             slot: Some(slot),
+            lent: None,
         }
         .end()
         .await;
         assert!(other.is_admitted());
+    }
+
+    #[tokio::test]
+    async fn a_share_lent_to_background_children_is_given_up_with_the_slot() {
+        let l = limits(10, 1, 100);
+        let (root, middle, leaf) = (SessionId::new(), SessionId::new(), SessionId::new());
+        let middle_slot = running(&l, &root, &middle).await;
+        let lent = l.step_aside(&middle);
+        let leaf_slot = running(&l, &middle, &leaf).await;
+        assert_eq!(
+            l.counts(&root),
+            (1, 1, 0),
+            "the leaf runs in the middle's share"
+        );
+        Lease {
+            aside: None,
+            slot: Some(middle_slot),
+            lent: Some(lent),
+        }
+        .end()
+        .await;
+        assert_eq!(
+            l.counts(&root),
+            (0, 1, 0),
+            "only the leaf counts: never two"
+        );
+        drop(leaf_slot);
+        assert_eq!(l.counts(&root), (0, 0, 0));
+        assert!(l.state().holders.is_empty());
     }
 }

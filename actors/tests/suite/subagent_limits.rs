@@ -7,12 +7,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
+use serde_json::Value;
 use taskforce_actors::bus::{BusItem, Event, Filter};
 use taskforce_actors::{PromptInput, Runtime};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::{Message, PartKind, ToolState};
 use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 
+use super::background::last_content;
 use super::runtime::{Env, is_child, tool_parts};
 use super::subagents::nesting_env_with;
 
@@ -420,11 +422,7 @@ async fn a_middle_that_times_out_takes_its_working_leaf_down_with_it() {
                 r#"{"description":"to leaf","prompt":"do the leaf part","subagent_type":"leaf"}"#,
             )])
         } else if first {
-            task_calls(std::iter::once((
-                "call_m".to_string(),
-                r#"{"description":"middle","prompt":"split it","subagent_type":"middle"}"#
-                    .to_string(),
-            )))
+            to_middle()
         } else {
             Response::text("root done")
         }
@@ -432,16 +430,7 @@ async fn a_middle_that_times_out_takes_its_working_leaf_down_with_it() {
     .await
     .unwrap();
     let env = nesting_env_with(&fake.base_url(), "max_depth = 2\ntimeout = \"1s\"\n");
-    let rt = env.runtime().await;
-    let root = rt.create_session(None, None).await.unwrap().id;
-    tokio::time::timeout(
-        Duration::from_secs(10),
-        rt.prompt(&root, PromptInput::text("go")),
-    )
-    .await
-    .expect("the root answers")
-    .unwrap();
-    let (_, state) = tool_parts(&rt, &root).await.remove(0);
+    let (rt, root, state) = root_call(&env).await;
     let ToolState::Error(e) = &state else {
         panic!("the middle timed out: {state:?}")
     };
@@ -463,4 +452,112 @@ async fn a_middle_that_times_out_takes_its_working_leaf_down_with_it() {
         a.error.as_ref().map(|e| e.name()),
         Some("MessageAbortedError")
     );
+}
+
+/// The root's one call, to the middle.
+fn to_middle() -> Response {
+    task_calls(std::iter::once((
+        "call_m".to_string(),
+        r#"{"description":"middle","prompt":"split it","subagent_type":"middle"}"#.to_string(),
+    )))
+}
+
+/// Prompts a new root on `env` (answered within 20 s); gives it and its first call's state.
+async fn root_call(env: &Env) -> (Runtime, SessionId, ToolState) {
+    let rt = env.runtime().await;
+    let root = rt.create_session(None, None).await.unwrap().id;
+    tokio::time::timeout(
+        Duration::from_secs(20),
+        rt.prompt(&root, PromptInput::text("go")),
+    )
+    .await
+    .expect("the root answers")
+    .unwrap();
+    let (_, state) = tool_parts(&rt, &root).await.remove(0);
+    (rt, root, state)
+}
+
+/// Root → middle (waited for) → leaf started in the background, answering `leaf()`; the
+/// middle answers at once, then sums up the leaf's result when it arrives.
+fn background_leaf(
+    leaf: fn() -> Response,
+) -> impl Fn(&RecordedRequest) -> Response + Send + Sync + 'static {
+    move |req| {
+        let first = req.last_role() == Some("user");
+        if req.contains("LEAF-AGENT-PROMPT") {
+            leaf()
+        } else if req.contains("MIDDLE-AGENT-PROMPT") {
+            let delivered = last_content(req);
+            if delivered.starts_with("<task_result ") {
+                let status = if delivered.contains("status=\"timeout\"") {
+                    "timed out"
+                } else {
+                    "found gold"
+                };
+                Response::text(&format!("middle summary: the leaf {status}"))
+            } else if first {
+                task_calls(std::iter::once((
+                    "call_leaf".to_string(),
+                    r#"{"description":"to leaf","prompt":"dig","subagent_type":"leaf","background":true}"#
+                        .to_string(),
+                )))
+            } else {
+                Response::text("started the leaf")
+            }
+        } else if first {
+            to_middle()
+        } else {
+            Response::text("root done")
+        }
+    }
+}
+
+/// Runs [`background_leaf`] with `leaf` under the `subagent` settings (within 20 s) and checks
+/// that the root's call completed with the middle's summary saying `said`; gives the fake
+/// server and the call's `details`.
+async fn summed_up(leaf: fn() -> Response, subagent: &str, said: &str) -> (FakeOpenAi, Value) {
+    let fake = FakeOpenAi::start(background_leaf(leaf)).await.unwrap();
+    let env = nesting_env_with(&fake.base_url(), subagent);
+    let (_rt, _root, state) = root_call(&env).await;
+    let ToolState::Completed(done) = &state else {
+        panic!("the middle's call completed: {state:?}")
+    };
+    let expected = format!("middle summary: the leaf {said}");
+    assert!(done.output.starts_with(&expected), "{}", done.output);
+    (fake, done.metadata.to_json()["details"].clone())
+}
+
+#[actix_rt::test]
+async fn a_call_waits_for_its_childs_background_children_and_answers_with_their_results() {
+    // The middle starts its leaf in the background and answers at once; the root's call waits
+    // until the leaf's result has reached the middle and the middle's turn on it has ended, and
+    // answers with that turn's text. Under max_total = 1 the waiting middle lends its share, so
+    // the leaf can run at all.
+    let (fake, details) = summed_up(
+        || Response::text("leaf found gold").with_delay(Duration::from_millis(20)),
+        "max_depth = 2\nmax_total = 1\nidle_timeout = \"300ms\"\n",
+        "found gold",
+    )
+    .await;
+    // Its usage counts the middle's turns since the call began: three.
+    assert_eq!(details["results"][0]["usage"]["turns"], 3, "{details}");
+    let root_turn = fake
+        .requests()
+        .into_iter()
+        .filter(|r| !r.contains("MIDDLE-AGENT-PROMPT") && !r.contains("LEAF-AGENT-PROMPT"))
+        .nth(1)
+        .unwrap();
+    assert!(root_turn.contains("the leaf found gold"));
+    assert_eq!(fake.peak_active(), 1);
+}
+
+#[actix_rt::test]
+async fn a_stalled_background_grandchild_ends_at_its_own_idle_limit_and_the_call_answers() {
+    // The middle, idle while it waits, is not timed out; its leaf is, and the middle sums that up.
+    summed_up(
+        || Response::text("digging and then nothing").stall_after(2),
+        "max_depth = 2\ntimeout = \"1h\"\nidle_timeout = \"300ms\"\n",
+        "timed out",
+    )
+    .await;
 }
