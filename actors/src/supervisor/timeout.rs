@@ -325,6 +325,50 @@ mod tests {
     }
 
     #[test]
+    fn stream_events_and_tool_status_changes_are_activity_metadata_updates_are_not() {
+        use taskforce_agents::id::MessageId;
+        use taskforce_agents::model::{Part, TextPart, ToolPart, ToolState, ToolStateRunning};
+
+        let (session, message) = (SessionId::new(), MessageId::new());
+        let updated = |part: &Part| Event::PartUpdated {
+            part: Arc::new(part.clone()),
+            delta: None,
+        };
+        let mut filter = ActivityFilter::default();
+        let text = Part::new(session.clone(), message.clone(), TextPart::new("hi"));
+        assert!(filter.is_activity(&updated(&text)));
+
+        let mut call = Part::new(session.clone(), message, ToolPart::pending("c1", "bash"));
+        assert!(filter.is_activity(&updated(&call)), "a call being streamed");
+        let running = ToolStateRunning::new(serde_json::Map::new(), 1);
+        let set = |part: &mut Part, state: ToolState| {
+            if let PartKind::Tool(t) = &mut part.kind {
+                t.state = state;
+            }
+        };
+        set(&mut call, ToolState::Running(running.clone()));
+        assert!(filter.is_activity(&updated(&call)), "the tool started");
+        let mut with_metadata = running.clone();
+        with_metadata.title = Some("still going".into());
+        set(&mut call, ToolState::Running(with_metadata));
+        assert!(
+            !filter.is_activity(&updated(&call)),
+            "a running tool's own updates are not activity"
+        );
+        set(
+            &mut call,
+            ToolState::Completed(running.complete("done", "ls", 2)),
+        );
+        assert!(filter.is_activity(&updated(&call)), "the tool completed");
+
+        let status = Event::SessionStatus {
+            session_id: session,
+            status: crate::bus::SessionStatus::Busy,
+        };
+        assert!(!filter.is_activity(&status));
+    }
+
+    #[test]
     fn the_call_can_lower_the_cap_but_not_raise_it() {
         let config = SubagentConfig {
             timeout: Duration::from_secs(60),
