@@ -258,7 +258,7 @@ async fn a_result_arriving_while_the_parent_is_busy_is_picked_up_by_its_loop() {
 }
 
 #[actix_rt::test]
-async fn task_status_reports_a_running_child_and_task_cancel_stops_it() {
+async fn task_status_reports_a_running_child_with_its_output_and_task_cancel_stops_it() {
     let fake = FakeOpenAi::start(|req: &RecordedRequest| {
         if is_child(req) {
             return Response::text("partial child words that never end").stall_after(3);
@@ -267,7 +267,8 @@ async fn task_status_reports_a_running_child_and_task_cancel_stops_it() {
         let args = format!(r#"{{"session_id":"{}"}}"#, child_in(req));
         match tool_results(req) {
             0 => task_call(BACKGROUND),
-            1 => call("call_s1", "task_status", args),
+            // Slow enough for the child's first words to be written.
+            1 => call("call_s1", "task_status", args).with_delay(Duration::from_millis(300)),
             2 => call("call_c", "task_cancel", args),
             3 => call("call_s2", "task_status", args),
             _ => Response::text("all done"),
@@ -294,6 +295,11 @@ async fn task_status_reports_a_running_child_and_task_cancel_stops_it() {
             child.id
         )),
         "{}",
+        status[0]
+    );
+    assert!(
+        status[0].contains("partial child"),
+        "its output so far: {}",
         status[0]
     );
     let cancel = outputs_of(&rt, &parent.id, "task_cancel").await;
@@ -690,36 +696,4 @@ async fn a_running_background_child_cannot_be_continued_by_another_call() {
     let messages = rt.messages(&parent).await.unwrap();
     assert!(deliveries(&messages)[0].contains("status=\"cancelled\""));
     assert_eq!(rt.children(&parent).await.unwrap().len(), 1);
-}
-
-#[actix_rt::test]
-async fn task_status_shows_a_running_childs_output_so_far() {
-    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
-        if is_child(req) {
-            return Response::text("partial child words that never end").stall_after(3);
-        }
-        let args = format!(r#"{{"session_id":"{}"}}"#, child_in(req));
-        match tool_results(req) {
-            0 => task_call(BACKGROUND),
-            // Slow enough for the child's first words to be written.
-            1 => call("call_s", "task_status", args).with_delay(Duration::from_millis(300)),
-            2 => call("call_c", "task_cancel", args),
-            _ => Response::text("all done"),
-        }
-    })
-    .await
-    .unwrap();
-    let env = Env::new(&fake.base_url(), "");
-    let rt = env.runtime().await;
-    let parent = rt.create_session(None, None).await.unwrap();
-    tokio::time::timeout(
-        Duration::from_secs(20),
-        rt.prompt(&parent.id, PromptInput::text("go")),
-    )
-    .await
-    .unwrap()
-    .unwrap();
-    let status = outputs_of(&rt, &parent.id, "task_status").await;
-    assert!(status[0].contains("status=\"running\""), "{}", status[0]);
-    assert!(status[0].contains("partial child"), "{}", status[0]);
 }

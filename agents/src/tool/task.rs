@@ -275,9 +275,9 @@ impl Tool for TaskTool {
 
 /// The coded error of a delegation that did not give a child: the runtime's own code (a limit
 /// reached) as it is, otherwise cancelled, permission denied or failed.
-fn coded(envelope: TaskEnvelope, e: ToolError) -> ToolError {
+pub(super) fn delegation_error(e: &ToolError) -> TaskError {
     if let ToolError::Task(f) = e {
-        return failure(envelope, f.error, f.cause, f.metadata);
+        return f.error.clone();
     }
     let code = if e.is_aborted() {
         TaskErrorCode::SubagentCancelled
@@ -286,7 +286,15 @@ fn coded(envelope: TaskEnvelope, e: ToolError) -> ToolError {
     } else {
         TaskErrorCode::SubagentFailed
     };
-    let error = TaskError::new(code, e.to_string());
+    TaskError::new(code, e.to_string())
+}
+
+/// [`delegation_error`] as the call's failure, with the runtime's metadata when it gave some.
+fn coded(envelope: TaskEnvelope, e: ToolError) -> ToolError {
+    if let ToolError::Task(f) = e {
+        return failure(envelope, f.error, f.cause, f.metadata);
+    }
+    let error = delegation_error(&e);
     failure(envelope, error, Some(e), ToolMetadata::new())
 }
 

@@ -26,7 +26,7 @@ use super::envelope::{
     EXIT_FAILED, TaskEnvelope, TaskError, TaskErrorCode, TaskMode, TaskResult, TaskUsage,
 };
 use super::run::parse_args;
-use super::task::{child_result, failure, startable, timeout_arg};
+use super::task::{child_result, delegation_error, failure, startable, timeout_arg};
 use super::truncate::{self, Direction, MAX_BYTES, MAX_LINES};
 use super::{Delegate, SubagentRequest, ToolContext, ToolError, ToolHost, ToolOutput};
 use crate::id::SessionId;
@@ -201,17 +201,7 @@ async fn run_one(
                 text,
             }
         }
-        Err(ToolError::Task(f)) => refused(f.error),
-        Err(e) => {
-            let code = if e.is_aborted() {
-                TaskErrorCode::SubagentCancelled
-            } else if matches!(e.cause(), ToolError::Permission(_)) {
-                TaskErrorCode::PermissionDenied
-            } else {
-                TaskErrorCode::SubagentFailed
-            };
-            refused(TaskError::new(code, e.to_string()))
-        }
+        Err(e) => refused(delegation_error(&e)),
     }
 }
 
