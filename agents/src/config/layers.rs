@@ -41,6 +41,7 @@ const ENV_KEYS: &[&str] = &[
     "command",
     "permission",
     "subagent",
+    "server",
     "experimental",
     "model_aliases",
 ];

@@ -20,5 +20,5 @@ pub use merge::merge_json;
 pub use paths::Paths;
 pub use schema::{
     CompactionConfig, Config, CostConfig, ExperimentalConfig, ModelConfig, ProviderConfig,
-    ProviderKind, Secret, SubagentConfig,
+    ProviderKind, Secret, ServerConfig, SubagentConfig,
 };

@@ -60,6 +60,9 @@ pub struct Config {
     /// When long sessions are summarized and old tool output cleared.
     #[serde(default)]
     pub compaction: CompactionConfig,
+    /// Settings of `taskforce serve`.
+    #[serde(default)]
+    pub server: ServerConfig,
     /// Settings that may change.
     #[serde(default)]
     pub experimental: ExperimentalConfig,
@@ -215,6 +218,28 @@ impl Default for SubagentConfig {
             max_per_session: 100,
             timeout: Duration::from_secs(15 * 60),
             idle_timeout: Duration::from_secs(3 * 60),
+        }
+    }
+}
+
+/// Settings of the HTTP/SSE server (`taskforce serve`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    /// Host names accepted in the `Host` header besides the bound address and `localhost`.
+    pub allowed_hosts: Vec<String>,
+    /// The most bytes of events kept for clients that reconnect with `Last-Event-ID`.
+    pub replay_bytes: u64,
+    /// The most open connections from one IP address; more are answered 503.
+    pub max_connections_per_ip: u32,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        ServerConfig {
+            allowed_hosts: Vec::new(),
+            replay_bytes: 8 * 1024 * 1024,
+            max_connections_per_ip: 256,
         }
     }
 }

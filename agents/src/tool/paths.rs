@@ -1,9 +1,10 @@
 //! Paths in tool arguments: resolving them against the session directory, showing them relative
 //! to the project, and asking `external_directory` before a tool touches anything outside it.
 //!
-//! Everything here is lexical: `..` and `.` are folded without touching the file system, so a
-//! path that does not exist yet (a file about to be written) is handled like any other. Symbolic
-//! links are not followed.
+//! [`resolve`] and [`normalize`] are lexical: `..` and `.` are folded without touching the file
+//! system. [`real`] goes further and follows symbolic links (a path that does not exist yet, such
+//! as a file about to be written, is resolved through its nearest existing ancestor); boundary
+//! and secret-file checks use it, so a link cannot carry a path out of the project.
 
 use std::path::{Component, Path, PathBuf};
 
@@ -47,6 +48,60 @@ pub fn normalize(path: &Path) -> PathBuf {
                 _ => out.push(".."),
             },
             other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// `path` with every symbolic link resolved as the kernel would walk it (a link is followed
+/// before a `..` after it), including dangling links, whose target is where a write would land;
+/// components that do not exist (yet) are kept as they are.
+///
+/// Relative links resolve against their own directory; after 40 links (a loop) the rest of the
+/// path is taken literally. A relative `path` is taken as it is, without a working directory.
+pub fn real(path: &Path) -> PathBuf {
+    const MAX_LINKS: usize = 40;
+    let mut pending: std::collections::VecDeque<std::ffi::OsString> =
+        std::collections::VecDeque::new();
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::Prefix(_) | Component::RootDir => out.push(component.as_os_str()),
+            other => pending.push_back(other.as_os_str().to_os_string()),
+        }
+    }
+    let mut links = 0;
+    while let Some(name) = pending.pop_front() {
+        if name == "." {
+            continue;
+        }
+        if name == ".." {
+            if !out.pop() {
+                out.push("..");
+            }
+            continue;
+        }
+        let candidate = out.join(&name);
+        let is_link =
+            std::fs::symlink_metadata(&candidate).is_ok_and(|m| m.file_type().is_symlink());
+        match std::fs::read_link(&candidate) {
+            Ok(target) if is_link && links < MAX_LINKS => {
+                links += 1;
+                let mut front: Vec<std::ffi::OsString> = Vec::new();
+                for component in target.components() {
+                    match component {
+                        Component::Prefix(_) | Component::RootDir => {
+                            out = PathBuf::from(component.as_os_str());
+                            front.clear();
+                        }
+                        other => front.push(other.as_os_str().to_os_string()),
+                    }
+                }
+                for name in front.into_iter().rev() {
+                    pending.push_front(name);
+                }
+            }
+            _ => out = candidate,
         }
     }
     out
@@ -147,6 +202,31 @@ mod tests {
             normalize(Path::new("../a/../../b")),
             PathBuf::from("../../b")
         );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn real_paths_follow_links_and_keep_what_does_not_exist_yet() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(root.join("outside")).unwrap();
+        std::os::unix::fs::symlink(root.join("outside"), root.join("link")).unwrap();
+        assert_eq!(
+            real(&root.join("link/new.txt")),
+            root.join("outside/new.txt")
+        );
+        // A link is followed before the `..` after it, as the kernel does.
+        assert_eq!(real(&root.join("link/../x")), root.join("x"));
+        std::fs::create_dir(root.join("outside/deep")).unwrap();
+        std::os::unix::fs::symlink("outside/deep", root.join("rel")).unwrap();
+        assert_eq!(real(&root.join("rel/../y")), root.join("outside/y"));
+        assert_eq!(real(&root.join("none/x")), root.join("none/x"));
+        // A dangling link resolves to where a write through it would land.
+        std::os::unix::fs::symlink("/nowhere/file", root.join("dangling")).unwrap();
+        assert_eq!(real(&root.join("dangling")), PathBuf::from("/nowhere/file"));
+        // A loop stops resolving instead of spinning.
+        std::os::unix::fs::symlink(root.join("loop"), root.join("loop")).unwrap();
+        let _ = real(&root.join("loop/x"));
     }
 
     #[test]
