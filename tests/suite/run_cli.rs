@@ -416,7 +416,7 @@ async fn a_headless_run_names_the_agents_behind_a_childs_ask() {
 /// answers it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_background_child_of_a_killed_run_is_reported_interrupted_on_the_next_start() {
-    use std::time::{Duration, Instant};
+    use std::time::Duration;
 
     use taskforce_actors::store::{SqliteStore, Store};
     use taskforce_actors::{Runtime, RuntimeOptions};
@@ -456,16 +456,14 @@ async fn a_background_child_of_a_killed_run_is_reported_interrupted_on_the_next_
         .unwrap();
 
     // Wait until the child's partial text is on disk.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let (parent, child) = loop {
-        assert!(Instant::now() < deadline, "the child never wrote its text");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        if !data.join("taskforce.db").is_file() {
-            continue;
+    let found = std::sync::Mutex::new(None);
+    let (found_ref, data_ref) = (&found, &data);
+    taskforce_testkit::eventually_async("the child's partial text on disk", || async move {
+        if !data_ref.join("taskforce.db").is_file() {
+            return false;
         }
-        let store = SqliteStore::open(&data).await.unwrap();
+        let store = SqliteStore::open(data_ref).await.unwrap();
         let records = store.undelivered_background().await.unwrap();
-        let mut found = None;
         if let Some(record) = records.first() {
             let messages = store.messages(&record.child_id).await.unwrap();
             let text = messages
@@ -474,14 +472,15 @@ async fn a_background_child_of_a_killed_run_is_reported_interrupted_on_the_next_
                 .filter_map(|p| p.as_text())
                 .any(|t| t.text.contains("finding"));
             if text {
-                found = Some((record.parent_id.clone(), record.child_id.clone()));
+                *found_ref.lock().unwrap() =
+                    Some((record.parent_id.clone(), record.child_id.clone()));
             }
         }
         store.close().await;
-        if let Some(found) = found {
-            break found;
-        }
-    };
+        found_ref.lock().unwrap().is_some()
+    })
+    .await;
+    let (parent, child) = found.into_inner().unwrap().unwrap();
     run.kill().unwrap();
     run.wait().unwrap();
 
@@ -510,30 +509,35 @@ async fn a_background_child_of_a_killed_run_is_reported_interrupted_on_the_next_
         .await
         .unwrap()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let delivered = loop {
-        let messages = rt.messages(&parent).await.unwrap();
-        let answered = messages.iter().any(|m| {
-            m.parts
+    let delivered = std::sync::Mutex::new(String::new());
+    let (delivered_ref, rt_ref, parent_ref) = (&delivered, &rt, &parent);
+    taskforce_testkit::eventually_async(
+        "the interrupted result delivered and answered",
+        || async move {
+            let messages = rt_ref.messages(parent_ref).await.unwrap();
+            let answered = messages.iter().any(|m| {
+                m.parts
+                    .iter()
+                    .filter_map(|p| p.as_text())
+                    .any(|t| t.text == "resumed after the crash")
+            });
+            let delivery = messages
                 .iter()
+                .flat_map(|m| m.parts.iter())
                 .filter_map(|p| p.as_text())
-                .any(|t| t.text == "resumed after the crash")
-        });
-        let delivery = messages
-            .iter()
-            .flat_map(|m| m.parts.iter())
-            .filter_map(|p| p.as_text())
-            .find(|t| t.text.starts_with("<task_result "))
-            .map(|t| t.text.clone());
-        if answered && let Some(delivery) = delivery {
-            break delivery;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "no interrupted result was delivered and answered"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+                .find(|t| t.text.starts_with("<task_result "))
+                .map(|t| t.text.clone());
+            match delivery {
+                Some(delivery) if answered => {
+                    *delivered_ref.lock().unwrap() = delivery;
+                    true
+                }
+                _ => false,
+            }
+        },
+    )
+    .await;
+    let delivered = delivered.into_inner().unwrap();
     assert!(
         delivered.contains(&format!("session_id=\"{child}\" status=\"error\"")),
         "{delivered}"
@@ -545,11 +549,11 @@ async fn a_background_child_of_a_killed_run_is_reported_interrupted_on_the_next_
     );
     // The record is settled: delivered, and no longer running.
     let store = SqliteStore::open(&data).await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !store.undelivered_background().await.unwrap().is_empty() {
-        assert!(Instant::now() < deadline, "the record is marked delivered");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let store = &store;
+    taskforce_testkit::eventually_async("the record marked delivered", || async move {
+        store.undelivered_background().await.unwrap().is_empty()
+    })
+    .await;
 }
 
 /// A run whose agent starts a background child waits for the child's result to be delivered

@@ -278,18 +278,19 @@ impl Harness {
 
     /// Polls `GET path` until `done(body)` holds; answers that body.
     pub async fn poll(&self, path: &str, done: impl Fn(&Value) -> bool) -> Value {
-        let deadline = tokio::time::Instant::now() + PATIENCE;
-        loop {
-            let body = self.get(path).await.ok();
-            if done(&body) {
-                return body;
-            }
-            assert!(
-                tokio::time::Instant::now() < deadline,
-                "GET {path} never satisfied the condition; last: {body}"
-            );
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        let last = std::sync::Mutex::new(Value::Null);
+        let (last_ref, done) = (&last, &done);
+        taskforce_testkit::eventually_async(
+            &format!("GET {path} to satisfy the condition"),
+            || async move {
+                let body = self.get(path).await.ok();
+                let ok = done(&body);
+                *last_ref.lock().unwrap() = body;
+                ok
+            },
+        )
+        .await;
+        last.into_inner().unwrap()
     }
 }
 

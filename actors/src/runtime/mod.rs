@@ -274,10 +274,22 @@ impl Runtime {
         session: &SessionId,
         input: PromptInput,
     ) -> Result<MessageWithParts, RuntimeError> {
+        self.prompt_queued(session, input).await?.await
+    }
+
+    /// Queues a prompt and, once the session has it, returns the future of its final answer
+    /// (for callers that must know the prompt is in before they act, e.g. cancel).
+    pub async fn prompt_queued(
+        &self,
+        session: &SessionId,
+        input: PromptInput,
+    ) -> Result<
+        impl std::future::Future<Output = Result<MessageWithParts, RuntimeError>> + Send + 'static,
+        RuntimeError,
+    > {
         let reply = self.send_prompt(session, input).await?;
-        reply
-            .await
-            .map_err(|_| RuntimeError::Crashed(session.to_string()))?
+        let id = session.to_string();
+        Ok(async move { reply.await.map_err(|_| RuntimeError::Crashed(id))? })
     }
 
     /// Prompts a session and returns once the prompt is queued.

@@ -276,18 +276,12 @@ impl SessionActor {
     /// timer per actor and period: runs do not arm timers.
     fn check_idle_after(&mut self, after: std::time::Duration, ctx: &mut Context<Self>) {
         ctx.run_later(after, |act, ctx| {
-            let period = act.core.idle_stop;
             let left = {
                 let state = lock(&act.state);
-                match &state.running {
-                    Some(_) => Some(period),
-                    None => {
-                        let idle = state
-                            .idle_since
-                            .map_or(std::time::Duration::ZERO, |since| since.elapsed());
-                        period.checked_sub(idle).filter(|left| !left.is_zero())
-                    }
-                }
+                let idle_for = state
+                    .idle_since
+                    .map_or(std::time::Duration::ZERO, |since| since.elapsed());
+                idle_left(state.running.is_some(), idle_for, act.core.idle_stop)
             };
             match left {
                 Some(left) => act.check_idle_after(left, ctx),
@@ -295,6 +289,19 @@ impl SessionActor {
             }
         });
     }
+}
+
+/// How much longer an actor must wait before it may stop: a full `period` while a run goes on,
+/// what is left of the period since its last run ended otherwise; `None` when it may stop now.
+fn idle_left(
+    running: bool,
+    idle_for: std::time::Duration,
+    period: std::time::Duration,
+) -> Option<std::time::Duration> {
+    if running {
+        return Some(period);
+    }
+    period.checked_sub(idle_for).filter(|left| !left.is_zero())
 }
 
 impl Actor for SessionActor {
@@ -471,6 +478,23 @@ impl Handler<IsBusy> for SessionActor {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_actor_stops_only_after_a_full_idle_period_since_its_last_run() {
+        use std::time::Duration;
+        let period = Duration::from_millis(1_000);
+        // Busy when the timer fires (it was armed before a run that is still going): a full
+        // period more, however long ago the timer was armed.
+        assert_eq!(idle_left(true, Duration::ZERO, period), Some(period));
+        // Its last run ended 400 ms ago: it waits out the other 600 ms, not a new period.
+        assert_eq!(
+            idle_left(false, Duration::from_millis(400), period),
+            Some(Duration::from_millis(600))
+        );
+        // Idle for the whole period, or longer: it stops now.
+        assert_eq!(idle_left(false, period, period), None);
+        assert_eq!(idle_left(false, Duration::from_secs(5), period), None);
+    }
 
     #[tokio::test]
     async fn an_ended_run_stops_its_relay() {

@@ -83,23 +83,29 @@ fn title_input(message: &MessageWithParts) -> Option<String> {
     (!tasks.is_empty()).then(|| tasks.join("\n"))
 }
 
-/// Starts naming `session` in the background when `messages` hold its first real user
-/// message and its title is still the default. Never delays the loop; failures are logged.
-pub(crate) fn ensure_title(core: &Arc<Core>, session: &Session, messages: &[MessageWithParts]) {
+/// What the title agent is asked with (the first real user message's text) and the model that
+/// message used, when `session` is a root with the default title and `messages` hold exactly
+/// one real user message; `None` otherwise (a named session, a child, a later message).
+fn title_job(session: &Session, messages: &[MessageWithParts]) -> Option<(String, ModelRef)> {
     if session.is_child() || !is_default_title(&session.title) {
-        return;
+        return None;
     }
     let mut real = messages
         .iter()
         .filter(|m| matches!(*m.info, Message::User(_)))
         .filter_map(|m| title_input(m).map(|input| (m, input)));
-    let Some((first, input)) = real.next() else {
-        return;
-    };
+    let (first, input) = real.next()?;
     if real.next().is_some() {
-        return; // not the first real message: the title was tried already
+        return None; // not the first real message: the title was tried already
     }
-    let Some(user_model) = first.info.as_user().map(|u| u.model.clone()) else {
+    let user_model = first.info.as_user().map(|u| u.model.clone())?;
+    Some((input, user_model))
+}
+
+/// Starts naming `session` in the background when `messages` hold its first real user
+/// message and its title is still the default. Never delays the loop; failures are logged.
+pub(crate) fn ensure_title(core: &Arc<Core>, session: &Session, messages: &[MessageWithParts]) {
+    let Some((input, user_model)) = title_job(session, messages) else {
         return;
     };
     let core = core.clone();
@@ -179,6 +185,67 @@ async fn store_title(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn user_message(session: &Session, n: u32, text: &str, synthetic: bool) -> MessageWithParts {
+        let message: Message = serde_json::from_value(serde_json::json!({
+            "id": format!("msg_01JCX8ZR00000000000000000{n}"),
+            "sessionID": session.id,
+            "role": "user",
+            "time": {"created": 1736935201000u64},
+            "agent": "build",
+            "model": {"providerID": "fake", "modelID": "gpt-test"}
+        }))
+        .unwrap();
+        let part: taskforce_agents::model::Part = serde_json::from_value(serde_json::json!({
+            "id": format!("prt_01JCX8ZS00000000000000000{n}"),
+            "sessionID": session.id,
+            "messageID": format!("msg_01JCX8ZR00000000000000000{n}"),
+            "type": "text",
+            "text": text,
+            "synthetic": synthetic
+        }))
+        .unwrap();
+        MessageWithParts {
+            info: Arc::new(message),
+            parts: vec![Arc::new(part)],
+        }
+    }
+
+    fn session(title: &str, parent: Option<&str>) -> Session {
+        serde_json::from_value(serde_json::json!({
+            "id": "ses_01JCX8ZQ4M7T9V2W3Y5A6B8C0D",
+            "slug": "s",
+            "projectID": "p",
+            "directory": "/p",
+            "parentID": parent,
+            "title": title,
+            "version": "1",
+            "time": {"created": 1736935201000u64, "updated": 1736935201000u64}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn only_a_default_titled_roots_first_real_message_asks_for_a_title() {
+        let root = session("New session - 2026-11-22T04:05:06.789Z", None);
+        let first = user_message(&root, 1, "Fix the login bug please", false);
+        let (input, model) = title_job(&root, std::slice::from_ref(&first)).unwrap();
+        assert_eq!(input, "Fix the login bug please");
+        assert_eq!(model.to_string(), "fake/gpt-test");
+        // A second real message does not ask again; a synthetic one does not count.
+        let second = user_message(&root, 2, "and the logout one", false);
+        assert!(title_job(&root, &[first.clone(), second]).is_none());
+        let reminder = user_message(&root, 3, "<task_result>", true);
+        assert!(title_job(&root, &[first.clone(), reminder]).is_some());
+        // A named root and a child never ask.
+        let named = session("My own title", None);
+        assert!(title_job(&named, std::slice::from_ref(&first)).is_none());
+        let child = session(
+            "New session - 2026-11-22T04:05:06.789Z",
+            Some("ses_01JCX8ZQ4M7T9V2W3Y5A6B8C0E"),
+        );
+        assert!(title_job(&child, &[first]).is_none());
+    }
 
     #[test]
     fn only_the_generated_default_title_counts_as_default() {

@@ -1,7 +1,7 @@
 //! Background subagents end to end: `task {background: true}`, the `<task_result>` delivery into
 //! the parent, `task_status`, `task_cancel`, cancel propagation and delivery across a restart.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::Value;
 use taskforce_actors::store::{SqliteStore, Store};
@@ -12,6 +12,7 @@ use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Respo
 use taskforce_agents::tool::background::EXIT_RUNNING;
 
 use super::runtime::{Env, is_child, task_call, tool_parts};
+use super::wait::{until, until_idle};
 
 pub(super) const BACKGROUND: &str =
     r#"{"description":"Dig","prompt":"Dig deep","subagent_type":"general","background":true}"#;
@@ -59,22 +60,18 @@ pub(super) fn call(id: &str, tool: &str, args: String) -> Response {
     Response::tool_calls(&[(id, tool, args.as_str())])
 }
 
-/// Waits (up to 20 s) until `check` holds on `session`'s messages.
+/// Waits until `check` holds on `session`'s messages.
 pub(super) async fn wait_for_messages(
     rt: &Runtime,
     session: &SessionId,
     what: &str,
     check: impl Fn(&[taskforce_actors::store::MessageWithParts]) -> bool,
 ) {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let messages = rt.messages(session).await.unwrap();
-        if check(&messages) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let check = &check;
+    until(rt, what, |rt| async move {
+        check(&rt.messages(session).await.unwrap())
+    })
+    .await;
 }
 
 /// The synthetic `<task_result>` texts of `messages`' user messages.
@@ -415,15 +412,12 @@ async fn an_undelivered_result_is_delivered_after_a_restart() {
             .await
             .unwrap();
         let store = SqliteStore::open(&rt.paths().data_dir).await.unwrap();
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
+        let store = &store;
+        until(&rt, "the child's recorded result", |_| async move {
             let pending = store.undelivered_background().await.unwrap();
-            if pending.iter().any(|t| t.result.is_some()) {
-                break;
-            }
-            assert!(Instant::now() < deadline, "the child never finished");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+            pending.iter().any(|t| t.result.is_some())
+        })
+        .await;
         store.close().await;
         assert!(deliveries(&rt.messages(&parent.id).await.unwrap()).is_empty());
         // The first runtime stops (as its process would), its parent still mid-turn.
@@ -450,11 +444,11 @@ async fn an_undelivered_result_is_delivered_after_a_restart() {
     assert!(delivered[0].contains("status=\"completed\""));
     assert!(delivered[0].contains("child finished its work"));
     let store = SqliteStore::open(&rt.paths().data_dir).await.unwrap();
-    let deadline = Instant::now() + Duration::from_secs(5);
-    while !store.undelivered_background().await.unwrap().is_empty() {
-        assert!(Instant::now() < deadline, "the record is marked delivered");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let store = &store;
+    until(&rt, "the record marked delivered", |_| async move {
+        store.undelivered_background().await.unwrap().is_empty()
+    })
+    .await;
 }
 
 #[actix_rt::test]
@@ -467,11 +461,10 @@ async fn a_second_runtime_leaves_a_live_runtimes_background_child_alone() {
         .prompt_async(&parent.id, PromptInput::text("go"))
         .await
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !fake.requests().iter().any(is_child) {
-        assert!(Instant::now() < deadline, "the child never started");
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    until(&first, "the child's model request", |_| async {
+        fake.requests().iter().any(is_child)
+    })
+    .await;
 
     // Another runtime on the same data directory, while the first one runs the child: the
     // child's runtime is alive, so its record stays as it is.
@@ -512,11 +505,11 @@ async fn pending_work_follows_a_background_child_until_its_result_is_answered() 
     assert_eq!(first.running + first.undelivered, 1, "{first:?}");
     assert!(rt.pending_work(&other.id).await.unwrap().is_done());
 
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while !rt.pending_work(&parent.id).await.unwrap().is_done() {
-        assert!(Instant::now() < deadline, "the work never ended");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let parent_id = &parent.id;
+    until(&rt, "the background work to end", |rt| async move {
+        rt.pending_work(parent_id).await.unwrap().is_done()
+    })
+    .await;
     // Done means answered: the parent's last answer is its reply to the result.
     let messages = rt.messages(&parent.id).await.unwrap();
     assert_eq!(last_assistant_text(&messages), "saw the result");
@@ -628,20 +621,22 @@ async fn two_runtimes_starting_at_once_deliver_a_dead_runtimes_result_once() {
     // left behind, and only one may deliver this one.
     let (a, b) = tokio::join!(Runtime::start(env.options()), Runtime::start(env.options()));
     let (a, b) = (a.unwrap(), b.unwrap());
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let done = a.pending_work(&parent).await.unwrap().is_done()
-            && b.pending_work(&parent).await.unwrap().is_done();
-        let messages = store.messages(&parent).await.unwrap();
-        if done && last_assistant_text(&messages) == "saw the interruption" {
-            break;
+    let (parent, store) = (&parent, &store);
+    until(&a, "the result answered", |a| {
+        let b = b.clone();
+        async move {
+            let done = a.pending_work(parent).await.unwrap().is_done()
+                && b.pending_work(parent).await.unwrap().is_done();
+            let messages = store.messages(parent).await.unwrap();
+            done && last_assistant_text(&messages) == "saw the interruption"
         }
-        assert!(Instant::now() < deadline, "the result was never answered");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    // Give a second delivery, were one under way, the time to land.
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let messages = store.messages(&parent).await.unwrap();
+    })
+    .await;
+    // A delivery is claimed in the database before it starts, and both runtimes have none
+    // left: once both are idle, every delivery that was made has landed.
+    until_idle(&a).await;
+    until_idle(&b).await;
+    let messages = store.messages(parent).await.unwrap();
     let delivered = deliveries(&messages);
     assert_eq!(delivered.len(), 1, "{delivered:?}");
     assert!(delivered[0].contains("interrupted"), "{delivered:?}");
@@ -688,9 +683,13 @@ async fn a_running_background_child_cannot_be_continued_by_another_call() {
         )),
         "{outputs:?}"
     );
-    // The refused call did not disturb the child: it still runs, and once stopped its one
-    // result arrives.
-    assert!(rt.statuses().contains_key(&child), "the child still runs");
+    // The refused call did not disturb the child: it runs (on a loaded machine it may only be
+    // starting when the parent's turn ends), and once stopped its one result arrives.
+    let child_id = &child;
+    until(&rt, "the child to run", |rt| async move {
+        rt.statuses().contains_key(child_id)
+    })
+    .await;
     rt.cancel(&child).await.unwrap();
     wait_for_messages(&rt, &parent, "the result", |m| deliveries(m).len() == 1).await;
     let messages = rt.messages(&parent).await.unwrap();

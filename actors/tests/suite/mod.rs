@@ -16,3 +16,4 @@ mod subagent_parallel;
 mod subagent_timeouts;
 mod subagents;
 mod titles;
+mod wait;

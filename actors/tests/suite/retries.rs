@@ -11,6 +11,7 @@ use taskforce_agents::model::{Message, PartKind};
 use taskforce_agents::provider::fake_openai::{Chunk, FakeOpenAi, Response};
 
 use super::runtime::{Env, expect_cancelled, prompt_in_background};
+use super::wait::until;
 
 /// A server answering from `script` by request number, then with `fallback`.
 async fn server(script: Vec<Response>, fallback: Response) -> (FakeOpenAi, Arc<AtomicUsize>) {
@@ -168,7 +169,11 @@ async fn a_cancel_during_the_wait_ends_it_at_once() {
     let s = rt.create_session(None, None).await.unwrap();
     let running = prompt_in_background(&rt, &s.id, "hi");
     assert!(fake.wait_for_requests(1, Duration::from_secs(5)).await);
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let sid = &s.id;
+    until(&rt, "the session waiting to retry", |rt| async move {
+        matches!(rt.statuses().get(sid), Some(SessionStatus::Retry { .. }))
+    })
+    .await;
     rt.cancel(&s.id).await.unwrap();
     expect_cancelled(running, Duration::from_secs(1), "the wait ended at once").await;
 }

@@ -15,6 +15,8 @@ use taskforce_agents::model::{Message, PartKind, ToolState, ToolStatus};
 use taskforce_agents::model::{Part, Session, Todo};
 use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 
+use super::wait::{until, until_first_child_runs, until_idle};
+
 pub struct Env {
     _dir: tempfile::TempDir,
     project: PathBuf,
@@ -426,7 +428,7 @@ async fn cancelling_the_parent_stops_a_stalled_child_within_a_second() {
     let parent = rt.create_session(None, None).await.unwrap();
     let running = prompt_in_background(&rt, &parent.id, "go");
     assert!(fake.wait_for_requests(2, Duration::from_secs(10)).await);
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    until_first_child_runs(&rt, &parent.id).await;
     rt.cancel(&parent.id).await.unwrap();
     expect_cancelled(
         running,
@@ -437,18 +439,8 @@ async fn cancelling_the_parent_stops_a_stalled_child_within_a_second() {
     assert!(fake.wait_for_disconnects(1, Duration::from_secs(2)).await);
 
     let child = rt.children(&parent.id).await.unwrap().remove(0);
-    // Give the child's loop its last writes.
-    for _ in 0..50 {
-        if rt.statuses().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(
-        rt.statuses().is_empty(),
-        "every session is idle: {:?}",
-        rt.statuses()
-    );
+    // The child's loop makes its last writes, then every session is idle.
+    until_idle(&rt).await;
     for id in [&parent.id, &child.id] {
         for (tool, state) in tool_parts(&rt, id).await {
             assert!(state.is_finished(), "{tool} left {}", state.status());
@@ -650,8 +642,12 @@ async fn prompts_queued_while_busy_are_answered_and_cancel_answers_them_too() {
     let s = rt.create_session(None, None).await.unwrap();
     let a = prompt_in_background(&rt, &s.id, "one");
     assert!(stalled.wait_for_requests(1, Duration::from_secs(5)).await);
-    let b = prompt_in_background(&rt, &s.id, "two");
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // The second prompt is in the session's queue before the cancel.
+    let b = rt
+        .prompt_queued(&s.id, PromptInput::text("two"))
+        .await
+        .unwrap();
+    let b = tokio::spawn(b);
     rt.cancel(&s.id).await.unwrap();
     for waiter in [a, b] {
         let r = tokio::time::timeout(Duration::from_secs(2), waiter)
@@ -719,54 +715,13 @@ async fn idle_session_actors_stop_and_come_back_from_the_store() {
     let s = rt.create_session(None, None).await.unwrap();
     rt.prompt(&s.id, PromptInput::text("one")).await.unwrap();
     assert_eq!(rt.live_sessions().await.unwrap(), 1);
-    let mut stopped = false;
-    for _ in 0..100 {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        if rt.live_sessions().await.unwrap() == 0 {
-            stopped = true;
-            break;
-        }
-    }
-    assert!(stopped, "the idle actor stopped");
+    until(&rt, "the idle actor to stop", |rt| async move {
+        rt.live_sessions().await.unwrap() == 0
+    })
+    .await;
     let again = rt.prompt(&s.id, PromptInput::text("two")).await.unwrap();
     assert_eq!(text_of(&again), "hello");
     assert_eq!(rt.messages(&s.id).await.unwrap().len(), 4);
-}
-
-#[actix_rt::test]
-async fn an_actor_busy_since_its_idle_timer_was_armed_waits_a_full_idle_period() {
-    let fake = FakeOpenAi::start(|_| Response::text("hello"))
-        .await
-        .unwrap();
-    let env = Env::new(&fake.base_url(), "");
-    let mut options = env.options();
-    options.idle_stop = Duration::from_millis(1_000);
-    let rt = Runtime::start(options).await.unwrap();
-    let s = rt.create_session(None, None).await.unwrap();
-    rt.prompt(&s.id, PromptInput::text("one")).await.unwrap();
-    // The timer armed after "one" fires about 400 ms after "two": by then the actor has been
-    // idle for well under a period, so it stays.
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    rt.prompt(&s.id, PromptInput::text("two")).await.unwrap();
-    let since_two = std::time::Instant::now();
-    tokio::time::sleep(Duration::from_millis(600)).await;
-    let live = rt.live_sessions().await.unwrap();
-    if since_two.elapsed() < Duration::from_millis(950) {
-        assert_eq!(
-            live, 1,
-            "stopped before a full idle period after its last run"
-        );
-    }
-    let mut stopped = false;
-    for _ in 0..250 {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        if rt.live_sessions().await.unwrap() == 0 {
-            stopped = true;
-            break;
-        }
-    }
-    assert!(stopped, "the idle actor stopped after a full period");
-    assert!(since_two.elapsed() >= Duration::from_millis(1_000));
 }
 
 #[actix_rt::test]
@@ -1075,25 +1030,19 @@ async fn text_of_a_stalled_stream_is_written_once_it_is_due() {
         .await
         .unwrap();
     // One delta, then nothing: the text is on disk (and read back) while the call still hangs.
-    let deadline = std::time::Instant::now() + Duration::from_secs(5);
-    loop {
-        let store = SqliteStore::open(&rt.paths().data_dir).await.unwrap();
-        let stored = store.messages(&session.id).await.unwrap();
+    let data_dir = rt.paths().data_dir.clone();
+    let (data_dir, sid) = (&data_dir, &session.id);
+    until(&rt, "the streamed text on disk", |_| async move {
+        let store = SqliteStore::open(data_dir).await.unwrap();
+        let stored = store.messages(sid).await.unwrap();
         store.close().await;
-        let written = stored
+        stored
             .iter()
             .flat_map(|m| m.parts.iter())
             .filter_map(|p| p.as_text())
-            .any(|t| t.text == "partial_answer");
-        if written {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the streamed text was never written"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+            .any(|t| t.text == "partial_answer")
+    })
+    .await;
     assert!(rt.statuses().contains_key(&session.id), "still streaming");
     rt.cancel(&session.id).await.unwrap();
 }

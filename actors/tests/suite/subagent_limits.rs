@@ -54,16 +54,23 @@ fn fanning(n: u32) -> impl Fn(&RecordedRequest) -> Response + Send + Sync + 'sta
     }
 }
 
-/// Collects every `(call id, queued)` the parent's running task parts show, in order.
-fn watch_queued(rt: &Runtime) -> Arc<Mutex<Vec<(SessionId, String, bool)>>> {
-    let seen = Arc::new(Mutex::new(Vec::new()));
+/// Follows the `queued` flags of every running task call; see [`QueuedWatch::so_far`].
+fn watch_queued(rt: &Runtime) -> QueuedWatch {
+    let watch = QueuedWatch {
+        rt: rt.clone(),
+        seen: Arc::new(Mutex::new(Vec::new())),
+        marks: Arc::new(Mutex::new(BTreeSet::new())),
+    };
     let mut events = rt.subscribe(Filter::All);
-    let out = seen.clone();
+    let (out, marks) = (watch.seen.clone(), watch.marks.clone());
     tokio::spawn(async move {
         while let Some(item) = events.next().await {
             let BusItem::Event(envelope) = item else {
                 continue;
             };
+            if let Event::SessionIdle { session_id } = &envelope.event {
+                marks.lock().unwrap().insert(session_id.clone());
+            }
             let Event::PartUpdated { part, .. } = &envelope.event else {
                 continue;
             };
@@ -81,7 +88,32 @@ fn watch_queued(rt: &Runtime) -> Arc<Mutex<Vec<(SessionId, String, bool)>>> {
             }
         }
     });
-    seen
+    watch
+}
+
+/// `(session, call, queued)` of every running task call's update, as the bus delivered them.
+struct QueuedWatch {
+    rt: Runtime,
+    seen: Arc<Mutex<Vec<(SessionId, String, bool)>>>,
+    /// Sessions whose `session.idle` the watcher has read (markers included).
+    marks: Arc<Mutex<BTreeSet<SessionId>>>,
+}
+
+impl QueuedWatch {
+    /// What the watcher has read of every event published before this call: a marker event is
+    /// published, and the bus's order means all earlier events were read once it is.
+    async fn so_far(&self) -> Vec<(SessionId, String, bool)> {
+        let marker = SessionId::new();
+        self.rt.publish(Event::SessionIdle {
+            session_id: marker.clone(),
+        });
+        let marks = self.marks.clone();
+        taskforce_testkit::eventually("the watcher to read the marker", || {
+            marks.lock().unwrap().contains(&marker)
+        })
+        .await;
+        self.seen.lock().unwrap().clone()
+    }
 }
 
 async fn prompt(rt: &Runtime, id: &SessionId, text: &str) {
@@ -149,8 +181,7 @@ async fn max_concurrent_lets_two_children_stream_at_once_and_queues_the_rest() {
     assert!(peak_overlap(&rt, &[&parent.id]).await <= 2);
 
     // Two calls waited: first `queued: true`, then `queued: false` once admitted.
-    tokio::time::sleep(Duration::from_millis(50)).await;
-    let seen = seen.lock().unwrap().clone();
+    let seen = seen.so_far().await;
     let mut by_call: BTreeMap<String, Vec<bool>> = BTreeMap::new();
     for (session, call, queued) in seen {
         assert_eq!(session, parent.id);
@@ -184,10 +215,9 @@ async fn max_total_spans_parents() {
         peak_overlap(&rt, &[&a.id, &b.id]).await <= 2,
         "never more than two children in the runtime"
     );
-    tokio::time::sleep(Duration::from_millis(50)).await;
     let waited: BTreeSet<(SessionId, String)> = seen
-        .lock()
-        .unwrap()
+        .so_far()
+        .await
         .iter()
         .filter(|(_, _, q)| *q)
         .map(|(s, c, _)| (s.clone(), c.clone()))
@@ -366,14 +396,11 @@ async fn cancelling_a_parent_ends_its_queued_call_and_gives_its_tree_count_back(
         tokio::spawn(async move { rt.prompt(&root, PromptInput::text("go")).await })
     };
     // Wait until the second call shows it is queued.
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while !queued.lock().unwrap().iter().any(|(_, _, q)| *q) {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the second call queued"
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
+    let flags = queued.seen.clone();
+    taskforce_testkit::eventually("the second call to be queued", || {
+        flags.lock().unwrap().iter().any(|(_, _, q)| *q)
+    })
+    .await;
     rt.cancel(&root).await.unwrap();
     let _ = tokio::time::timeout(Duration::from_secs(5), running)
         .await

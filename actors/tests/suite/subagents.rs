@@ -17,6 +17,7 @@ use taskforce_agents::tool::{TaskEnvelope, TaskErrorCode, TaskMode};
 use super::runtime::{
     Env, child_id_in, expect_cancelled, is_child, prompt_in_background, task_call, tool_parts,
 };
+use super::wait::{until, until_first_child_runs, until_idle};
 
 const GENERAL: &str =
     r#"{"description":"Look around","prompt":"Find the answer","subagent_type":"general"}"#;
@@ -344,15 +345,11 @@ async fn a_rejected_task_ask_is_permission_denied() {
     let rt = env.runtime().await;
     let s = rt.create_session(None, None).await.unwrap();
     let running = prompt_in_background(&rt, &s.id, "go");
-    let mut asked = None;
-    for _ in 0..200 {
-        if let Some(p) = rt.pending_permissions().into_iter().next() {
-            asked = Some(p);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let asked = asked.expect("the task call asked");
+    until(&rt, "the task call's ask", |rt| async move {
+        !rt.pending_permissions().is_empty()
+    })
+    .await;
+    let asked = rt.pending_permissions().remove(0);
     assert_eq!(asked.permission, "task");
     assert!(
         rt.reply_permission(&asked.id, PermissionReply::Reject, None)
@@ -396,16 +393,7 @@ async fn a_child_cancelled_on_its_own_is_subagent_cancelled() {
     let s = rt.create_session(None, None).await.unwrap();
     let running = prompt_in_background(&rt, &s.id, "go");
     assert!(fake.wait_for_requests(2, Duration::from_secs(10)).await);
-    let mut child = None;
-    for _ in 0..200 {
-        if let Some(c) = rt.children(&s.id).await.unwrap().into_iter().next() {
-            child = Some(c);
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let child = child.expect("the child exists");
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    let child = until_first_child_runs(&rt, &s.id).await;
     rt.cancel(&child.id).await.unwrap();
     tokio::time::timeout(Duration::from_secs(10), running)
         .await
@@ -671,7 +659,7 @@ async fn cancelling_a_subtree_stops_its_child_while_another_branch_continues_it(
 }
 
 /// A runtime nesting two deep over `fake`, and a root prompted "go" in the background (`before`
-/// sees the root first); returned once `requests` model calls came in, and a moment later.
+/// sees the root first); returned once `requests` model calls came in.
 async fn running_tree(
     fake: &FakeOpenAi,
     requests: usize,
@@ -691,7 +679,6 @@ async fn running_tree(
         fake.wait_for_requests(requests, Duration::from_secs(10))
             .await
     );
-    tokio::time::sleep(Duration::from_millis(150)).await;
     (env, rt, root, running)
 }
 
@@ -708,13 +695,7 @@ async fn cancel_until_idle(
         .expect("the cancel returned")
         .unwrap();
     expect_cancelled(running, within, "the root answered").await;
-    for _ in 0..within.as_millis() / 20 {
-        if rt.statuses().is_empty() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    assert!(rt.statuses().is_empty(), "{:?}", rt.statuses());
+    until_idle(rt).await;
 }
 
 #[actix_rt::test]

@@ -319,6 +319,8 @@ struct Shared {
     handler: Box<Handler>,
     requests: Mutex<Vec<RecordedRequest>>,
     disconnects: AtomicUsize,
+    /// Responses written to their end.
+    completed: AtomicUsize,
     /// Responses being written now, and the most at once so far.
     active: AtomicUsize,
     peak: AtomicUsize,
@@ -360,6 +362,7 @@ impl FakeOpenAi {
             handler: Box::new(handler),
             requests: Mutex::new(Vec::new()),
             disconnects: AtomicUsize::new(0),
+            completed: AtomicUsize::new(0),
             active: AtomicUsize::new(0),
             peak: AtomicUsize::new(0),
             changed: Notify::new(),
@@ -416,6 +419,15 @@ impl FakeOpenAi {
     /// requests).
     pub fn peak_active(&self) -> usize {
         self.shared.peak.load(Ordering::SeqCst)
+    }
+
+    /// Waits until at least `n` responses were written to their end; false if `timeout` passed
+    /// first.
+    pub async fn wait_for_completed(&self, n: usize, timeout: Duration) -> bool {
+        self.wait_until(timeout, || {
+            self.shared.completed.load(Ordering::SeqCst) >= n
+        })
+        .await
     }
 
     /// Waits until at least `n` disconnects were seen; false if `timeout` passed first.
@@ -525,6 +537,8 @@ async fn serve(socket: TcpStream, shared: Arc<Shared>, shutdown: CancellationTok
         Outcome::Complete => {
             // Close our side, then give the client a moment to close first (a clean close).
             let _ = writer.shutdown().await;
+            shared.completed.fetch_add(1, Ordering::SeqCst);
+            shared.changed.notify_waiters();
             tokio::select! {
                 _ = closed.cancelled() => {}
                 _ = shutdown.cancelled() => {}

@@ -16,10 +16,14 @@ use taskforce_agents::provider::{
 use super::fixture::Fixture;
 
 fn model(server: &FakeAnthropic) -> AnthropicModel {
+    model_at(server.base_url())
+}
+
+fn model_at(base_url: String) -> AnthropicModel {
     let provider = AnthropicProvider::new(
         "claude",
         AnthropicSettings {
-            base_url: server.base_url(),
+            base_url,
             api_key: Some("sk-ant-test".into()),
             headers: [("anthropic-beta".to_string(), "test-beta".to_string())]
                 .into_iter()
@@ -196,10 +200,11 @@ async fn errors_are_typed() {
 
 #[tokio::test]
 async fn connection_refused_is_retryable() {
-    let server = FakeAnthropic::queue(vec![]).await.unwrap();
-    let m = model(&server);
-    drop(server);
-    tokio::time::sleep(Duration::from_millis(50)).await;
+    // A port that was just listened on and is closed now: connecting is refused.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    drop(listener);
+    let m = model_at(format!("http://{addr}"));
     let e = m.stream(&request("a")).await.err().unwrap();
     assert!(matches!(e, ProviderError::Connection { .. }), "{e}");
     assert!(e.is_retryable());

@@ -94,17 +94,17 @@ async fn sessions_are_created_and_listed_with_filters() {
     );
     assert!(first.get("parentID").is_none());
     assert_eq!(first["time"]["created"], first["time"]["updated"]);
-    tokio::time::sleep(Duration::from_millis(5)).await;
+    taskforce_testkit::next_millisecond().await;
 
     let alpha = h.session(json!({"title": "Alpha Plan"})).await;
     assert_eq!(alpha["title"], "Alpha Plan");
-    tokio::time::sleep(Duration::from_millis(5)).await;
+    taskforce_testkit::next_millisecond().await;
     let child = h
         .session(json!({"parentID": id_of(&alpha), "title": "alpha child"}))
         .await;
     assert_eq!(child["parentID"], alpha["id"]);
     assert_eq!(child["title"], "alpha child");
-    tokio::time::sleep(Duration::from_millis(5)).await;
+    taskforce_testkit::next_millisecond().await;
     let untitled_child = h.session(json!({"parentID": id_of(&alpha)})).await;
     assert!(
         untitled_child["title"]
@@ -113,7 +113,7 @@ async fn sessions_are_created_and_listed_with_filters() {
             .starts_with("Child session - "),
         "{untitled_child}"
     );
-    tokio::time::sleep(Duration::from_millis(5)).await;
+    taskforce_testkit::next_millisecond().await;
     let rules = json!([
         {"permission": "bash", "pattern": "*", "action": "deny"},
         {"permission": "edit", "pattern": "src/*", "action": "ask"}
@@ -192,7 +192,7 @@ async fn a_session_is_read_patched_and_deleted_with_its_subtree() {
     );
     assert!(array(h.get(&format!("/session/{g}/children")).await.ok()).is_empty());
 
-    tokio::time::sleep(Duration::from_millis(5)).await;
+    taskforce_testkit::next_millisecond().await;
     let renamed = h
         .patch(&format!("/session/{p}"), json!({"title": "Renamed"}))
         .await
@@ -464,8 +464,8 @@ async fn deleting_a_busy_session_cancels_its_prompt_and_it_stays_gone() {
         "the model stream was dropped"
     );
     h.poll("/session/status", |b| b == &json!({})).await;
-    // Whatever the cancelled loop wrote last did not bring the session back.
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    // Whatever the cancelled loop wrote last did not bring the session back (a read waits for
+    // the writes queued before it).
     for id in [&s, &child] {
         h.get(&format!("/session/{id}"))
             .await
