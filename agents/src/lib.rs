@@ -7,6 +7,8 @@
 pub mod agent;
 pub mod command;
 pub mod config;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 pub mod id;
 pub mod markdown;
 pub mod model;

@@ -29,7 +29,7 @@
 
 mod errors;
 mod request;
-mod stream;
+pub(crate) mod stream;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

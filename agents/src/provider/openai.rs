@@ -26,7 +26,7 @@
 
 pub(super) mod errors;
 pub(super) mod request;
-mod stream;
+pub(crate) mod stream;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
