@@ -15,7 +15,7 @@ use taskforce_agents::model::{
     Session, StartTime, StepFinishPart, StepStartPart, TextPart, Tokens, ToolPart, ToolState,
     ToolStatePending, ToolStateRunning,
 };
-use taskforce_agents::permission::{PermissionError, Rule};
+use taskforce_agents::permission::{Layers, PermissionError};
 use taskforce_agents::provider::{
     FinishReason, ModelEvent, ModelRequest, ProviderError, Usage, cost,
 };
@@ -146,8 +146,9 @@ pub(super) struct Processor {
     /// The tools the step offers: their places in `core.tools` (no reference counts to touch
     /// per step).
     pub tools: Vec<usize>,
-    /// The agent's and the session's rules, merged: what the step's calls are asked against.
-    pub rules: Arc<[Rule]>,
+    /// The agent's and the session's rules, merged, over the session's callers' rules: what
+    /// the step's calls are asked against.
+    pub rules: Layers,
     pub token: CancellationToken,
     /// Every part of the message, in creation order.
     pub parts: Vec<SharedPart>,
