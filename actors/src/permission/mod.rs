@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use indexmap::IndexMap;
 use taskforce_agents::id::{PermissionId, SessionId, now_ms};
 use taskforce_agents::permission::{
-    Action, AskDecision, PermissionAsk, PermissionError, Rule, evaluate, wildcard,
+    Action, AskDecision, Layers, PermissionAsk, PermissionError, Rule, evaluate,
 };
 use tokio::sync::oneshot;
 
@@ -34,7 +34,7 @@ use crate::store::{Approval, Store, StoreError};
 
 struct Pending {
     request: PermissionRequest,
-    ruleset: Vec<Rule>,
+    ruleset: Layers,
     done: oneshot::Sender<Result<(), PermissionError>>,
 }
 
@@ -89,7 +89,8 @@ impl PermissionBroker {
         })
     }
 
-    /// Evaluates `ask` from `origin` against `ruleset` and the approvals; waits on `ask` results.
+    /// Evaluates `ask` from `origin` against `ruleset` (one layer: a session with no caller
+    /// above it) and the approvals; waits on `ask` results.
     pub async fn ask(
         &self,
         origin: &AskOrigin,
@@ -97,18 +98,22 @@ impl PermissionBroker {
         ask: PermissionAsk,
         ruleset: &[Rule],
     ) -> Result<(), PermissionError> {
-        self.ask_from(async { origin.clone() }, tool, ask, ruleset)
+        let layers = Layers::single(ruleset.to_vec());
+        self.ask_from(async { origin.clone() }, tool, ask, &layers, || ())
             .await
     }
 
-    /// Like [`ask`](Self::ask), but `origin` is only awaited when the user must be asked (it
-    /// may read the store; most asks are allowed or denied by the rules alone).
-    pub async fn ask_from(
+    /// Like [`ask`](Self::ask), against rules in layers (a child session's own and its
+    /// callers': the strictest decides); `origin` is only awaited when the user must be asked
+    /// (it may read the store; most asks are allowed or denied by the rules alone), and what
+    /// `waiting` makes then is held until the reply comes (the asking session's idle clock).
+    pub async fn ask_from<W>(
         &self,
         origin: impl Future<Output = AskOrigin>,
         tool: Option<ToolRef>,
         ask: PermissionAsk,
-        ruleset: &[Rule],
+        ruleset: &Layers,
+        waiting: impl FnOnce() -> W,
     ) -> Result<(), PermissionError> {
         let approved = self.approved_rules();
         match decide(&ask.permission, &ask.patterns, ruleset, &approved) {
@@ -132,10 +137,11 @@ impl PermissionBroker {
                     request.id.clone(),
                     Pending {
                         request: request.clone(),
-                        ruleset: ruleset.to_vec(),
+                        ruleset: ruleset.clone(),
                         done,
                     },
                 );
+                let _waiting = waiting();
                 self.bus.publish(Event::PermissionAsked(Box::new(request)));
                 // A dropped sender (the broker went away) counts as a rejection.
                 wait.await.unwrap_or(Err(PermissionError::Rejected))
@@ -271,8 +277,8 @@ impl PermissionBroker {
         }
     }
 
-    /// The ruleset a pending ask was evaluated against.
-    pub fn ruleset_of(&self, id: &PermissionId) -> Option<Vec<Rule>> {
+    /// The rules a pending ask was evaluated against.
+    pub fn ruleset_of(&self, id: &PermissionId) -> Option<Layers> {
         self.lock_pending().get(id).map(|p| p.ruleset.clone())
     }
 
@@ -312,26 +318,21 @@ fn ids_where(
         .collect()
 }
 
-/// Evaluates `patterns` in order: the session's rules decide (last match wins); an `ask` is
-/// turned into `allow` by a matching approval. The first deny or remaining ask decides; all
-/// allowed is allow. A deny carries the session's rules for `permission` (not the approvals).
+/// Evaluates `patterns` in order: the session's rules decide (last match wins in each layer,
+/// the strictest layer holds); an `ask` — the session's own or a caller's — is turned into
+/// `allow` by a matching approval. The first deny or remaining ask decides; all allowed is
+/// allow. A deny carries the denying layers' rules for `permission` (not the approvals).
 fn decide(
     permission: &str,
     patterns: &[String],
-    ruleset: &[Rule],
+    ruleset: &Layers,
     approved: &[Rule],
 ) -> AskDecision {
     for pattern in patterns {
-        match evaluate(permission, pattern, &[ruleset]).action {
+        match ruleset.evaluate(permission, pattern) {
             Action::Allow => {}
             Action::Deny => {
-                return AskDecision::Deny(
-                    ruleset
-                        .iter()
-                        .filter(|r| wildcard::matches(permission, &r.permission))
-                        .cloned()
-                        .collect(),
-                );
+                return AskDecision::Deny(ruleset.denying(permission, pattern));
             }
             Action::Ask => {
                 if evaluate(permission, pattern, &[approved]).action != Action::Allow {

@@ -32,6 +32,8 @@ impl Runtime {
             .agent
             .clone()
             .or_else(|| agent.map(str::to_string))
+            // A child session runs the agent it was started for, not the default one.
+            .or_else(|| info.agent.clone())
             .unwrap_or_else(|| self.core.registry.default_agent().name.clone());
         let Some(target) = self.core.registry.get(&agent_name).cloned() else {
             let available: Vec<String> = self

@@ -13,7 +13,7 @@ use actix::prelude::*;
 use taskforce_agents::agent::AgentInfo;
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::Session;
-use taskforce_agents::permission::Rule;
+use taskforce_agents::permission::Layers;
 use taskforce_agents::provider::ToolSpec;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -80,11 +80,11 @@ pub(crate) struct OfferedTools {
     pub specs: Arc<Vec<ToolSpec>>,
 }
 
-/// An agent's and a session's rules, merged.
+/// An agent's and a session's rules, merged, over the session's callers' rules.
 pub(crate) struct MergedRules {
     pub agent: Arc<AgentInfo>,
     pub session: Arc<Session>,
-    pub rules: Arc<[Rule]>,
+    pub rules: Layers,
 }
 
 impl LoopState {
@@ -138,6 +138,19 @@ impl RunHandle {
             state.session = Some(Arc::new(seed.session));
         }
         RunHandle(Arc::new(Mutex::new(state)))
+    }
+
+    /// Takes in `session`'s caller bounds when they differ from what the actor remembers (a
+    /// continued child bounded by one more caller): its next step is asked against them.
+    pub(crate) fn rebound(&self, session: &Session) {
+        let mut state = lock(&self.0);
+        if let Some(known) = &state.session
+            && known.caller_permission != session.caller_permission
+        {
+            let mut updated = (**known).clone();
+            updated.caller_permission = session.caller_permission.clone();
+            state.session = Some(Arc::new(updated));
+        }
     }
 
     /// Both handles are of one actor's memory.

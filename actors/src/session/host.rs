@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 use taskforce_agents::agent::AgentInfo;
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::{Message, PartKind, Todo, ToolMetadata, ToolState};
-use taskforce_agents::permission::{PermissionAsk, PermissionError, Rule};
+use taskforce_agents::permission::{Layers, PermissionAsk, PermissionError};
 use taskforce_agents::tool::{ToolContext, ToolError, ToolHost};
 
 use super::processor::SharedPart;
@@ -15,20 +15,21 @@ use super::writer::Writer;
 use crate::bus::Event;
 use crate::core::Core;
 use crate::permission::{AskOrigin, ToolRef};
+use crate::supervisor::{Hold, clock_of};
 
 /// How far up a parent chain an ask's origin is followed (only a corrupt cycle gets near it).
 const MAX_ORIGIN_DEPTH: usize = 256;
 
-/// The host of one tool call: it knows the call's part and the session's merged rules.
+/// The host of one tool call: it knows the call's part and the session's rules in layers.
 pub(crate) struct SessionToolHost {
     core: Arc<Core>,
     writer: Writer,
     part: SharedPart,
-    ruleset: Arc<[Rule]>,
+    ruleset: Layers,
 }
 
 impl SessionToolHost {
-    pub fn new(core: Arc<Core>, writer: Writer, part: SharedPart, ruleset: Arc<[Rule]>) -> Self {
+    pub fn new(core: Arc<Core>, writer: Writer, part: SharedPart, ruleset: Layers) -> Self {
         SessionToolHost {
             core,
             writer,
@@ -37,7 +38,8 @@ impl SessionToolHost {
         }
     }
 
-    /// Asks `doom_loop` for a call repeated too often, against the agent's rules alone (S14).
+    /// Asks `doom_loop` for a call repeated too often, against the agent's rules (S14) under
+    /// the session's callers' rules.
     pub async fn ask_doom_loop(
         &self,
         ctx: &ToolContext,
@@ -60,7 +62,8 @@ impl SessionToolHost {
                 origin(&self.core, ctx),
                 Some(tool_ref(ctx)),
                 ask,
-                &agent.permission,
+                &Layers::new(agent.permission.clone(), self.ruleset.callers().to_vec()),
+                || waiting(&self.core, ctx),
             )
             .await
             .map_err(ToolError::from)
@@ -113,6 +116,12 @@ async fn running_agent(core: &Core, session: &SessionId) -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
+/// Held while `ctx`'s session waits for a person's reply: its idle clock (and its callers')
+/// stands still meanwhile, as waiting for a person is not idling (the hard cap still runs).
+fn waiting(core: &Core, ctx: &ToolContext) -> Option<Hold> {
+    clock_of(&core.clocks, &ctx.session_id).map(|clock| clock.hold())
+}
+
 fn tool_ref(ctx: &ToolContext) -> ToolRef {
     ToolRef {
         message_id: ctx.message_id.clone(),
@@ -128,6 +137,7 @@ impl ToolHost for SessionToolHost {
             Some(tool_ref(ctx)),
             ask,
             &self.ruleset,
+            || waiting(&self.core, ctx),
         );
         tokio::select! {
             r = asked => r,

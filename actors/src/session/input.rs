@@ -83,7 +83,8 @@ impl PartInput {
 pub struct PromptInput {
     /// The message's parts.
     pub parts: Vec<PartInput>,
-    /// The agent; the default agent when absent.
+    /// The agent; when absent, the agent a child session was started for, else the default
+    /// agent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
     /// The model; the agent's, else the session's last, else the configured default.
@@ -174,7 +175,10 @@ async fn user_message(
 ) -> Result<MessageWithParts, RuntimeError> {
     let agent = match &input.agent {
         Some(name) => core.registry.require(name)?.clone(),
-        None => core.registry.default_agent().clone(),
+        None => match recorded_agent(core, session, history).await? {
+            Some(name) => core.registry.require(&name)?.clone(),
+            None => core.registry.default_agent().clone(),
+        },
     };
     let model = match input.model.clone().or_else(|| agent.model.clone()) {
         Some(m) => m,
@@ -256,6 +260,34 @@ async fn user_message(
         )));
     }
     Ok(MessageWithParts { info, parts })
+}
+
+/// The agent a child session runs when a prompt names none: the one it was started for, else
+/// (a child stored before that was recorded) the agent of its first prompt. `None` for a root
+/// session, which runs the default agent.
+async fn recorded_agent(
+    core: &Core,
+    session: &Session,
+    history: Option<&[MessageWithParts]>,
+) -> Result<Option<String>, RuntimeError> {
+    if let Some(agent) = &session.agent {
+        return Ok(Some(agent.clone()));
+    }
+    if session.is_root() {
+        return Ok(None);
+    }
+    let read;
+    let messages = match history {
+        Some(h) => h,
+        None => {
+            read = core.store.messages(&session.id).await?;
+            &read
+        }
+    };
+    Ok(messages.iter().find_map(|m| match &*m.info {
+        Message::User(u) => Some(u.agent.clone()),
+        Message::Assistant(_) => None,
+    }))
 }
 
 /// The model of the session's most recent user message.

@@ -15,7 +15,7 @@ use taskforce_agents::model::{
     Session, StartTime, StepFinishPart, StepStartPart, TextPart, Tokens, ToolPart, ToolState,
     ToolStatePending, ToolStateRunning,
 };
-use taskforce_agents::permission::{PermissionError, Rule};
+use taskforce_agents::permission::{Layers, PermissionError};
 use taskforce_agents::provider::{
     FinishReason, ModelEvent, ModelRequest, ProviderError, Usage, cost,
 };
@@ -26,7 +26,7 @@ use super::call::{CallSite, call_tool, delegate};
 use super::host::SessionToolHost;
 use super::step::to_assistant_error;
 use super::writer::{Held, Item, Writer};
-use crate::bus::SessionStatus;
+use crate::bus::{Event, SessionStatus};
 use crate::core::Core;
 
 /// How often a failed model call is retried when the provider sets no `max_retries`.
@@ -146,8 +146,9 @@ pub(super) struct Processor {
     /// The tools the step offers: their places in `core.tools` (no reference counts to touch
     /// per step).
     pub tools: Vec<usize>,
-    /// The agent's and the session's rules, merged: what the step's calls are asked against.
-    pub rules: Arc<[Rule]>,
+    /// The agent's and the session's rules, merged, over the session's callers' rules: what
+    /// the step's calls are asked against.
+    pub rules: Layers,
     pub token: CancellationToken,
     /// Every part of the message, in creation order.
     pub parts: Vec<SharedPart>,
@@ -217,6 +218,8 @@ impl Processor {
         let mut aborted_now = false;
         let mut attempt: u32 = 0;
         'attempts: loop {
+            // Where this attempt's parts begin (a failed attempt's are removed before a retry).
+            let attempt_start = self.parts.len();
             let stream = tokio::select! {
                 s = model.stream(&request) => s,
                 () = self.token.cancelled() => {
@@ -263,14 +266,14 @@ impl Processor {
                 match event {
                     None => break 'attempts,
                     Some(Err(e)) => {
-                        // A call cut before any tool ran is retried; what it streamed stays,
-                        // closed, with a retry part saying why it was cut.
+                        // A call cut before any tool ran is retried from the start: what it
+                        // streamed is removed (stored and shown once, by the attempt that
+                        // succeeds); a retry part says why it was cut.
                         if self.may_retry(&e, attempt, &runs) {
-                            result.closing.extend(Self::end_text(reasoning.take()));
-                            result.closing.extend(Self::end_text(text.take()));
-                            for (_, part) in calls.drain() {
-                                self.finish_tool(&part, Err(ToolError::Aborted)).await;
-                            }
+                            reasoning = None;
+                            text = None;
+                            calls.clear();
+                            self.discard_from(attempt_start).await;
                             match self.retry(&e, &mut attempt).await {
                                 Ok(()) => continue 'attempts,
                                 Err(()) => {
@@ -608,6 +611,23 @@ impl Processor {
             .and_then(|p| p.max_retries)
             .unwrap_or(DEFAULT_MAX_RETRIES);
         error.is_retryable() && runs.is_empty() && attempt < max
+    }
+
+    /// Removes the parts from `start` on (a failed attempt's): from the store, after any
+    /// queued write of them, and from the bus's listeners with `message.part.removed`.
+    async fn discard_from(&mut self, start: usize) {
+        let parts: Vec<SharedPart> = self.parts.drain(start.min(self.parts.len())..).collect();
+        for part in parts {
+            let part = part.lock();
+            if let Err(error) = self.core.store.remove_part(&part.id).await {
+                tracing::warn!(%error, part = %part.id, "a failed attempt's part was not removed");
+            }
+            self.core.bus.publish(Event::PartRemoved {
+                session_id: part.session_id.clone(),
+                message_id: part.message_id.clone(),
+                part_id: part.id.clone(),
+            });
+        }
     }
 
     /// Records a retry part, shows the retry status, and waits the backoff (2 s doubling, at

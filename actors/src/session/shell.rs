@@ -10,7 +10,7 @@ use taskforce_agents::model::{
     AssistantMessage, Message, MessagePath, ModelRef, Part, Session, ToolPart, ToolState,
     ToolStateRunning,
 };
-use taskforce_agents::permission::{Action, Rule};
+use taskforce_agents::permission::{Action, Layers, Rule};
 use taskforce_agents::tool::ToolError;
 use tokio_util::sync::CancellationToken;
 
@@ -98,7 +98,7 @@ pub(crate) async fn run_shell(
         core.clone(),
         writer.clone(),
         part.clone(),
-        vec![Rule::new("*", "*", Action::Allow)].into(),
+        Layers::single(vec![Rule::new("*", "*", Action::Allow)]),
     ));
     let site = CallSite {
         core,

@@ -9,7 +9,7 @@ use taskforce_agents::model::ApiError;
 use taskforce_agents::model::{
     AssistantError, AssistantMessage, Message, MessagePath, Part, PartKind, Session, UserMessage,
 };
-use taskforce_agents::permission::{Rule, merge};
+use taskforce_agents::permission::{Layers, Rule, merge};
 use taskforce_agents::provider::{ChatMessage, ModelRequest, ProviderError, Role, ToolSpec, cost};
 use tokio_util::sync::CancellationToken;
 
@@ -73,7 +73,8 @@ pub(crate) async fn run_step(
         user.agent.as_str()
     };
     let agent = core.registry.require_shared(agent_name)?;
-    // The agent's and the session's rules, merged once for the step and all its calls.
+    // The agent's and the session's rules, merged once for the step and all its calls, under
+    // the rules of the callers above the session.
     let rules = merged_rules(state, &agent, session);
     let model_ref = match (compacting, &agent.model) {
         (true, Some(own)) => own.clone(),
@@ -116,7 +117,7 @@ pub(crate) async fn run_step(
     let tools: Vec<usize> = if compacting {
         Vec::new()
     } else {
-        offered_tools(core, &rules, user)
+        offered_tools(core, rules.own(), user)
             .into_iter()
             .filter(|&i| {
                 let id = core.tools[i].id();
@@ -258,14 +259,14 @@ async fn fail(
     Ok((MessageWithParts { info, parts }, StepOutcome::Stop))
 }
 
-/// The agent's and the session's rules merged: remembered by the loop, so that they are merged
-/// once per agent and session rather than per step (and freed with the actor, not at each
-/// step's end).
+/// The agent's and the session's rules merged, layered over the session's callers' rules:
+/// remembered by the loop, so that they are merged once per agent and session rather than per
+/// step (and freed with the actor, not at each step's end).
 fn merged_rules(
     state: &Mutex<LoopState>,
     agent: &Arc<AgentInfo>,
     session: &Arc<Session>,
-) -> Arc<[Rule]> {
+) -> Layers {
     let mut state = lock(state);
     if let Some(known) = &state.rules
         && Arc::ptr_eq(&known.agent, agent)
@@ -273,7 +274,8 @@ fn merged_rules(
     {
         return known.rules.clone();
     }
-    let rules: Arc<[Rule]> = merge(&[&agent.permission, session.rules()]).into();
+    let own: Arc<[Rule]> = merge(&[&agent.permission, session.rules()]).into();
+    let rules = Layers::new(own, session.caller_permission.clone());
     state.rules = Some(MergedRules {
         agent: agent.clone(),
         session: session.clone(),

@@ -9,7 +9,7 @@ use taskforce_agents::model::{
     AssistantError, AssistantMessage, Message, MessagePath, Part, PartKind, Session, SubtaskPart,
     TextPart, ToolPart, ToolState, ToolStateRunning, UserMessage,
 };
-use taskforce_agents::permission::merge;
+use taskforce_agents::permission::{Layers, merge};
 use taskforce_agents::tool::ToolError;
 use tokio_util::sync::CancellationToken;
 
@@ -100,7 +100,10 @@ pub(crate) async fn run_subtask(
         core.clone(),
         writer.clone(),
         part.clone(),
-        merge(&[&agent.permission, session.rules()]).into(),
+        Layers::new(
+            merge(&[&agent.permission, session.rules()]),
+            session.caller_permission.clone(),
+        ),
     ));
     let site = CallSite {
         core,

@@ -27,6 +27,7 @@ use std::time::Duration;
 
 use actix::Addr;
 use futures::StreamExt;
+use taskforce_agents::agent::AgentInfo;
 use taskforce_agents::id::{SessionId, now_ms};
 use taskforce_agents::model::{Message, Session};
 use taskforce_agents::tool::background::{ChildReport, ChildStatus, task_result_text};
@@ -58,7 +59,7 @@ impl SupervisorDelegate {
         mut request: SubagentRequest,
     ) -> Result<SessionId, ToolError> {
         let parent = self.parent.clone();
-        let (child, new, nests) = self.prepare_child(&request).await?;
+        let (child, new, nests) = self.prepare_child(&ctx.agent, &request).await?;
         let root = self.root_of(&parent).await?;
         let reservation = limits::reserve(&self.core, &root, new).await?;
         // Its turn for a slot is taken now, so background calls start in the order made.
@@ -98,7 +99,7 @@ impl SupervisorDelegate {
             self.core.queued.remove(&child.id);
             return Err(ToolError::Failed("the runtime has stopped".into()));
         }
-        let input = self.child_input(&mut request, nests);
+        let input = self.child_input(&mut request, nests, new);
         let run = BackgroundRun {
             core: self.core.clone(),
             supervisor: self.supervisor.clone(),
@@ -140,12 +141,15 @@ impl SupervisorDelegate {
     /// The child session to run `request` in, whether it is new, and whether it may delegate.
     async fn prepare_child(
         &self,
+        caller: &AgentInfo,
         request: &SubagentRequest,
     ) -> Result<(Session, bool, bool), ToolError> {
         let depth = session_depth(&self.core, &self.parent).await + 1;
         let limits = &self.core.config.subagent;
         let nests = limits.enabled && depth < limits.max_depth;
-        let (child, new) = self.child_session(&self.parent, request, nests).await?;
+        let (child, new) = self
+            .child_session(&self.parent, caller, request, nests)
+            .await?;
         Ok((child, new, nests))
     }
 

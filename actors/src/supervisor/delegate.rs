@@ -10,9 +10,10 @@ use async_trait::async_trait;
 use futures::StreamExt;
 use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
+use taskforce_agents::agent::AgentInfo;
 use taskforce_agents::id::{PartId, SessionId, now_ms};
 use taskforce_agents::model::{Message, Part, PartKind, Session, SummaryItem, ToolMetadata};
-use taskforce_agents::permission::{Action, Rule};
+use taskforce_agents::permission::{Action, Rule, merge};
 use taskforce_agents::tool::background::{ChildReport, ChildStatus};
 use taskforce_agents::tool::redact::redact_in_place;
 use taskforce_agents::tool::{
@@ -73,8 +74,14 @@ impl SupervisorDelegate {
 
     /// The task as the child's prompt: its agent and model, and the tools it may not use
     /// switched off. The request's prompt and agent are moved into it (the call keeps no copy
-    /// of them while the child runs).
-    pub(super) fn child_input(&self, request: &mut SubagentRequest, nests: bool) -> PromptInput {
+    /// of them while the child runs). A continued child (not `new`) names no agent: it runs
+    /// the agent it was started for, whatever `subagent_type` the continuing call gave.
+    pub(super) fn child_input(
+        &self,
+        request: &mut SubagentRequest,
+        nests: bool,
+        new: bool,
+    ) -> PromptInput {
         let tools: IndexMap<String, bool> = self
             .denied_tools(nests)
             .into_iter()
@@ -82,26 +89,39 @@ impl SupervisorDelegate {
             .collect();
         PromptInput {
             parts: vec![PartInput::text(std::mem::take(&mut request.prompt))],
-            agent: Some(std::mem::take(&mut request.agent)),
+            agent: new.then(|| std::mem::take(&mut request.agent)),
             model: Some(request.model.clone()),
             tools: Some(tools),
             ..Default::default()
         }
     }
 
-    /// The existing child to continue, or a new child of `parent`.
+    /// The existing child to continue, or a new child of `parent` for `request`'s agent.
+    /// Either is bounded by the caller's effective rules: `caller`'s (the agent running the
+    /// call) merged with the parent session's, and the layers that bound the parent. A new
+    /// child stores them (so that a child prompted later, after a restart too, is still
+    /// bounded); a continued one adds those it lacks (a child is never widened by being
+    /// continued from a less restricted session than the one that started it).
     pub(super) async fn child_session(
         &self,
         parent: &Session,
+        caller: &AgentInfo,
         request: &SubagentRequest,
         nests: bool,
     ) -> Result<(Session, bool), ToolError> {
         let store = &self.core.store;
+        let caller_rules = merge(&[&caller.permission, parent.rules()]);
         if let Some(raw) = &request.session_id
             && let Ok(id) = SessionId::parse(raw)
-            && let Some(existing) = store.session(&id).await.map_err(failed)?
+            && let Some(mut existing) = store.session(&id).await.map_err(failed)?
         {
             self.check_continuable(parent, &existing, raw).await?;
+            let mut callers = Vec::with_capacity(parent.caller_permission.len() + 1);
+            callers.push(caller_rules);
+            callers.extend(parent.caller_permission.iter().cloned());
+            if existing.bound_by(&callers) {
+                store.put_session(&existing).await.map_err(failed)?;
+            }
             return Ok((existing, false));
         }
         let rules = self
@@ -111,7 +131,9 @@ impl SupervisorDelegate {
             .collect();
         let title = format!("{} (@{} subagent)", request.description, request.agent);
         // Stored (and announced) by the child's loop together with its first message.
-        let child = Session::child_of(parent, title, now_ms()).with_permission(rules);
+        let child = Session::child_of(parent, title, now_ms())
+            .with_permission(rules)
+            .delegated_by(request.agent.clone(), caller_rules);
         Ok((child, true))
     }
 
@@ -263,7 +285,9 @@ impl SupervisorDelegate {
         let child_depth = session_depth(&self.core, parent).await + 1;
         let nests =
             self.core.config.subagent.enabled && child_depth < self.core.config.subagent.max_depth;
-        let (child, new) = self.child_session(parent, &request, nests).await?;
+        let (child, new) = self
+            .child_session(parent, &ctx.agent, &request, nests)
+            .await?;
         // Wait for a running slot (and count a new child in its tree) before anything starts.
         let root = self.root_of(parent).await?;
         let call = limits::Call {
@@ -300,7 +324,7 @@ impl SupervisorDelegate {
         let mut events = Some(self.core.bus.subscribe(Filter::Session(child.id.clone())));
         let mut follower = Follower::new(child.id.clone(), activity.clone());
 
-        let input = self.child_input(&mut request, nests);
+        let input = self.child_input(&mut request, nests, new);
         let started = now_ms();
         // The child's run is tied to this call's token (a child token, or relayed on the child's
         // arbiter): cancelling the parent's run (its whole tree) reaches every descendant, with

@@ -11,7 +11,7 @@ pub(crate) use background::deliver_pending;
 pub use delegate::SupervisorDelegate;
 pub(crate) use guard::{is_within, session_depth, task_guard};
 pub(crate) use limits::Limits;
-pub(crate) use timeout::Clocks;
+pub(crate) use timeout::{Clocks, Hold, clock_of};
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
@@ -121,6 +121,9 @@ impl Handler<Activate> for Supervisor {
         if let Some(live) = self.live.get(&msg.id)
             && live.addr.connected()
         {
+            if let Some(seed) = &msg.seed {
+                live.run.rebound(&seed.session);
+            }
             return MessageResult(live.addr.clone());
         }
         // Roots and their children are spread over the arbiters; deeper sessions live on

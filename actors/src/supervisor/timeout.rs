@@ -9,7 +9,9 @@
 //! tool that runs longer than the idle limit ends the child. A child waiting for its own task
 //! calls is as active as the children working for it (their activity resets its clock too),
 //! and a call waiting for a running slot (or for the caller's share to come back) holds the
-//! caller's clock: waiting on the runtime's limits is not idling. On expiry the delegate cancels
+//! caller's clock: waiting on the runtime's limits is not idling. Nor is waiting for a person:
+//! a permission ask that waits for a reply holds the asking session's clock (and its callers')
+//! until the reply comes. The hard cap runs on through both. On expiry the delegate cancels
 //! the child's subtree and answers `SUBAGENT_TIMEOUT` with the output so far and the reason
 //! (`details.results[i].timeoutReason`: `runtime` or `idle`).
 //!

@@ -187,17 +187,15 @@ async fn a_stream_cut_before_its_finish_is_retried() {
     let s = rt.create_session(None, None).await.unwrap();
     let answer = rt.prompt(&s.id, PromptInput::text("hi")).await.unwrap();
     assert_eq!(count.load(Ordering::SeqCst), 2);
+    // The cut attempt's text is gone: the answer says what the retry said, once.
     let kinds: Vec<&str> = answer.parts.iter().map(|p| p.type_name()).collect();
-    assert_eq!(
-        kinds,
-        ["step-start", "text", "retry", "text", "step-finish"]
-    );
+    assert_eq!(kinds, ["step-start", "retry", "text", "step-finish"]);
     let texts: Vec<&str> = answer
         .parts
         .iter()
         .filter_map(|p| p.as_text().map(|t| t.text.as_str()))
         .collect();
-    assert_eq!(texts, ["partial", "complete answer"]);
+    assert_eq!(texts, ["complete answer"]);
     // What is stored is what was answered.
     let stored = rt.messages(&s.id).await.unwrap();
     assert_eq!(stored.last().unwrap(), &answer);
@@ -261,4 +259,103 @@ async fn request_timeouts_are_retried_and_max_retries_bounds_them_from_zero_to_t
     let s = rt.create_session(None, None).await.unwrap();
     rt.prompt(&s.id, PromptInput::text("hi")).await.unwrap();
     assert_eq!(count.load(Ordering::SeqCst), 5, "by default 4 retries");
+}
+
+/// The assistant error of a finished prompt's answer, as text.
+fn error_of(answer: &taskforce_actors::store::MessageWithParts) -> String {
+    match &*answer.info {
+        Message::Assistant(a) => a
+            .error
+            .as_ref()
+            .map(|e| e.message().unwrap_or(e.name()).to_string())
+            .unwrap_or_default(),
+        Message::User(_) => String::new(),
+    }
+}
+
+#[actix_rt::test]
+async fn a_root_request_to_a_server_that_never_answers_times_out_is_retried_then_fails() {
+    let (fake, count) = server(vec![], Response::Hang).await;
+    let env = Env::new(&fake.base_url(), "timeout = \"200ms\"\nmax_retries = 1\n");
+    let rt = env.runtime().await;
+    let s = rt.create_session(None, None).await.unwrap();
+    let mut sub = rt.subscribe(Filter::Session(s.id.clone()));
+    let answer = tokio::time::timeout(
+        Duration::from_secs(30),
+        rt.prompt(&s.id, PromptInput::text("hi")),
+    )
+    .await
+    .expect("a silent server never holds a request forever")
+    .unwrap();
+    assert_eq!(count.load(Ordering::SeqCst), 2, "one retry, then the error");
+    let error = error_of(&answer);
+    assert!(error.contains("did not answer in time"), "{error}");
+    assert!(error.contains("200ms"), "{error}");
+    let kinds: Vec<&str> = answer.parts.iter().map(|p| p.type_name()).collect();
+    assert_eq!(kinds, ["step-start", "retry"]);
+    let events = drain(&mut sub).await;
+    assert!(
+        statuses(&events)
+            .iter()
+            .any(|s| matches!(s, SessionStatus::Retry { attempt: 1, .. })),
+        "the retry is shown"
+    );
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::SessionError { .. })),
+        "the failure is published"
+    );
+    // Both silent requests were given up (their connections dropped).
+    assert!(fake.wait_for_disconnects(2, Duration::from_secs(5)).await);
+}
+
+#[actix_rt::test]
+async fn a_stream_that_stalls_after_some_text_is_retried_and_the_text_is_kept_once() {
+    let stalled = Response::text("the answer is forty two").stall_after(3);
+    let (fake, count) = server(vec![stalled], Response::text("the answer is forty two")).await;
+    let env = Env::new(&fake.base_url(), "chunk_timeout = \"200ms\"\n");
+    let rt = env.runtime().await;
+    let s = rt.create_session(None, None).await.unwrap();
+    let mut sub = rt.subscribe(Filter::Session(s.id.clone()));
+    let answer = tokio::time::timeout(
+        Duration::from_secs(30),
+        rt.prompt(&s.id, PromptInput::text("hi")),
+    )
+    .await
+    .expect("a stalled stream never holds a request forever")
+    .unwrap();
+    assert_eq!(count.load(Ordering::SeqCst), 2);
+    assert!(matches!(&*answer.info, Message::Assistant(a) if a.error.is_none()));
+    let texts: Vec<&str> = answer
+        .parts
+        .iter()
+        .filter_map(|p| p.as_text().map(|t| t.text.as_str()))
+        .collect();
+    assert_eq!(texts, ["the answer is forty two"]);
+    let stored = rt.messages(&s.id).await.unwrap();
+    assert_eq!(stored.last().unwrap(), &answer, "stored as answered");
+    // Listeners saw the stalled attempt's text go before the retry streamed it again.
+    let events = drain(&mut sub).await;
+    let partial = events.iter().find_map(|e| match e {
+        Event::PartUpdated { part, .. } if part.as_text().is_some_and(|t| t.text == "the ") => {
+            Some(part.id.clone())
+        }
+        _ => None,
+    });
+    let partial = partial.expect("the stalled attempt streamed its first words");
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, Event::PartRemoved { part_id, .. } if *part_id == partial)),
+        "its part is removed"
+    );
+    let retry = answer.parts.iter().find_map(|p| match &p.kind {
+        PartKind::Retry(r) => Some(r.error.message.clone()),
+        _ => None,
+    });
+    assert!(
+        retry.is_some_and(|m| m.contains("chunk_timeout")),
+        "the retry says why"
+    );
 }

@@ -12,6 +12,11 @@ use taskforce_agents::id::SessionId;
 use taskforce_agents::model::{Message, ToolState};
 use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 
+use futures::StreamExt;
+use taskforce_actors::bus::{BusItem, Event, Filter, Subscription};
+use taskforce_actors::permission::PermissionReply;
+
+use super::delegated_permissions::{bash, finished, go, next_ask, tree};
 use super::runtime::{Env, is_child, task_call, tool_parts};
 
 /// A fake where the parent makes one task call with `args` and the child answers `child()`.
@@ -189,7 +194,7 @@ async fn a_non_positive_timeout_argument_is_invalid_input() {
 }
 
 #[actix_rt::test]
-async fn a_child_timed_out_while_it_waits_on_a_permission_ask_leaves_no_ask_behind() {
+async fn the_hard_timeout_ends_a_child_waiting_on_a_permission_ask_and_leaves_no_ask_behind() {
     let fake = FakeOpenAi::start(|req: &RecordedRequest| {
         if is_child(req) {
             Response::tool_calls(&[("call_sh", "bash", r#"{"command":"ls"}"#)])
@@ -203,12 +208,13 @@ async fn a_child_timed_out_while_it_waits_on_a_permission_ask_leaves_no_ask_behi
     .unwrap();
     let env = Env::new(
         &fake.base_url(),
-        "[permission]\nbash = \"ask\"\n[subagent]\ntimeout = \"1h\"\nidle_timeout = \"300ms\"\n",
+        "[permission]\nbash = \"ask\"\n[subagent]\ntimeout = \"1s\"\nidle_timeout = \"300ms\"\n",
     );
     let (rt, parent) = run(&env).await;
     let (error, _) = task_error(&rt, &parent).await;
     assert!(error.starts_with("SUBAGENT_TIMEOUT: "), "{error}");
-    assert!(error.contains("timeoutReason: idle"), "{error}");
+    // Waiting for a person is not idling: the hard cap ends it, not the idle limit.
+    assert!(error.contains("timeoutReason: runtime"), "{error}");
     assert!(
         rt.pending_permissions().is_empty(),
         "{:?}",
@@ -222,4 +228,58 @@ async fn a_child_timed_out_while_it_waits_on_a_permission_ask_leaves_no_ask_behi
         "{parts:?}"
     );
     child_was_cancelled(&rt, &parent).await;
+}
+
+/// Waits up to `within` for `session` to end its run (idle or failed); answers whether it did.
+async fn ends_within(events: &mut Subscription, session: &SessionId, within: Duration) -> bool {
+    let deadline = tokio::time::Instant::now() + within;
+    loop {
+        match tokio::time::timeout_at(deadline, events.next()).await {
+            Err(_) => return false,
+            Ok(Some(BusItem::Event(e))) => match &e.event {
+                Event::SessionIdle { session_id } if session_id == session => return true,
+                Event::SessionError {
+                    session_id: Some(s),
+                    ..
+                } if s == session => return true,
+                _ => {}
+            },
+            Ok(Some(BusItem::Lagged(_))) => {}
+            Ok(None) => return true,
+        }
+    }
+}
+
+#[actix_rt::test]
+async fn a_child_waiting_for_a_permission_reply_is_not_idle() {
+    let fake = FakeOpenAi::start(tree(1, || bash("echo after-the-wait")))
+        .await
+        .unwrap();
+    let config =
+        "[permission]\nbash = \"ask\"\n[subagent]\ntimeout = \"1h\"\nidle_timeout = \"300ms\"\n";
+    let env = Env::new(&fake.base_url(), config);
+    let rt = env.runtime().await;
+    let root = rt.create_session(None, None).await.unwrap();
+    let mut events = rt.subscribe(Filter::Subtree(root.id.clone()));
+    let running = go(&rt, &root.id, PromptInput::text("go"));
+    let request = next_ask(&mut events).await;
+    let child = request.session_id.clone();
+    // Three idle limits pass with the ask unanswered: the child is still there, waiting.
+    assert!(
+        !ends_within(&mut events, &child, Duration::from_millis(900)).await,
+        "a child waiting for a person was ended as idle"
+    );
+    assert!(
+        rt.reply_permission(&request.id, PermissionReply::Once, None)
+            .await
+    );
+    finished(running).await;
+    let ToolState::Completed(ran) = &tool_parts(&rt, &child).await[0].1 else {
+        panic!("the approved call ran")
+    };
+    assert!(ran.output.contains("after-the-wait"), "{}", ran.output);
+    let ToolState::Completed(task) = &tool_parts(&rt, &root.id).await[0].1 else {
+        panic!("the task completed")
+    };
+    assert!(task.output.starts_with("level 1 done"), "{}", task.output);
 }

@@ -120,6 +120,22 @@ pub struct ProviderConfig {
     /// How often a failed request is retried.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_retries: Option<u32>,
+    /// How long a request waits for the response headers before it fails (retryable); 120 s
+    /// when left out.
+    #[serde(
+        default,
+        with = "super::serde_duration::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub timeout: Option<Duration>,
+    /// How long a streaming response may send no data before it fails (retryable); 120 s when
+    /// left out.
+    #[serde(
+        default,
+        with = "super::serde_duration::option",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub chunk_timeout: Option<Duration>,
     /// Per-model limits and prices, by model id.
     #[serde(default)]
     pub models: IndexMap<String, ModelConfig>,

@@ -44,6 +44,29 @@ impl Visitor<'_> for DurationVisitor {
     }
 }
 
+/// The same forms for an optional duration (absent or `null` is `None`).
+pub mod option {
+    use std::time::Duration;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    /// Writes the duration in the human form, or nothing.
+    pub fn serialize<S: Serializer>(value: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+        match value {
+            Some(d) => super::serialize(d, s),
+            None => s.serialize_none(),
+        }
+    }
+
+    /// Reads `"15m"`-style text, a whole number of seconds, or nothing.
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Duration>, D::Error> {
+        /// One duration in either form.
+        #[derive(Deserialize)]
+        struct Wrapped(#[serde(with = "super")] Duration);
+        Ok(Option::<Wrapped>::deserialize(d)?.map(|Wrapped(d)| d))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -63,6 +86,24 @@ mod tests {
         assert_eq!(t.d, Duration::from_secs(5400));
         let t: T = serde_json::from_str(r#"{"d":42}"#).unwrap();
         assert_eq!(t.d, Duration::from_secs(42));
+    }
+
+    #[derive(Deserialize)]
+    struct O {
+        #[serde(default, with = "super::option")]
+        d: Option<Duration>,
+    }
+
+    #[test]
+    fn optional_durations_read_both_forms_or_nothing() {
+        let o: O = serde_json::from_str(r#"{"d":"200ms"}"#).unwrap();
+        assert_eq!(o.d, Some(Duration::from_millis(200)));
+        let o: O = serde_json::from_str(r#"{"d":3}"#).unwrap();
+        assert_eq!(o.d, Some(Duration::from_secs(3)));
+        let o: O = serde_json::from_str("{}").unwrap();
+        assert_eq!(o.d, None);
+        let err = serde_json::from_str::<O>(r#"{"d":"soon"}"#).err().unwrap();
+        assert!(err.to_string().contains("\"15m\""), "{err}");
     }
 
     #[test]

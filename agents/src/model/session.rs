@@ -40,6 +40,20 @@ pub struct Session {
     /// Session-level permission rules, evaluated after the agent's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permission: Option<Vec<Rule>>,
+    /// The agent a child session was started for (its task's subagent): a prompt that names
+    /// no agent runs it, never the default primary agent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// The effective rules of the callers above a child session, nearest caller first: each
+    /// caller's agent rules merged with its session rules, as they were when it delegated. An
+    /// ask is decided by each of these and the session's own rules separately, and the
+    /// strictest answer holds, so a child never does what a caller above it may not.
+    #[serde(
+        rename = "callerPermission",
+        default,
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub caller_permission: Vec<Vec<Rule>>,
     /// The point the session was reverted to, while a revert is pending.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revert: Option<SessionRevert>,
@@ -131,14 +145,19 @@ impl Session {
                 archived: None,
             },
             permission: None,
+            agent: None,
+            caller_permission: Vec::new(),
             revert: None,
         }
     }
 
-    /// A child session of `parent` (same project and directory), created at `now` ms.
+    /// A child session of `parent` (same project and directory), created at `now` ms. It is
+    /// bounded by what bounds its parent (`caller_permission`); the delegating caller's own
+    /// layer is added by [`Session::delegated_by`].
     pub fn child_of(parent: &Session, title: impl Into<String>, now: u64) -> Self {
         Session {
             parent_id: Some(parent.id.clone()),
+            caller_permission: parent.caller_permission.clone(),
             ..Session::new(
                 parent.project_id.clone(),
                 parent.directory.clone(),
@@ -152,6 +171,27 @@ impl Session {
     pub fn with_permission(mut self, rules: Vec<Rule>) -> Self {
         self.permission = Some(rules);
         self
+    }
+
+    /// The same session started for `agent` by a caller whose effective rules are `caller`
+    /// (its agent's rules merged with its session rules): that layer bounds it from now on.
+    pub fn delegated_by(mut self, agent: impl Into<String>, caller: Vec<Rule>) -> Self {
+        self.agent = Some(agent.into());
+        self.caller_permission.insert(0, caller);
+        self
+    }
+
+    /// Adds the layers of `callers` this session is not yet bounded by (a continuation by
+    /// another caller: it is bounded by both); answers whether any was added.
+    pub fn bound_by(&mut self, callers: &[Vec<Rule>]) -> bool {
+        let mut added = false;
+        for layer in callers {
+            if !self.caller_permission.contains(layer) {
+                self.caller_permission.push(layer.clone());
+                added = true;
+            }
+        }
+        added
     }
 
     /// Whether the session has no parent.

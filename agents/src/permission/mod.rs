@@ -7,6 +7,7 @@ mod ask;
 mod config;
 mod disabled;
 mod evaluate;
+mod layers;
 mod rule;
 pub mod wildcard;
 
@@ -14,4 +15,5 @@ pub use ask::{AskDecision, PermissionAsk, PermissionError, decide};
 pub use config::{PermissionConfig, PermissionValue, expand_home, from_config, from_tools};
 pub use disabled::{disabled, permission_for_tool};
 pub use evaluate::{Evaluation, evaluate, merge};
+pub use layers::Layers;
 pub use rule::{Action, Rule, Ruleset};

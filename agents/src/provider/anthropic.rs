@@ -38,7 +38,7 @@ use std::time::Duration;
 use indexmap::IndexMap;
 use reqwest::header::{ACCEPT, HeaderMap, HeaderName, HeaderValue};
 
-use super::http::{Endpoint, Wire, describe, stream_call};
+use super::http::{Endpoint, Timeouts, Wire, describe, stream_call};
 use super::{LanguageModel, ModelRequest, ModelStream, ProviderError};
 use crate::config::ProviderConfig;
 use crate::model::ModelRef;
@@ -83,6 +83,7 @@ pub struct AnthropicProvider {
     endpoint: String,
     headers: HeaderMap,
     client: reqwest::Client,
+    timeouts: Timeouts,
 }
 
 impl std::fmt::Debug for AnthropicProvider {
@@ -139,6 +140,7 @@ impl AnthropicProvider {
             base_url,
             headers,
             client,
+            timeouts: Timeouts::default(),
         })
     }
 
@@ -174,7 +176,7 @@ impl AnthropicProvider {
             }
             key
         };
-        AnthropicProvider::new(
+        Ok(AnthropicProvider::new(
             id,
             AnthropicSettings {
                 base_url: config
@@ -184,7 +186,8 @@ impl AnthropicProvider {
                 api_key,
                 headers: config.headers.clone(),
             },
-        )
+        )?
+        .with_timeouts(Timeouts::of(config)))
     }
 
     /// Whether [`AnthropicProvider::from_config`] fails only because the key is not set.
@@ -195,6 +198,12 @@ impl AnthropicProvider {
                 Some(var) => unset(var),
                 None => config.base_url.is_none() && unset(DEFAULT_API_KEY_ENV),
             }
+    }
+
+    /// The same provider waiting on its endpoint at most as long as `timeouts` says.
+    pub fn with_timeouts(mut self, timeouts: Timeouts) -> Self {
+        self.timeouts = timeouts;
+        self
     }
 
     /// The provider id.
@@ -246,6 +255,7 @@ impl LanguageModel for AnthropicModel {
             client: &provider.client,
             url: &provider.endpoint,
             headers: &provider.headers,
+            timeouts: provider.timeouts,
         };
         stream_call(endpoint, &WIRE, &self.model.model_id, request).await
     }
@@ -256,7 +266,7 @@ const WIRE: Wire = Wire {
     call: "messages",
     body: request::body,
     on_status: errors::from_status,
-    events: |provider, response| stream::events(provider, response.bytes_stream()),
+    events: stream::events,
 };
 
 #[cfg(test)]

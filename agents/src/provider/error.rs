@@ -47,6 +47,15 @@ pub enum ProviderError {
         /// What happened.
         message: String,
     },
+    /// The provider went quiet: no response headers within the provider's `timeout`, or no
+    /// stream data within its `chunk_timeout`. Retryable.
+    #[error("{provider} did not answer in time: {message}")]
+    Timeout {
+        /// The provider id.
+        provider: String,
+        /// Which wait ran out, and how long it was.
+        message: String,
+    },
     /// The provider sent something that is not its wire format. Not retryable.
     #[error("invalid response from {provider}: {message}")]
     Decode {
@@ -75,7 +84,9 @@ impl ProviderError {
             ProviderError::Http { status, .. } => {
                 *status == 408 || *status == 429 || (500..600).contains(status)
             }
-            ProviderError::Connection { .. } | ProviderError::StreamCut { .. } => true,
+            ProviderError::Connection { .. }
+            | ProviderError::StreamCut { .. }
+            | ProviderError::Timeout { .. } => true,
             _ => false,
         }
     }

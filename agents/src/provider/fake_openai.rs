@@ -107,6 +107,9 @@ pub enum Response {
     Stream(Vec<Chunk>),
     /// A status with headers and a body (`Content-Type` defaults to JSON or plain text).
     Status(u16, Vec<(String, String)>, String),
+    /// Nothing at all: the request is read, then the server says nothing (not even the
+    /// response headers) until the client leaves.
+    Hang,
 }
 
 impl Response {
@@ -527,6 +530,12 @@ async fn serve(socket: TcpStream, shared: Arc<Shared>, shutdown: CancellationTok
             }
         }
         Response::Stream(chunks) => write_stream(&mut writer, chunks, &closed, &shutdown).await,
+        Response::Hang => {
+            tokio::select! {
+                _ = closed.cancelled() => Outcome::ClientGone,
+                _ = shutdown.cancelled() => Outcome::Stopped,
+            }
+        }
     };
     shared.active.fetch_sub(1, Ordering::SeqCst);
     match outcome {

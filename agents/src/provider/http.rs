@@ -1,10 +1,46 @@
 //! What the HTTP adapters share: posting a JSON request and turning transport failures and
 //! error statuses into typed errors.
 
+use std::time::Duration;
+
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
+use super::sse::{Body, watched};
 use super::{ModelRequest, ModelStream, ProviderError};
+use crate::config::ProviderConfig;
+
+/// How long a model call waits on its provider when the configuration says nothing.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// How long a model call may wait on its provider before it fails with the retryable
+/// [`ProviderError::Timeout`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// From sending the request to the response headers (`[provider.X] timeout`).
+    pub headers: Duration,
+    /// Between two pieces of the response body (`[provider.X] chunk_timeout`).
+    pub chunk: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Timeouts {
+            headers: DEFAULT_TIMEOUT,
+            chunk: DEFAULT_TIMEOUT,
+        }
+    }
+}
+
+impl Timeouts {
+    /// The waits `config` sets, the defaults for those it leaves out.
+    pub fn of(config: &ProviderConfig) -> Self {
+        Timeouts {
+            headers: config.timeout.unwrap_or(DEFAULT_TIMEOUT),
+            chunk: config.chunk_timeout.unwrap_or(DEFAULT_TIMEOUT),
+        }
+    }
+}
 
 /// How an adapter speaks its wire format: the name of its call (for logs), the body of a
 /// request, what an error status means, and how the answer's body becomes model events.
@@ -12,7 +48,7 @@ pub(crate) struct Wire {
     pub call: &'static str,
     pub body: fn(&str, &ModelRequest) -> Value,
     pub on_status: fn(&str, u16, &HeaderMap, String) -> ProviderError,
-    pub events: fn(String, reqwest::Response) -> ModelStream,
+    pub events: fn(String, Body) -> ModelStream,
 }
 
 /// One streamed model call of `model_id` to `endpoint` in `wire`'s format.
@@ -33,8 +69,12 @@ pub(crate) async fn stream_call(
         wire.call
     );
     let provider = endpoint.provider.to_string();
+    let chunk = endpoint.timeouts.chunk;
     let response = post_json(endpoint, &body, wire.on_status).await?;
-    Ok((wire.events)(provider, response))
+    Ok((wire.events)(
+        provider,
+        Box::pin(watched(response.bytes_stream(), chunk)),
+    ))
 }
 
 /// Where an adapter sends its requests.
@@ -47,22 +87,34 @@ pub(crate) struct Endpoint<'a> {
     pub url: &'a str,
     /// The headers every request carries (auth, version).
     pub headers: &'a HeaderMap,
+    /// How long the call may wait on the provider.
+    pub timeouts: Timeouts,
 }
 
-/// Posts `body`; a connection failure is `Connection`, a non-2xx answer is what `on_status`
-/// makes of its status, headers and body.
+/// Posts `body`; a connection failure is `Connection`, no response headers within the
+/// endpoint's `timeouts.headers` is `Timeout`, a non-2xx answer is what `on_status` makes of
+/// its status, headers and body.
 pub(crate) async fn post_json(
     endpoint: Endpoint<'_>,
     body: &Value,
     on_status: impl FnOnce(&str, u16, &HeaderMap, String) -> ProviderError,
 ) -> Result<reqwest::Response, ProviderError> {
-    let response = endpoint
+    let send = endpoint
         .client
         .post(endpoint.url)
         .headers(endpoint.headers.clone())
         .json(body)
-        .send()
+        .send();
+    let limit = endpoint.timeouts.headers;
+    let response = tokio::time::timeout(limit, send)
         .await
+        .map_err(|_| ProviderError::Timeout {
+            provider: endpoint.provider.to_string(),
+            message: format!(
+                "no response within {} (the provider's `timeout`)",
+                humantime::format_duration(limit)
+            ),
+        })?
         .map_err(|e| ProviderError::Connection {
             provider: endpoint.provider.to_string(),
             message: describe(&e),
@@ -72,7 +124,12 @@ pub(crate) async fn post_json(
         return Ok(response);
     }
     let headers = response.headers().clone();
-    let text = response.text().await.unwrap_or_default();
+    // An error body that never ends is read no longer than a stream's silence may last.
+    let text = tokio::time::timeout(endpoint.timeouts.chunk, response.text())
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .unwrap_or_default();
     tracing::debug!(provider = %endpoint.provider, status = status.as_u16(), "error status");
     Err(on_status(
         endpoint.provider,

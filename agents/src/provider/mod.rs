@@ -26,6 +26,7 @@ pub use registry::{DEFAULT_SCRIPT, Providers, SCRIPTED_PROVIDER};
 pub use scripted::{Script, ScriptError, ScriptedModel};
 
 pub use error::ProviderError;
+pub use http::{DEFAULT_TIMEOUT, Timeouts};
 pub use types::{
     ChatMessage, Content, FinishReason, LanguageModel, ModelEvent, ModelRequest, ModelStream, Role,
     ToolSpec, Usage,

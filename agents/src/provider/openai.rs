@@ -35,7 +35,7 @@ use std::time::Duration;
 use indexmap::IndexMap;
 use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderName, HeaderValue};
 
-use super::http::{Endpoint, Wire, describe, stream_call};
+use super::http::{Endpoint, Timeouts, Wire, describe, stream_call};
 use super::{LanguageModel, ModelRequest, ModelStream, ProviderError};
 use crate::config::ProviderConfig;
 use crate::model::ModelRef;
@@ -78,6 +78,7 @@ pub struct OpenAiProvider {
     endpoint: String,
     headers: HeaderMap,
     client: reqwest::Client,
+    timeouts: Timeouts,
 }
 
 impl std::fmt::Debug for OpenAiProvider {
@@ -130,6 +131,7 @@ impl OpenAiProvider {
             base_url,
             headers,
             client,
+            timeouts: Timeouts::default(),
         })
     }
 
@@ -165,7 +167,7 @@ impl OpenAiProvider {
         } else {
             None
         };
-        OpenAiProvider::new(
+        Ok(OpenAiProvider::new(
             id,
             OpenAiSettings {
                 base_url: config
@@ -175,7 +177,14 @@ impl OpenAiProvider {
                 api_key,
                 headers: config.headers.clone(),
             },
-        )
+        )?
+        .with_timeouts(Timeouts::of(config)))
+    }
+
+    /// The same provider waiting on its endpoint at most as long as `timeouts` says.
+    pub fn with_timeouts(mut self, timeouts: Timeouts) -> Self {
+        self.timeouts = timeouts;
+        self
     }
 
     /// The provider id.
@@ -227,6 +236,7 @@ impl LanguageModel for OpenAiModel {
             client: &provider.client,
             url: &provider.endpoint,
             headers: &provider.headers,
+            timeouts: provider.timeouts,
         };
         stream_call(endpoint, &WIRE, &self.model.model_id, request).await
     }
@@ -237,7 +247,7 @@ const WIRE: Wire = Wire {
     call: "chat completions",
     body: request::body,
     on_status: errors::from_status,
-    events: |provider, response| stream::events(provider, response.bytes_stream()),
+    events: stream::events,
 };
 
 #[cfg(test)]

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 use super::errors;
 use crate::id::CallId;
-use crate::provider::sse::{SseDecoder, model_stream, preview};
+use crate::provider::sse::{BodyError, SseDecoder, model_stream, preview};
 use crate::provider::{FinishReason, ModelEvent, ModelStream, ProviderError, Usage};
 
 /// One `data:` payload of the stream.
@@ -337,7 +337,7 @@ impl SseDecoder for Decoder {
 /// the connection.
 pub(crate) fn events<B>(provider: String, body: B) -> ModelStream
 where
-    B: Stream<Item = Result<Bytes, reqwest::Error>> + Send + 'static,
+    B: Stream<Item = Result<Bytes, BodyError>> + Send + 'static,
 {
     model_stream(provider.clone(), body, Decoder::new(provider))
 }
