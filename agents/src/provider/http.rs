@@ -5,6 +5,7 @@ use reqwest::header::HeaderMap;
 use serde_json::Value;
 
 use super::{ModelRequest, ModelStream, ProviderError};
+use crate::config::redact::Redactor;
 
 /// How an adapter speaks its wire format: the name of its call (for logs), the body of a
 /// request, what an error status means, and how the answer's body becomes model events.
@@ -47,6 +48,8 @@ pub(crate) struct Endpoint<'a> {
     pub url: &'a str,
     /// The headers every request carries (auth, version).
     pub headers: &'a HeaderMap,
+    /// Hides the provider's credentials in error messages (an endpoint may echo them).
+    pub redactor: &'a Redactor,
 }
 
 /// Posts `body`; a connection failure is `Connection`, a non-2xx answer is what `on_status`
@@ -65,7 +68,7 @@ pub(crate) async fn post_json(
         .await
         .map_err(|e| ProviderError::Connection {
             provider: endpoint.provider.to_string(),
-            message: describe(&e),
+            message: endpoint.redactor.redact(&describe(&e)).into_owned(),
         })?;
     let status = response.status();
     if status.is_success() {
@@ -73,6 +76,7 @@ pub(crate) async fn post_json(
     }
     let headers = response.headers().clone();
     let text = response.text().await.unwrap_or_default();
+    let text = endpoint.redactor.redact(&text).into_owned();
     tracing::debug!(provider = %endpoint.provider, status = status.as_u16(), "error status");
     Err(on_status(
         endpoint.provider,
@@ -82,7 +86,8 @@ pub(crate) async fn post_json(
     ))
 }
 
-/// A reqwest error with its causes, which hold the useful part ("connection refused").
+/// A reqwest error with its causes, which hold the useful part ("connection refused"); URL
+/// credentials never show.
 pub(crate) fn describe(error: &reqwest::Error) -> String {
     let mut message = error.to_string();
     let mut source = std::error::Error::source(error);
@@ -94,5 +99,5 @@ pub(crate) fn describe(error: &reqwest::Error) -> String {
         }
         source = cause.source();
     }
-    message
+    crate::config::redact::url_credentials(&message).into_owned()
 }
