@@ -1,7 +1,7 @@
 //! What every subcommand needs: the loaded configuration and the agent registry.
 
 use taskforce_agents::agent::{AgentInfo, Registry};
-use taskforce_agents::config::{LoadOptions, LoadedConfig, load};
+use taskforce_agents::config::{LoadOptions, LoadedConfig, load, redact};
 
 use super::{GlobalArgs, UsageError};
 
@@ -21,6 +21,9 @@ impl Context {
         let options = LoadOptions::from_process(global.config.clone(), global.data_dir.clone())
             .map_err(UsageError::new)?;
         let loaded = load(&options).map_err(UsageError::new)?;
+        let mut secrets = redact::secrets(&loaded.config, &options.env);
+        secrets.extend(options.env.get("TASKFORCE_SERVER_PASSWORD").cloned());
+        super::logging::protect(secrets);
         let registry = Registry::new(&loaded.config, &loaded.paths).map_err(UsageError::new)?;
         Ok(Context {
             loaded,

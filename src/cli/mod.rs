@@ -8,6 +8,7 @@ mod commands;
 mod context;
 mod demo;
 mod live;
+pub mod logging;
 mod output;
 mod permission;
 mod run;

@@ -21,10 +21,13 @@ pub struct ServeArgs {
 
 /// Runs `taskforce serve`.
 pub fn run(context: &Context, args: ServeArgs) -> anyhow::Result<()> {
+    let server = &context.loaded.config.server;
     let options = ServerOptions {
         hostname: args.hostname,
         port: args.port,
         password: std::env::var("TASKFORCE_SERVER_PASSWORD").ok(),
+        allowed_hosts: server.allowed_hosts.clone(),
+        max_connections_per_ip: server.max_connections_per_ip,
         ..ServerOptions::default()
     };
     context.with_runtime(move |runtime| async move {

@@ -5,6 +5,8 @@ mod auth;
 mod error;
 mod events;
 mod extract;
+mod guard;
+mod listen;
 pub mod openapi;
 mod routes;
 mod sse;
@@ -20,6 +22,7 @@ use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use taskforce_actors::Runtime;
 use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
 
 /// How to serve.
 #[derive(Debug, Clone)]
@@ -36,6 +39,15 @@ pub struct ServerOptions {
     pub heartbeat: Duration,
     /// How many events are kept for clients that reconnect with `Last-Event-ID`.
     pub replay: usize,
+    /// Names accepted in `Host` besides the bound address, `localhost`, `127.0.0.1` and `[::1]`.
+    pub allowed_hosts: Vec<String>,
+    /// The most open connections from one client address; more are answered 503 (0: no cap).
+    pub max_connections_per_ip: u32,
+    /// How long a client may take to send a request's headers, and to start its next request
+    /// on a kept-alive connection, before the connection is closed.
+    pub header_timeout: Duration,
+    /// How long in-flight requests may run on once the server is told to stop.
+    pub shutdown_grace: Duration,
 }
 
 impl Default for ServerOptions {
@@ -47,6 +59,10 @@ impl Default for ServerOptions {
             body_limit: 16 * 1024 * 1024,
             heartbeat: Duration::from_secs(30),
             replay: 10_000,
+            allowed_hosts: Vec::new(),
+            max_connections_per_ip: 256,
+            header_timeout: Duration::from_secs(10),
+            shutdown_grace: Duration::from_secs(2),
         }
     }
 }
@@ -58,10 +74,17 @@ pub(crate) struct AppState {
     pub events: EventLog,
     pub directory: PathBuf,
     pub heartbeat: Duration,
+    /// Cancelled when the server stops: event streams end.
+    pub stop: CancellationToken,
 }
 
-/// The API of `runtime` as an axum router (auth, CORS and the body limit included).
+/// The API of `runtime` as an axum router (host, origin and content-type checks, auth, CORS
+/// and the body limit included).
 pub fn router(runtime: Runtime, options: &ServerOptions) -> Router {
+    build(runtime, options, CancellationToken::new())
+}
+
+fn build(runtime: Runtime, options: &ServerOptions, stop: CancellationToken) -> Router {
     let directory = runtime.paths().project_root.clone();
     let events = EventLog::start(&runtime, directory.display().to_string(), options.replay);
     let state = AppState {
@@ -69,6 +92,7 @@ pub fn router(runtime: Runtime, options: &ServerOptions) -> Router {
         events,
         directory,
         heartbeat: options.heartbeat,
+        stop,
     };
     routes::all()
         .method_not_allowed_fallback(error::method_not_allowed)
@@ -79,21 +103,34 @@ pub fn router(runtime: Runtime, options: &ServerOptions) -> Router {
             auth::Password::new(options.password.clone()),
             auth::basic,
         ))
+        .layer(axum::middleware::from_fn_with_state(
+            guard::Hosts::new(&options.hostname, &options.allowed_hosts),
+            guard::check,
+        ))
 }
 
 /// A bound server, ready to run.
 pub struct Server {
     listener: TcpListener,
     router: Router,
+    limits: listen::Limits,
+    stop: CancellationToken,
 }
 
 impl Server {
     /// Binds the address; fails when it is taken or invalid.
     pub async fn bind(runtime: Runtime, options: &ServerOptions) -> std::io::Result<Server> {
         let listener = TcpListener::bind((options.hostname.as_str(), options.port)).await?;
+        let stop = CancellationToken::new();
         Ok(Server {
             listener,
-            router: router(runtime, options),
+            router: build(runtime, options, stop.clone()),
+            limits: listen::Limits {
+                header_timeout: options.header_timeout,
+                per_ip: options.max_connections_per_ip,
+                grace: options.shutdown_grace,
+            },
+            stop,
         })
     }
 
@@ -102,13 +139,13 @@ impl Server {
         self.listener.local_addr()
     }
 
-    /// Serves until `shutdown` resolves.
+    /// Serves until `shutdown` resolves; then stops accepting, ends event streams at once and
+    /// lets other in-flight requests finish within `shutdown_grace`.
     pub async fn run_until(
         self,
         shutdown: impl std::future::Future<Output = ()> + Send + 'static,
     ) -> std::io::Result<()> {
-        axum::serve(self.listener, self.router)
-            .with_graceful_shutdown(shutdown)
-            .await
+        listen::serve(self.listener, self.router, self.limits, self.stop, shutdown).await;
+        Ok(())
     }
 }

@@ -1,6 +1,7 @@
 //! The SSE streams `/event` and `/global/event`: `server.connected` first, a heartbeat every
 //! period, then each event with its bus sequence number as `id:`; a client that sends
-//! `Last-Event-ID` first gets what it missed, or `server.resync` when that is gone.
+//! `Last-Event-ID` first gets what it missed, or `server.resync` when that is gone. A stream
+//! ends when the server stops.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -13,6 +14,7 @@ use bytes::Bytes;
 use futures::Stream;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::time::{Instant, Interval, interval_at};
+use tokio_util::sync::CancellationToken;
 
 use super::events::{EventLog, Item};
 
@@ -51,8 +53,14 @@ pub fn last_event_id(headers: &HeaderMap) -> Option<u64> {
 }
 
 /// The SSE response for one client.
-pub fn respond(log: &EventLog, last: Option<u64>, flavor: Flavor, heartbeat: Duration) -> Response {
-    let body = Body::from_stream(stream(log, last, flavor, heartbeat));
+pub fn respond(
+    log: &EventLog,
+    last: Option<u64>,
+    flavor: Flavor,
+    heartbeat: Duration,
+    stop: CancellationToken,
+) -> Response {
+    let body = Body::from_stream(stream(log, last, flavor, heartbeat, stop));
     let mut response = body.into_response();
     let headers = response.headers_mut();
     headers.insert(
@@ -71,6 +79,7 @@ struct State {
     live: tokio::sync::broadcast::Receiver<Item>,
     last_sent: u64,
     heartbeat: Interval,
+    stop: CancellationToken,
 }
 
 fn stream(
@@ -78,6 +87,7 @@ fn stream(
     last: Option<u64>,
     flavor: Flavor,
     heartbeat: Duration,
+    stop: CancellationToken,
 ) -> impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static {
     let start = log.join(last);
     let mut pending = VecDeque::new();
@@ -98,6 +108,7 @@ fn stream(
         live: start.live,
         last_sent,
         heartbeat: interval_at(Instant::now() + heartbeat, heartbeat),
+        stop,
     };
     futures::stream::unfold(state, |mut s| async move {
         let next = next_frame(&mut s).await?;
@@ -114,6 +125,9 @@ fn pick(frame: &super::events::Frame, flavor: Flavor) -> Bytes {
 
 async fn next_frame(s: &mut State) -> Option<Bytes> {
     loop {
+        if s.stop.is_cancelled() {
+            return None;
+        }
         if let Some(next) = s.pending.pop_front() {
             return Some(next);
         }
@@ -145,6 +159,7 @@ async fn next_frame(s: &mut State) -> Option<Bytes> {
                 Err(RecvError::Closed) => return None,
             },
             _ = s.heartbeat.tick() => return Some(s.flavor.plain(HEARTBEAT)),
+            () = s.stop.cancelled() => return None,
         }
     }
 }
@@ -181,7 +196,13 @@ mod tests {
     #[tokio::test]
     async fn a_client_behind_the_live_channel_catches_up_from_the_ring_without_a_gap() {
         let log = EventLog::new("/p".into(), 100);
-        let mut stream = Box::pin(stream(&log, None, Flavor::Local, Duration::from_secs(60)));
+        let mut stream = Box::pin(stream(
+            &log,
+            None,
+            Flavor::Local,
+            Duration::from_secs(60),
+            CancellationToken::new(),
+        ));
         // 50 events while the client reads nothing: more than the live channel holds (16).
         for seq in 1..=50 {
             log.push(&idle(seq));
@@ -203,7 +224,13 @@ mod tests {
     #[tokio::test]
     async fn a_client_behind_the_ring_too_is_told_to_resync() {
         let log = EventLog::new("/p".into(), 20);
-        let mut stream = Box::pin(stream(&log, None, Flavor::Global, Duration::from_secs(60)));
+        let mut stream = Box::pin(stream(
+            &log,
+            None,
+            Flavor::Global,
+            Duration::from_secs(60),
+            CancellationToken::new(),
+        ));
         for seq in 1..=60 {
             log.push(&idle(seq));
         }
@@ -219,5 +246,22 @@ mod tests {
             text.starts_with("data: {\"payload\":{\"type\":\"server.resync\""),
             "{text}"
         );
+    }
+
+    #[tokio::test]
+    async fn a_stream_ends_when_the_server_stops() {
+        let log = EventLog::new("/p".into(), 100);
+        let stop = CancellationToken::new();
+        let mut stream = Box::pin(stream(
+            &log,
+            None,
+            Flavor::Local,
+            Duration::from_secs(60),
+            stop.clone(),
+        ));
+        assert!(stream.next().await.is_some(), "server.connected");
+        log.push(&idle(1));
+        stop.cancel();
+        assert!(stream.next().await.is_none(), "no frame after the stop");
     }
 }

@@ -1,9 +1,12 @@
 //! `taskforce serve` over real HTTP: a runtime on SQLite in a temp directory, its model traffic
 //! going to a fake OpenAI-compatible server, the API bound on 127.0.0.1 port 0.
 
+mod connections;
 mod errors;
+mod guard;
 mod messages;
 mod permissions;
+mod secrets;
 mod sessions;
 mod sse;
 
@@ -112,8 +115,14 @@ impl Builder {
             .unwrap();
         let server = Server::bind(runtime.clone(), &self.options).await.unwrap();
         let addr = server.local_addr().unwrap();
-        tokio::spawn(server.run_until(std::future::pending()));
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let served = tokio::spawn(server.run_until(async {
+            let _ = stopped.await;
+        }));
         Harness {
+            stop: Some(stop),
+            served: Some(served),
+            addr,
             _dir: dir,
             project,
             fake,
@@ -140,6 +149,12 @@ pub struct Harness {
     pub client: reqwest::Client,
     /// `(user, password)` sent with every request, when set.
     pub auth: Option<(String, String)>,
+    /// The server's address.
+    pub addr: std::net::SocketAddr,
+    /// Resolves the server's `run_until` future when sent (or dropped).
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    /// The task running `run_until`.
+    served: Option<tokio::task::JoinHandle<std::io::Result<()>>>,
 }
 
 /// A response: its status, headers and body (JSON when it parses, else a JSON string; `Null`
@@ -176,6 +191,19 @@ impl Answer {
 }
 
 impl Harness {
+    /// Tells the server to stop; answers how long `run_until` took to return.
+    pub async fn stop_server(&mut self) -> Duration {
+        let started = tokio::time::Instant::now();
+        drop(self.stop.take());
+        let served = self.served.take().expect("the server runs");
+        tokio::time::timeout(PATIENCE, served)
+            .await
+            .expect("run_until returns")
+            .unwrap()
+            .unwrap();
+        started.elapsed()
+    }
+
     /// `base` + `path`.
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
@@ -408,6 +436,18 @@ impl Sse {
                 Ok(Some(chunk)) => self.buffer.extend_from_slice(&chunk.unwrap()),
                 Ok(None) => panic!("the event stream ended"),
                 Err(_) => return None,
+            }
+        }
+    }
+
+    /// Whether the stream ends (after any frames still on their way) within `wait`.
+    pub async fn ends_within(&mut self, wait: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + wait;
+        loop {
+            match tokio::time::timeout_at(deadline, self.body.next()).await {
+                Ok(Some(Ok(_))) => continue,
+                Ok(Some(Err(_)) | None) => return true,
+                Err(_) => return false,
             }
         }
     }

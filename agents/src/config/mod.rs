@@ -10,6 +10,7 @@ mod layers;
 mod load;
 mod merge;
 mod paths;
+pub mod redact;
 mod schema;
 pub mod serde_duration;
 pub mod serde_model;

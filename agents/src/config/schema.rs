@@ -268,7 +268,7 @@ pub struct ExperimentalConfig {
     pub primary_tools: Vec<String>,
 }
 
-/// A secret string: read normally, never printed.
+/// A secret string: read normally, never printed (shown as `[redacted]`).
 #[derive(Clone, PartialEq, Eq, Deserialize)]
 #[serde(transparent)]
 pub struct Secret(pub String);
@@ -282,12 +282,12 @@ impl Secret {
 
 impl fmt::Debug for Secret {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("Secret(***)")
+        write!(f, "Secret({})", super::redact::REDACTED)
     }
 }
 
 impl Serialize for Secret {
     fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str("***")
+        s.serialize_str(super::redact::REDACTED)
     }
 }

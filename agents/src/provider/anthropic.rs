@@ -41,6 +41,7 @@ use reqwest::header::{ACCEPT, HeaderMap, HeaderName, HeaderValue};
 use super::http::{Endpoint, Timeouts, Wire, describe, stream_call};
 use super::{LanguageModel, ModelRequest, ModelStream, ProviderError};
 use crate::config::ProviderConfig;
+use crate::config::redact::{REDACTED, Redactor, url_credentials};
 use crate::model::ModelRef;
 
 /// Anthropic's own endpoint, the default `base_url`.
@@ -69,8 +70,8 @@ pub struct AnthropicSettings {
 impl std::fmt::Debug for AnthropicSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AnthropicSettings")
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "***"))
+            .field("base_url", &url_credentials(&self.base_url))
+            .field("api_key", &self.api_key.as_ref().map(|_| REDACTED))
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .finish()
     }
@@ -84,13 +85,14 @@ pub struct AnthropicProvider {
     headers: HeaderMap,
     client: reqwest::Client,
     timeouts: Timeouts,
+    redactor: Redactor,
 }
 
 impl std::fmt::Debug for AnthropicProvider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AnthropicProvider")
             .field("id", &self.id)
-            .field("base_url", &self.base_url)
+            .field("base_url", &url_credentials(&self.base_url))
             .finish_non_exhaustive()
     }
 }
@@ -107,7 +109,7 @@ impl AnthropicProvider {
         if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
             return Err(config_error(format!(
                 "base_url `{}` is not an http(s) URL",
-                settings.base_url
+                url_credentials(&settings.base_url)
             )));
         }
         let mut headers = HeaderMap::new();
@@ -134,7 +136,13 @@ impl AnthropicProvider {
             .connect_timeout(CONNECT_TIMEOUT)
             .build()
             .map_err(|e| config_error(format!("cannot build the HTTP client: {}", describe(&e))))?;
+        let redactor = Redactor::for_provider(
+            settings.api_key.as_deref(),
+            settings.headers.values(),
+            &settings.base_url,
+        );
         Ok(AnthropicProvider {
+            redactor,
             endpoint: format!("{base_url}/messages"),
             id,
             base_url,
@@ -256,6 +264,7 @@ impl LanguageModel for AnthropicModel {
             url: &provider.endpoint,
             headers: &provider.headers,
             timeouts: provider.timeouts,
+            redactor: &provider.redactor,
         };
         stream_call(endpoint, &WIRE, &self.model.model_id, request).await
     }

@@ -9,6 +9,7 @@ use serde_json::Value;
 use super::sse::{Body, watched};
 use super::{ModelRequest, ModelStream, ProviderError};
 use crate::config::ProviderConfig;
+use crate::config::redact::Redactor;
 
 /// How long a model call waits on its provider when the configuration says nothing.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -89,6 +90,8 @@ pub(crate) struct Endpoint<'a> {
     pub headers: &'a HeaderMap,
     /// How long the call may wait on the provider.
     pub timeouts: Timeouts,
+    /// Hides the provider's credentials in error messages (an endpoint may echo them).
+    pub redactor: &'a Redactor,
 }
 
 /// Posts `body`; a connection failure is `Connection`, no response headers within the
@@ -117,7 +120,7 @@ pub(crate) async fn post_json(
         })?
         .map_err(|e| ProviderError::Connection {
             provider: endpoint.provider.to_string(),
-            message: describe(&e),
+            message: endpoint.redactor.redact(&describe(&e)).into_owned(),
         })?;
     let status = response.status();
     if status.is_success() {
@@ -130,6 +133,7 @@ pub(crate) async fn post_json(
         .ok()
         .and_then(Result::ok)
         .unwrap_or_default();
+    let text = endpoint.redactor.redact(&text).into_owned();
     tracing::debug!(provider = %endpoint.provider, status = status.as_u16(), "error status");
     Err(on_status(
         endpoint.provider,
@@ -139,7 +143,8 @@ pub(crate) async fn post_json(
     ))
 }
 
-/// A reqwest error with its causes, which hold the useful part ("connection refused").
+/// A reqwest error with its causes, which hold the useful part ("connection refused"); URL
+/// credentials never show.
 pub(crate) fn describe(error: &reqwest::Error) -> String {
     let mut message = error.to_string();
     let mut source = std::error::Error::source(error);
@@ -151,5 +156,5 @@ pub(crate) fn describe(error: &reqwest::Error) -> String {
         }
         source = cause.source();
     }
-    message
+    crate::config::redact::url_credentials(&message).into_owned()
 }

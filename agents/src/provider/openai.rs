@@ -38,6 +38,7 @@ use reqwest::header::{ACCEPT, AUTHORIZATION, HeaderMap, HeaderName, HeaderValue}
 use super::http::{Endpoint, Timeouts, Wire, describe, stream_call};
 use super::{LanguageModel, ModelRequest, ModelStream, ProviderError};
 use crate::config::ProviderConfig;
+use crate::config::redact::{REDACTED, Redactor, url_credentials};
 use crate::model::ModelRef;
 
 /// OpenAI's own endpoint, the default `base_url`.
@@ -64,8 +65,8 @@ pub struct OpenAiSettings {
 impl std::fmt::Debug for OpenAiSettings {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OpenAiSettings")
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "***"))
+            .field("base_url", &url_credentials(&self.base_url))
+            .field("api_key", &self.api_key.as_ref().map(|_| REDACTED))
             .field("headers", &self.headers.keys().collect::<Vec<_>>())
             .finish()
     }
@@ -79,13 +80,14 @@ pub struct OpenAiProvider {
     headers: HeaderMap,
     client: reqwest::Client,
     timeouts: Timeouts,
+    redactor: Redactor,
 }
 
 impl std::fmt::Debug for OpenAiProvider {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OpenAiProvider")
             .field("id", &self.id)
-            .field("base_url", &self.base_url)
+            .field("base_url", &url_credentials(&self.base_url))
             .finish_non_exhaustive()
     }
 }
@@ -102,7 +104,7 @@ impl OpenAiProvider {
         if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
             return Err(config_error(format!(
                 "base_url `{}` is not an http(s) URL",
-                settings.base_url
+                url_credentials(&settings.base_url)
             )));
         }
         let mut headers = HeaderMap::new();
@@ -125,7 +127,13 @@ impl OpenAiProvider {
             .connect_timeout(CONNECT_TIMEOUT)
             .build()
             .map_err(|e| config_error(format!("cannot build the HTTP client: {}", describe(&e))))?;
+        let redactor = Redactor::for_provider(
+            settings.api_key.as_deref(),
+            settings.headers.values(),
+            &settings.base_url,
+        );
         Ok(OpenAiProvider {
+            redactor,
             endpoint: format!("{base_url}/chat/completions"),
             id,
             base_url,
@@ -237,6 +245,7 @@ impl LanguageModel for OpenAiModel {
             url: &provider.endpoint,
             headers: &provider.headers,
             timeouts: provider.timeouts,
+            redactor: &provider.redactor,
         };
         stream_call(endpoint, &WIRE, &self.model.model_id, request).await
     }

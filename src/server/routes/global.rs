@@ -64,6 +64,7 @@ pub async fn events(
         last_event_id(&headers),
         Flavor::Local,
         state.heartbeat,
+        state.stop.clone(),
     ))
 }
 
@@ -81,6 +82,7 @@ pub async fn global_events(State(state): State<AppState>, headers: HeaderMap) ->
         last_event_id(&headers),
         Flavor::Global,
         state.heartbeat,
+        state.stop.clone(),
     )
 }
 
@@ -141,7 +143,7 @@ pub async fn config(
     headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
     check_directory(&state, q.directory.as_deref(), &headers)?;
-    Ok(Json(to_value(state.runtime.config())?))
+    Ok(Json(to_value(&state.runtime.config().redacted())?))
 }
 
 pub(crate) fn to_value<T: serde::Serialize + ?Sized>(value: &T) -> Result<Value, ApiError> {

@@ -65,7 +65,7 @@ async fn health_agents_commands_and_redacted_config() {
     let config = h.get("/config").await;
     let raw = config.body.to_string();
     let config = config.ok();
-    assert_eq!(config["provider"]["fake"]["api_key"], "***");
+    assert_eq!(config["provider"]["fake"]["api_key"], "[redacted]");
     assert_eq!(
         config["provider"]["fake"]["base_url"],
         h.fake.base_url().as_str()
