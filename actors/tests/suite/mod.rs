@@ -4,6 +4,7 @@ mod background_limits;
 mod bus;
 mod commands;
 mod compaction;
+mod crash;
 mod generate;
 #[cfg(feature = "openapi")]
 mod openapi;
