@@ -1,7 +1,9 @@
 mod agents_cli;
+mod crash_cli;
 mod openapi_doc;
 mod permission_cli;
 mod run_cli;
 mod sdk;
 mod server;
+mod stop_cli;
 mod support;

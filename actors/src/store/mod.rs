@@ -204,7 +204,9 @@ pub trait Store: Send + Sync + 'static {
     }
     /// Names the runtime writing through this store (the first name given sticks): answers
     /// stored unfinished are recorded as that runtime's, so that another runtime can tell the
-    /// answers of a runtime that died from those of a live one. The default records nothing.
+    /// answers of a runtime that died from those of a live one. The default records nothing
+    /// (and finds nothing to repair); a store wrapping another forwards this and the two
+    /// methods below.
     fn set_runtime(&self, _runtime: &str) {}
     /// The unfinished answers of `session` (of every session when `None`), oldest first.
     async fn unfinished_answers(

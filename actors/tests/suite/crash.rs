@@ -67,12 +67,9 @@ async fn a_runtime_that_dies_mid_run() {
     let options = options_at(Path::new(&project), Path::new(&data), Path::new(&home));
     let rt = Runtime::start(options).await.unwrap();
     let session = rt.create_session(None, None).await.unwrap();
-    rt.prompt_async(
-        &session.id,
-        PromptInput::text(&format!("go to the {point}")),
-    )
-    .await
-    .unwrap();
+    rt.prompt_async(&session.id, PromptInput::text(format!("go to the {point}")))
+        .await
+        .unwrap();
     // Reads wait for the session's queued writes: what they show is on disk.
     let deadline = Instant::now() + Duration::from_secs(20);
     loop {
