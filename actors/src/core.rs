@@ -70,6 +70,9 @@ pub(crate) struct Core {
     pub deliveries: IdMap<Arc<tokio::sync::Mutex<()>>>,
     /// This runtime's id and the lock that tells other runtimes it is alive.
     pub owner: crate::runtime::OwnerLock,
+    /// The runtime is stopping: it takes no new prompts and delivers no background results
+    /// (they wait for the next runtime).
+    pub stopping: std::sync::atomic::AtomicBool,
 }
 
 impl Core {

@@ -80,7 +80,10 @@ impl Context {
             let runtime = taskforce_actors::Runtime::start(options)
                 .await
                 .map_err(UsageError::new)?;
-            body(runtime).await
+            let result = body(runtime.clone()).await;
+            // Whatever still runs is cancelled and recorded, and the lock file goes.
+            runtime.stop(super::signals::STOP_GRACE).await;
+            result
         })
     }
 }

@@ -1,7 +1,7 @@
 //! The command line: arguments, dispatch, and exit statuses.
 //!
 //! Exit status: 0 done, 1 the run ended in an error, 2 bad usage or configuration,
-//! 130 interrupted.
+//! 130 interrupted (SIGINT, Ctrl-C), 143 terminated (SIGTERM).
 
 mod agents;
 mod commands;
@@ -14,6 +14,7 @@ mod permission;
 mod run;
 mod serve;
 mod sessions;
+mod signals;
 
 use std::path::PathBuf;
 

@@ -13,6 +13,7 @@ use taskforce_agents::id::SessionId;
 use taskforce_agents::model::{Message, ModelRef};
 
 use super::live::LiveView;
+use super::signals::{StopSignal, StopSignals};
 use super::{Context, ExitStatus, UsageError};
 use crate::cli::output::final_text;
 
@@ -167,7 +168,30 @@ fn usage_line(tree: &taskforce_actors::SessionTree) -> String {
 /// delivery (nothing in the tree runs) before it leaves them to the next runtime.
 const UNDELIVERED_PATIENCE: Duration = Duration::from_secs(10);
 
-/// Prompts, follows the events, answers permission asks, and handles Ctrl-C.
+/// How long a run stopped by a signal waits for its cancelled tree to answer before it leaves
+/// the rest to the runtime's stop.
+const CANCEL_WAIT: Duration = Duration::from_millis(1500);
+
+/// Sleeps until `at`, or forever without one.
+async fn until(at: Option<tokio::time::Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// Cancels the run's tree on a stop signal and says so.
+async fn cancel_on(runtime: &Runtime, session: &SessionId, signal: StopSignal) {
+    let what = match signal {
+        StopSignal::Interrupt => "interrupted",
+        StopSignal::Terminate => "terminated",
+    };
+    eprintln!("{what}: cancelling the session tree…");
+    let _ = runtime.cancel(session).await;
+}
+
+/// Prompts, follows the events, answers permission asks, and handles SIGINT (Ctrl-C) and
+/// SIGTERM: the tree is cancelled and the run exits with 130 or 143.
 pub(super) async fn drive(
     runtime: &Runtime,
     session: &SessionId,
@@ -176,6 +200,7 @@ pub(super) async fn drive(
     format: Format,
     yes: bool,
 ) -> anyhow::Result<()> {
+    let mut signals = StopSignals::new()?;
     let mut events = runtime.subscribe(Filter::Subtree(session.clone()));
     let mut view = LiveView::new(session.clone(), agent);
     let prompt = {
@@ -205,7 +230,8 @@ pub(super) async fn drive(
     };
     tokio::pin!(prompt);
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
-    let mut interrupted = false;
+    let mut stopped: Option<StopSignal> = None;
+    let mut give_up = None;
     let result = loop {
         tokio::select! {
             joined = &mut prompt => break joined,
@@ -216,10 +242,15 @@ pub(super) async fn drive(
                 Some(BusItem::Lagged(n)) => tracing::warn!("the live view missed {n} events"),
                 None => {}
             },
-            _ = tokio::signal::ctrl_c(), if !interrupted => {
-                interrupted = true;
-                eprintln!("interrupted: cancelling the session tree…");
-                let _ = runtime.cancel(session).await;
+            signal = signals.recv(), if stopped.is_none() => {
+                stopped = Some(signal);
+                give_up = Some(tokio::time::Instant::now() + CANCEL_WAIT);
+                cancel_on(runtime, session, signal).await;
+            }
+            // The runtime's stop cancels and records what has not answered by now.
+            () = until(give_up) => {
+                let code = stopped.map_or(130, StopSignal::exit_code);
+                return Err(ExitStatus::new(code, "").into());
             }
         }
     };
@@ -228,7 +259,7 @@ pub(super) async fn drive(
     // with it (Ctrl-C cancels them with the rest of the tree). Results whose delivery makes no
     // progress for a while (it failed) are left to the next runtime.
     let mut answered_later = false;
-    if !interrupted && matches!(&result, Ok(Ok(_))) {
+    if stopped.is_none() && matches!(&result, Ok(Ok(_))) {
         let mut tick = tokio::time::interval(Duration::from_millis(100));
         let mut last = None;
         let mut unchanged_since = tokio::time::Instant::now();
@@ -262,10 +293,10 @@ pub(super) async fn drive(
                     }
                 }
                 _ = tick.tick() => {}
-                _ = tokio::signal::ctrl_c(), if !interrupted => {
-                    interrupted = true;
-                    eprintln!("interrupted: cancelling the session tree…");
-                    let _ = runtime.cancel(session).await;
+                signal = signals.recv(), if stopped.is_none() => {
+                    stopped = Some(signal);
+                    cancel_on(runtime, session, signal).await;
+                    break;
                 }
             }
         }
@@ -292,8 +323,8 @@ pub(super) async fn drive(
             }
         }
     }
-    if interrupted {
-        return Err(ExitStatus::new(130, "").into());
+    if let Some(signal) = stopped {
+        return Err(ExitStatus::new(signal.exit_code(), "").into());
     }
     let message = match result {
         Ok(Ok(message)) => message,

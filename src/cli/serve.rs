@@ -1,11 +1,15 @@
-//! `taskforce serve`: the runtime behind OpenCode's HTTP/SSE API until Ctrl-C.
+//! `taskforce serve`: the runtime behind OpenCode's HTTP/SSE API until SIGINT (Ctrl-C) or
+//! SIGTERM, which stop it cleanly: the server stops taking connections, the runtime cancels
+//! its runs, commits their end and releases its lock, within 5 s.
 
 use std::io::Write;
+use std::time::Duration;
 
 use clap::Args;
 
 use super::UsageError;
 use super::context::Context;
+use super::signals::{STOP_GRACE, StopSignals};
 use crate::server::{Server, ServerOptions};
 
 /// `taskforce serve` arguments.
@@ -19,6 +23,9 @@ pub struct ServeArgs {
     pub port: u16,
 }
 
+/// How long open connections (SSE streams) get to close once the runtime has stopped.
+const CLOSE_GRACE: Duration = Duration::from_secs(1);
+
 /// Runs `taskforce serve`.
 pub fn run(context: &Context, args: ServeArgs) -> anyhow::Result<()> {
     let server = &context.loaded.config.server;
@@ -31,6 +38,7 @@ pub fn run(context: &Context, args: ServeArgs) -> anyhow::Result<()> {
         ..ServerOptions::default()
     };
     context.with_runtime(move |runtime| async move {
+        let mut signals = StopSignals::new()?;
         let server = Server::bind(runtime.clone(), &options).await.map_err(|e| {
             UsageError::new(anyhow::anyhow!(
                 "cannot listen on {}:{}: {e}",
@@ -41,10 +49,38 @@ pub fn run(context: &Context, args: ServeArgs) -> anyhow::Result<()> {
         let addr = server.local_addr()?;
         println!("taskforce server listening on http://{addr}");
         std::io::stdout().flush()?;
-        let shutdown = async {
-            let _ = tokio::signal::ctrl_c().await;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let serving = server.run_until(async move {
+            let _ = stopped.await;
+        });
+        tokio::pin!(serving);
+        let signal = tokio::select! {
+            served = &mut serving => return Ok(served?),
+            signal = signals.recv() => signal,
         };
-        server.run_until(shutdown).await?;
+        eprintln!("{}: stopping the server…", signal.name());
+        let _ = stop.send(());
+        // The runs end while the server closes; connections still open a moment after the
+        // runtime has stopped are left to the process's end.
+        let (ended, mut has_ended) = tokio::sync::watch::channel(false);
+        let stopping = async {
+            runtime.stop(STOP_GRACE).await;
+            let _ = ended.send(true);
+        };
+        let closing = async {
+            tokio::select! {
+                served = &mut serving => Some(served),
+                () = async {
+                    let _ = has_ended.wait_for(|ended| *ended).await;
+                    tokio::time::sleep(CLOSE_GRACE).await;
+                } => None,
+            }
+        };
+        let ((), served) = tokio::join!(stopping, closing);
+        match served {
+            Some(served) => served?,
+            None => tracing::debug!("connections still open at the stop were dropped"),
+        }
         Ok(())
     })
 }

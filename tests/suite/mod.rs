@@ -1,8 +1,10 @@
 mod agents_cli;
+mod crash_cli;
 mod openapi_doc;
 mod permission_cli;
 mod run_cli;
 mod sdk;
 mod secrets_cli;
 mod server;
+mod stop_cli;
 mod support;

@@ -4,7 +4,8 @@ use taskforce_agents::provider::fake_openai::{FakeOpenAi, Response};
 
 use super::support::Sandbox;
 
-fn configure(s: &Sandbox, base_url: &str) {
+/// Writes a `taskforce.toml` whose model is `fake/gpt-test` at `base_url`.
+pub(super) fn configure(s: &Sandbox, base_url: &str) {
     s.file(
         "taskforce.toml",
         &format!(

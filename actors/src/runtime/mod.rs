@@ -4,6 +4,7 @@ mod command;
 mod generate;
 mod manage;
 mod owner;
+mod stop;
 mod tree;
 
 pub use generate::GeneratedAgentFile;
@@ -36,8 +37,7 @@ use crate::permission::{PermissionBroker, PermissionReply, PermissionRequest};
 use crate::session::{Exclusive, Job, Prompt, PromptInput, Seed, Writer};
 use crate::store::{MessageWithParts, SessionFilter, SqliteStore, Store};
 use crate::supervisor::{
-    Activate, ArbiterCores, CancelTree, Forget, Limits, Live, LiveCount, Placement, StopAll,
-    Supervisor,
+    Activate, ArbiterCores, CancelTree, Forget, Limits, Live, LiveCount, Placement, Supervisor,
 };
 
 /// How to start a runtime.
@@ -108,6 +108,8 @@ pub struct Runtime {
     core: Arc<Core>,
     supervisor: Addr<Supervisor>,
     writer: Writer,
+    /// The sessions it repaired when it started (left mid-run by runtimes that died).
+    repaired: Arc<[SessionId]>,
 }
 
 impl Runtime {
@@ -131,6 +133,8 @@ impl Runtime {
         // The project's "always" approvals from earlier runs apply from the start.
         let broker = PermissionBroker::load(bus.clone(), store.clone(), project_id.clone()).await?;
         let owner = OwnerLock::acquire(&paths.data_dir)?;
+        // From now on the answers this runtime leaves unfinished name it.
+        store.set_runtime(&owner.id);
         let tools = builtin_tools();
         let names = tools.iter().map(|t| Arc::from(t.id())).collect();
         let schemas = tools.iter().map(|t| Arc::new(t.parameters())).collect();
@@ -162,6 +166,7 @@ impl Runtime {
             unrecorded: IdMap::default(),
             deliveries: IdMap::default(),
             owner,
+            stopping: Default::default(),
         });
         let arbiters = if options.arbiters == 0 {
             std::thread::available_parallelism().map_or(2, |n| n.get())
@@ -170,6 +175,10 @@ impl Runtime {
         };
         let supervisor = Supervisor::new(core.clone(), arbiters, options.pin_arbiters).start();
         let _ = core.supervisor.set(supervisor.clone());
+        // Runs that runtimes which died left half-way are ended first: nothing (a delivery
+        // below, a prompt) builds on them as they are. Their lock files go too.
+        let repaired = crate::session::repair_dead_runs(&core, None).await;
+        owner::sweep(&core.paths.data_dir);
         // Background results a previous runtime could not deliver (or children it left running
         // when it died) go to their parents now.
         if options.deliver_background {
@@ -179,6 +188,7 @@ impl Runtime {
             writer: Writer::new(core.clone()),
             core,
             supervisor,
+            repaired: repaired.into(),
         })
     }
 
@@ -306,6 +316,9 @@ impl Runtime {
         session: &SessionId,
         input: PromptInput,
     ) -> Result<crate::session::Reply, RuntimeError> {
+        if self.core.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+            return Err(RuntimeError::Stopped);
+        }
         if let Some(agent) = &input.agent {
             self.core.registry.require(agent)?;
         }
@@ -380,17 +393,11 @@ impl Runtime {
             .map_err(|_| RuntimeError::Stopped)
     }
 
-    /// Stops the runtime as a process exit would: every session actor and running loop stops
-    /// where it is (nothing more is recorded for them), and the runtime's lock is released, so
-    /// that another runtime on the same data directory takes over what it left (background
-    /// children are reported interrupted, undelivered results delivered). Prompts afterwards
-    /// fail with `Stopped`.
-    pub async fn shutdown(&self) {
-        if let Ok(stopping) = self.supervisor.send(StopAll).await {
-            // Released only once no session of this runtime runs any more.
-            let _ = tokio::task::spawn_blocking(move || stopping.join()).await;
-        }
-        self.core.owner.release();
+    /// The sessions this runtime repaired when it started: runs that runtimes which died left
+    /// half-way, whose unfinished answers and tool calls it ended as interrupted (see
+    /// [`crate::session::STOPPED`]).
+    pub fn repaired_at_start(&self) -> &[SessionId] {
+        &self.repaired
     }
 
     /// Cancels a session's loop and every descendant's; idle sessions just report idle.

@@ -1,7 +1,8 @@
 //! Which runtimes are alive: each holds an exclusive lock on its own file under
 //! `<data_dir>/runtimes/` for as long as its process runs, so another runtime on the same data
 //! directory can tell work left behind by a dead one (its lock is free or its file is gone) from
-//! work a live one is still doing.
+//! work a live one is still doing. Lock files of runtimes that died are removed by the
+//! runtimes that find them (see [`sweep`]).
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::path::{Path, PathBuf};
@@ -29,28 +30,51 @@ pub struct LockError {
     message: String,
 }
 
+/// How many fresh ids [`OwnerLock::acquire`] tries before giving up.
+const ATTEMPTS: usize = 8;
+
 impl OwnerLock {
     /// Takes a fresh lock under `data_dir`.
     pub fn acquire(data_dir: &Path) -> Result<OwnerLock, LockError> {
-        let id = format!("rt_{}", Ulid::new());
         let dir = data_dir.join(DIR);
-        let path = dir.join(format!("{id}.lock"));
-        let fail = |e: std::io::Error| LockError {
-            path: path.clone(),
-            message: e.to_string(),
-        };
-        std::fs::create_dir_all(&dir).map_err(fail)?;
-        let file = OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
-            .map_err(fail)?;
-        file.try_lock().map_err(|e| match e {
-            TryLockError::Error(e) => fail(e),
-            TryLockError::WouldBlock => fail(std::io::Error::other("held by another process")),
-        })?;
-        Ok(OwnerLock { id, path, file })
+        let mut last = None;
+        for _ in 0..ATTEMPTS {
+            let id = format!("rt_{}", Ulid::new());
+            let path = dir.join(format!("{id}.lock"));
+            let fail = |e: std::io::Error| LockError {
+                path: path.clone(),
+                message: e.to_string(),
+            };
+            std::fs::create_dir_all(&dir).map_err(fail)?;
+            let file = OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)
+                .map_err(fail)?;
+            match file.try_lock() {
+                Ok(()) => {}
+                // Between its creation and its lock, another runtime sweeping the directory
+                // looked at the file: it may remove it, so a fresh id is tried.
+                Err(TryLockError::WouldBlock) => {
+                    last = Some(fail(std::io::Error::other("held by another process")));
+                    continue;
+                }
+                Err(TryLockError::Error(e)) => return Err(fail(e)),
+            }
+            // A sweep may have removed the file before the lock was taken: the lock then
+            // guards nothing anyone can see.
+            if same_file(&file, &path) {
+                return Ok(OwnerLock { id, path, file });
+            }
+            last = Some(fail(std::io::Error::other(
+                "removed while it was being locked",
+            )));
+        }
+        Err(last.unwrap_or_else(|| LockError {
+            path: dir,
+            message: "no attempt was made".into(),
+        }))
     }
 
     /// Gives the lock up before the process ends (the runtime was shut down): from now on
@@ -65,6 +89,42 @@ impl Drop for OwnerLock {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);
     }
+}
+
+/// Whether `path` still names the open `file`.
+fn same_file(file: &File, path: &Path) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        match (file.metadata(), std::fs::metadata(path)) {
+            (Ok(open), Ok(named)) => open.dev() == named.dev() && open.ino() == named.ino(),
+            _ => false,
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = file;
+        path.exists()
+    }
+}
+
+/// Removes the lock files of runtimes that are gone (nobody holds their lock); answers their
+/// ids. Files of live runtimes, and files whose lock cannot be checked, stay.
+pub(crate) fn sweep(data_dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(data_dir.join(DIR)) else {
+        return Vec::new();
+    };
+    let mut gone = Vec::new();
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(id) = name.to_str().and_then(|n| n.strip_suffix(".lock")) else {
+            continue;
+        };
+        if !is_alive(data_dir, id) {
+            gone.push(id.to_string());
+        }
+    }
+    gone
 }
 
 /// Whether the runtime `id` still runs: its lock file exists and is locked. A file left by a
@@ -115,6 +175,42 @@ mod tests {
         std::fs::write(&path, "").unwrap();
         assert!(!is_alive(dir.path(), "rt_01LEFTBEHIND"));
         assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_sweep_removes_only_the_files_of_dead_runtimes() {
+        let dir = tempfile::tempdir().unwrap();
+        let live = OwnerLock::acquire(dir.path()).unwrap();
+        let runtimes = dir.path().join(DIR);
+        let dead = runtimes.join("rt_01DEADRUNTIME.lock");
+        std::fs::write(&dead, "").unwrap();
+        assert_eq!(sweep(dir.path()), vec!["rt_01DEADRUNTIME".to_string()]);
+        assert!(!dead.exists());
+        assert!(runtimes.join(format!("{}.lock", live.id)).exists());
+        assert!(is_alive(dir.path(), &live.id));
+    }
+
+    #[test]
+    fn a_lock_taken_while_others_sweep_stays_visible() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().to_path_buf();
+        let sweeping = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        let sweeper = {
+            let (path, sweeping) = (path.clone(), sweeping.clone());
+            std::thread::spawn(move || {
+                while sweeping.load(std::sync::atomic::Ordering::Relaxed) {
+                    sweep(&path);
+                }
+            })
+        };
+        let locks: Vec<OwnerLock> = (0..200)
+            .map(|_| OwnerLock::acquire(&path).unwrap())
+            .collect();
+        sweeping.store(false, std::sync::atomic::Ordering::Relaxed);
+        sweeper.join().unwrap();
+        for lock in &locks {
+            assert!(is_alive(&path, &lock.id), "{} was swept away", lock.id);
+        }
     }
 
     #[test]

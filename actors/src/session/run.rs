@@ -12,6 +12,7 @@ use tracing::Instrument;
 
 use super::actor::{LoopState, lock};
 use super::compaction::{CONTINUE, needs_compaction, pending_compaction, prune};
+use super::recover::{has_unfinished, repair_dead_runs};
 use super::step::{StepOutcome, run_step};
 use super::subtask::{pending_subtask, run_subtask};
 use super::title::ensure_title;
@@ -187,7 +188,7 @@ async fn run_loop(
 /// The session, its history and whether its row is unsaved: from the actor's memory (the history
 /// is taken out; the caller puts it back when done), else from the store.
 pub(crate) async fn load(
-    core: &Core,
+    core: &Arc<Core>,
     id: &SessionId,
     state: &Mutex<LoopState>,
 ) -> Result<(Arc<Session>, Vec<MessageWithParts>, bool), RuntimeError> {
@@ -212,7 +213,16 @@ pub(crate) async fn load(
     };
     let messages = match remembered {
         Some(h) => h,
-        None => core.store.messages(id).await?,
+        None => {
+            let stored = core.store.messages(id).await?;
+            // An answer left unfinished by a runtime that died is ended before the loop
+            // builds on it.
+            if has_unfinished(&stored) && !repair_dead_runs(core, Some(id)).await.is_empty() {
+                core.store.messages(id).await?
+            } else {
+                stored
+            }
+        }
     };
     Ok((session, messages, unsaved))
 }

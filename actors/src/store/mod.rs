@@ -74,6 +74,18 @@ pub struct Approval {
     pub created: u64,
 }
 
+/// An answer (assistant message) that is not finished, and the runtime writing it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unfinished {
+    /// The session it is in.
+    pub session: SessionId,
+    /// The message.
+    pub message: MessageId,
+    /// The id of the runtime writing it; empty when it names none (written by an earlier
+    /// version, or by a store no runtime was named for).
+    pub owner: String,
+}
+
 /// Which sessions to list.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SessionFilter {
@@ -185,5 +197,33 @@ pub trait Store: Send + Sync + 'static {
         _to: &str,
     ) -> Result<bool, StoreError> {
         Ok(false)
+    }
+    /// Waits until every write queued so far (without waiting) is stored.
+    async fn flush(&self) -> Result<(), StoreError> {
+        Ok(())
+    }
+    /// Names the runtime writing through this store (the first name given sticks): answers
+    /// stored unfinished are recorded as that runtime's, so that another runtime can tell the
+    /// answers of a runtime that died from those of a live one. The default records nothing
+    /// (and finds nothing to repair); a store wrapping another forwards this and the two
+    /// methods below.
+    fn set_runtime(&self, _runtime: &str) {}
+    /// The unfinished answers of `session` (of every session when `None`), oldest first.
+    async fn unfinished_answers(
+        &self,
+        _session: Option<&SessionId>,
+    ) -> Result<Vec<Unfinished>, StoreError> {
+        Ok(Vec::new())
+    }
+    /// Makes runtime `to` the writer of the unfinished answers runtime `from` writes (in
+    /// `session` only, when given); answers those it took. Of several runtimes taking over the
+    /// same answers at once, one takes each.
+    async fn claim_unfinished(
+        &self,
+        _from: &str,
+        _to: &str,
+        _session: Option<&SessionId>,
+    ) -> Result<Vec<Unfinished>, StoreError> {
+        Ok(Vec::new())
     }
 }

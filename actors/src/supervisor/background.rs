@@ -591,6 +591,10 @@ async fn deliver_now(
     text: String,
 ) -> Result<bool, RuntimeError> {
     let id = &record.parent_id;
+    // A runtime that is stopping leaves the result to the next one.
+    if core.stopping.load(std::sync::atomic::Ordering::SeqCst) {
+        return Ok(false);
+    }
     // A deleted parent takes its records with it; nothing to deliver to.
     let Some(session) = core.store.session(id).await? else {
         return Ok(false);

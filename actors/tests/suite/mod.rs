@@ -4,6 +4,7 @@ mod background_limits;
 mod bus;
 mod commands;
 mod compaction;
+mod crash;
 mod delegated_permissions;
 mod generate;
 #[cfg(feature = "openapi")]

@@ -86,25 +86,45 @@ impl Env {
     }
 
     fn options_in(&self, project: &std::path::Path) -> RuntimeOptions {
-        let mut env = BTreeMap::new();
-        env.insert("HOME".to_string(), self.home.display().to_string());
-        let loaded = load(&LoadOptions {
-            cwd: project.to_path_buf(),
-            config_file: None,
-            data_dir: Some(self.data.clone()),
-            env: env.clone(),
-        })
-        .unwrap();
-        let mut options = RuntimeOptions::new(loaded);
-        options.env = env;
-        options.arbiters = 2;
-        options.retry_base = Duration::from_millis(10);
-        options
+        options_at(project, &self.data, &self.home)
+    }
+
+    /// The data directory.
+    pub fn data(&self) -> PathBuf {
+        self.data.clone()
+    }
+
+    /// The home directory the runtime sees.
+    pub fn home(&self) -> PathBuf {
+        self.home.clone()
     }
 
     pub async fn runtime(&self) -> Runtime {
         Runtime::start(self.options()).await.unwrap()
     }
+}
+
+/// Runtime options for the project at `project` with data in `data` and `HOME` at `home`, as
+/// [`Env::options`] makes them (for a runtime in another process of the same test).
+pub fn options_at(
+    project: &std::path::Path,
+    data: &std::path::Path,
+    home: &std::path::Path,
+) -> RuntimeOptions {
+    let mut env = BTreeMap::new();
+    env.insert("HOME".to_string(), home.display().to_string());
+    let loaded = load(&LoadOptions {
+        cwd: project.to_path_buf(),
+        config_file: None,
+        data_dir: Some(data.to_path_buf()),
+        env: env.clone(),
+    })
+    .unwrap();
+    let mut options = RuntimeOptions::new(loaded);
+    options.env = env;
+    options.arbiters = 2;
+    options.retry_base = Duration::from_millis(10);
+    options
 }
 
 /// Prompts session `id` with `text` in a task of its own, for tests that act while it runs.

@@ -26,8 +26,8 @@ use std::time::Duration;
 use async_trait::async_trait;
 use sqlx::migrate::Migrator;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use futures::future::BoxFuture;
 use sqlx::{ConnectOptions, Row, SqliteConnection};
@@ -36,8 +36,11 @@ use taskforce_agents::model::{Message, Part, Session, Todo};
 use tokio::sync::{Mutex as AsyncMutex, MutexGuard as AsyncMutexGuard, OwnedMutexGuard};
 use tokio::sync::{mpsc, oneshot};
 
-use super::{Approval, BackgroundTask, MessageWithParts, SessionFilter, Store, StoreError};
+use super::{
+    Approval, BackgroundTask, MessageWithParts, SessionFilter, Store, StoreError, Unfinished,
+};
 
+mod answers;
 mod approvals;
 mod background;
 mod rows;
@@ -82,6 +85,9 @@ pub struct SqliteStore {
     pending: Arc<AtomicUsize>,
     /// Writes queued without waiting that reads must see (read-your-writes).
     unflushed: Arc<Unflushed>,
+    /// The runtime writing through this store, once named: its unfinished answers carry its
+    /// id (see `answers.rs`).
+    runtime: Arc<OnceLock<Arc<str>>>,
 }
 
 /// Read-only connections handed out round robin (cheaper than a pool's acquire and release).
@@ -198,6 +204,7 @@ impl SqliteStore {
             conn,
             pending,
             unflushed,
+            runtime: Arc::default(),
         })
     }
 
@@ -208,7 +215,7 @@ impl SqliteStore {
 
     /// Waits for the queued writes; the connections close when the last handle is dropped.
     pub async fn close(&self) {
-        let _ = self.flush().await;
+        let _ = self.flush_queue().await;
     }
 
     /// Hands a job to the writer task, counting its writes as pending; answers the job's
@@ -261,7 +268,7 @@ impl SqliteStore {
     }
 
     /// Waits until every upsert queued so far is committed.
-    async fn flush(&self) -> Result<(), StoreError> {
+    async fn flush_queue(&self) -> Result<(), StoreError> {
         let (tx, rx) = oneshot::channel();
         let job = Job::Batched(Batched {
             upsert: None,
@@ -308,13 +315,18 @@ impl SqliteStore {
         })
     }
 
-    /// A message row, ready to queue.
-    fn message_upsert(message: &Message) -> Result<Upsert, StoreError> {
+    /// A message row, ready to queue; an unfinished answer names the runtime writing it
+    /// (`runtime`, else nobody: '').
+    fn message_upsert(message: &Message, runtime: Option<&Arc<str>>) -> Result<Upsert, StoreError> {
         let id = message.id().as_str();
+        let unfinished = message
+            .as_assistant()
+            .is_some_and(|a| a.time.completed.is_none());
         Ok(Upsert::Message {
             id: id.to_string(),
             session: message.session_id().to_string(),
             created: to_sql(message.created()),
+            owner: unfinished.then(|| runtime.cloned().unwrap_or_else(|| Arc::from(""))),
             data: encode("message", id, message)?,
         })
     }
@@ -339,6 +351,7 @@ impl SqliteStore {
 
     /// The rows of sessions, messages and parts, in that order.
     fn rows(
+        &self,
         sessions: &[&Session],
         messages: &[&Message],
         parts: &[&Part],
@@ -348,7 +361,7 @@ impl SqliteStore {
             rows.push(Self::session_upsert(session)?);
         }
         for message in messages {
-            rows.push(Self::message_upsert(message)?);
+            rows.push(Self::message_upsert(message, self.runtime.get())?);
         }
         for part in parts {
             rows.push(Self::part_upsert(part)?);
@@ -362,6 +375,7 @@ impl SqliteStore {
         sessions: &[Session],
         messages: &[Arc<Message>],
         parts: &[Arc<Part>],
+        runtime: Option<&Arc<str>>,
     ) -> Vec<Upsert> {
         let logged = |e: StoreError| tracing::warn!("a queued write was dropped: {e}");
         let mut out = Vec::with_capacity(sessions.len() + messages.len() + parts.len());
@@ -373,7 +387,7 @@ impl SqliteStore {
         out.extend(
             messages
                 .iter()
-                .filter_map(|m| Self::message_upsert(m).map_err(logged).ok()),
+                .filter_map(|m| Self::message_upsert(m, runtime).map_err(logged).ok()),
         );
         out.extend(
             parts
@@ -458,7 +472,8 @@ impl Store for SqliteStore {
     }
 
     async fn put_message(&self, message: &Message) -> Result<(), StoreError> {
-        self.submit(Self::message_upsert(message)?).await
+        self.submit(Self::message_upsert(message, self.runtime.get())?)
+            .await
     }
 
     async fn message(
@@ -532,7 +547,7 @@ impl Store for SqliteStore {
         messages: &[&Message],
         parts: &[&Part],
     ) -> Result<(), StoreError> {
-        let rows = Self::rows(sessions, messages, parts)?;
+        let rows = self.rows(sessions, messages, parts)?;
         if let Some(mut conn) = self.direct() {
             let results = apply(&mut conn, rows.iter().map(Some)).await;
             return results.into_iter().collect();
@@ -582,6 +597,7 @@ impl Store for SqliteStore {
             sessions,
             messages,
             parts,
+            runtime: self.runtime.get().cloned(),
         };
         // One job, so the rows share a batch: one transaction, one commit; encoded by the
         // writer, not here.
@@ -594,7 +610,7 @@ impl Store for SqliteStore {
     }
 
     fn queue_message(&self, message: &Message) {
-        self.enqueue(Self::message_upsert(message));
+        self.enqueue(Self::message_upsert(message, self.runtime.get()));
     }
 
     async fn remove_part(&self, id: &PartId) -> Result<(), StoreError> {
@@ -685,6 +701,40 @@ impl Store for SqliteStore {
         let (child, from, to) = (child.clone(), from.map(str::to_string), to.to_string());
         self.exclusive(context.clone(), move |conn| {
             Box::pin(background::claim(conn, child, from, to, context))
+        })
+        .await
+    }
+
+    async fn flush(&self) -> Result<(), StoreError> {
+        self.flush_queue().await
+    }
+
+    fn set_runtime(&self, runtime: &str) {
+        let _ = self.runtime.set(Arc::from(runtime));
+    }
+
+    async fn unfinished_answers(
+        &self,
+        session: Option<&SessionId>,
+    ) -> Result<Vec<Unfinished>, StoreError> {
+        if let Some(session) = session {
+            self.unflushed.settled(session.as_str()).await;
+        } else {
+            self.unflushed.all_settled().await;
+        }
+        answers::unfinished(&mut *self.readers.get().await, session).await
+    }
+
+    async fn claim_unfinished(
+        &self,
+        from: &str,
+        to: &str,
+        session: Option<&SessionId>,
+    ) -> Result<Vec<Unfinished>, StoreError> {
+        let context = format!("cannot take over the unfinished answers of runtime {from:?}");
+        let (from, to, session) = (from.to_string(), to.to_string(), session.cloned());
+        self.exclusive(context.clone(), move |conn| {
+            Box::pin(answers::claim(conn, from, to, session, context))
         })
         .await
     }

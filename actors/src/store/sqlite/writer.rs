@@ -55,6 +55,8 @@ pub(super) enum Upsert {
         id: String,
         session: String,
         created: i64,
+        /// The runtime writing the message while it is an unfinished answer, else `None`.
+        owner: Option<Arc<str>>,
         data: String,
     },
     Part {
@@ -123,11 +125,13 @@ impl Upsert {
                 id,
                 session,
                 created,
+                owner,
                 data,
             } => {
                 args.add(id.as_str()).map_err(encode)?;
                 args.add(session.as_str()).map_err(encode)?;
                 args.add(*created).map_err(encode)?;
+                args.add(owner.as_deref()).map_err(encode)?;
                 args.add(data.as_str()).map_err(encode)?;
             }
             Upsert::Part {
@@ -173,8 +177,8 @@ impl Table {
                  FROM (VALUES "
             }
             Table::Message => {
-                "INSERT INTO message (id, session_id, time_created, data) \
-                 SELECT column1, column2, column3, column4 FROM (VALUES "
+                "INSERT INTO message (id, session_id, time_created, owner, data) \
+                 SELECT column1, column2, column3, column4, column5 FROM (VALUES "
             }
             Table::Part => {
                 "INSERT INTO part (id, message_id, session_id, data) \
@@ -187,7 +191,8 @@ impl Table {
     fn columns(self) -> usize {
         match self {
             Table::Session => 8,
-            Table::Message | Table::Part => 4,
+            Table::Message => 5,
+            Table::Part => 4,
         }
     }
 
@@ -195,7 +200,8 @@ impl Table {
     fn row(self) -> &'static str {
         match self {
             Table::Session => "(?,?,?,?,?,?,?,?)",
-            Table::Message | Table::Part => "(?,?,?,?)",
+            Table::Message => "(?,?,?,?,?)",
+            Table::Part => "(?,?,?,?)",
         }
     }
 
@@ -214,13 +220,13 @@ impl Table {
             }
             (Table::Message, Update::InPlace) => {
                 ") WHERE column1 IS NOT NULL ON CONFLICT (id) DO UPDATE SET \
-                 time_created = excluded.time_created, \
+                 time_created = excluded.time_created, owner = excluded.owner, \
                  data = iif(session_id IS excluded.session_id, excluded.data, NULL)"
             }
             (Table::Message, Update::Full) => {
                 ") WHERE column1 IS NOT NULL ON CONFLICT (id) DO UPDATE SET \
                  session_id = excluded.session_id, time_created = excluded.time_created, \
-                 data = excluded.data"
+                 owner = excluded.owner, data = excluded.data"
             }
             (Table::Part, Update::InPlace) => {
                 ") WHERE column1 IS NOT NULL ON CONFLICT (id) DO UPDATE SET \
@@ -315,6 +321,8 @@ pub(super) struct Values {
     pub sessions: Vec<Session>,
     pub messages: Vec<Arc<Message>>,
     pub parts: Vec<Arc<Part>>,
+    /// The runtime writing through the store, when named (see `SqliteStore::set_runtime`).
+    pub runtime: Option<Arc<str>>,
 }
 
 impl Values {
@@ -325,7 +333,8 @@ impl Values {
 
     /// Their rows, ready to commit; a value that cannot be encoded is logged and left out.
     fn into_batched(self) -> Vec<Batched> {
-        super::SqliteStore::rows_lossy(&self.sessions, &self.messages, &self.parts)
+        let runtime = self.runtime.as_ref();
+        super::SqliteStore::rows_lossy(&self.sessions, &self.messages, &self.parts, runtime)
             .into_iter()
             .map(|row| Batched {
                 upsert: Some(row),
@@ -763,7 +772,7 @@ mod tests {
         let session = SessionId::from_str(session).unwrap();
         let user: Message =
             UserMessage::new(session, "build", ModelRef::new("scripted", "echo"), 1_001).into();
-        SqliteStore::message_upsert(&user).unwrap()
+        SqliteStore::message_upsert(&user, None).unwrap()
     }
 
     fn reply(session: &str, parent: &str) -> Upsert {
@@ -780,7 +789,7 @@ mod tests {
             1_002,
         )
         .into();
-        SqliteStore::message_upsert(&assistant).unwrap()
+        SqliteStore::message_upsert(&assistant, None).unwrap()
     }
 
     fn part(session: &str, message: &str, text: &str) -> Part {
@@ -982,7 +991,10 @@ mod tests {
         let reply = reply(id(&s1), id(&m1));
         assert!(run_upsert(&mut conn, &reply).await.is_ok());
         let Upsert::Message {
-            id: reply_id, data, ..
+            id: reply_id,
+            data,
+            owner,
+            ..
         } = &reply
         else {
             unreachable!()
@@ -991,6 +1003,7 @@ mod tests {
             id: reply_id.clone(),
             session: id(&s2).to_string(),
             created: 1_002,
+            owner: owner.clone(),
             data: data.replace(id(&s1), id(&s2)),
         };
         assert!(run_upsert(&mut conn, &moved).await.is_ok());
