@@ -143,6 +143,16 @@ impl PermissionBroker {
         }
     }
 
+    /// What `ruleset` and the approvals say about `ask`, without asking anyone.
+    pub fn check(&self, ask: &PermissionAsk, ruleset: &[Rule]) -> AskDecision {
+        decide(
+            &ask.permission,
+            &ask.patterns,
+            ruleset,
+            &self.lock_approved(),
+        )
+    }
+
     /// Answers a pending ask; returns false (and publishes nothing) when no such ask is pending.
     /// An "always" reply returns once its approvals are stored; a failed write is logged and
     /// the approvals still hold for this runtime.

@@ -42,6 +42,10 @@ impl ToolHost for Host {
         }
     }
 
+    fn check(&self, _ctx: &ToolContext, ask: &PermissionAsk) -> permission::AskDecision {
+        permission::decide(ask, &[&self.rules])
+    }
+
     fn set_metadata(
         &self,
         _ctx: &ToolContext,
