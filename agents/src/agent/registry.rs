@@ -188,7 +188,7 @@ fn apply_fields(info: &mut AgentInfo, config: &AgentConfig) {
     if let Some(s) = config.step_limit() {
         info.steps = Some(s);
     }
-    let options: Map<_, _> = config.all_options().into_iter().collect();
+    let options: Map<_, _> = config.options.clone().into_iter().collect();
     merge_json(&mut info.options, &options);
 }
 

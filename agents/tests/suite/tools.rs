@@ -929,6 +929,9 @@ model = "special/pinned-model"
 
 [agent.build.permission.task]
 secret = "deny"
+
+[provider.special]
+type = "openai"
 "#;
 
 fn task_env() -> Env {
