@@ -142,12 +142,12 @@ impl ReadGate {
             let glob = paths::external_glob(real, PathKind::File);
             access = check(&self.ctx, "external_directory", &glob);
         }
-        for pattern in [path, real] {
+        let forms: &[&Path] = if path == real { &[real] } else { &[path, real] };
+        for form in forms {
             if access == Access::Denied {
                 break;
             }
-            let pattern = pattern.display().to_string();
-            access = access.min(check(&self.ctx, "read", &pattern));
+            access = access.min(check(&self.ctx, "read", &form.display().to_string()));
         }
         access
     }
