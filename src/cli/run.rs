@@ -73,6 +73,17 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<()> {
     if let Some(agent) = &args.agent {
         context.agent(Some(agent))?;
     }
+    if let Some(m) = &model {
+        let providers = context.loaded.config.available_providers();
+        if !providers.contains(&m.provider_id) {
+            return Err(UsageError::new(anyhow::anyhow!(
+                "--model {m}: provider \"{}\" is not configured (configured providers: {})",
+                m.provider_id,
+                providers.join(", ")
+            ))
+            .into());
+        }
+    }
     let session_id = args
         .session
         .as_deref()

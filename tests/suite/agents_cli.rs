@@ -42,6 +42,7 @@ fn list_puts_the_default_first_then_reference_order() {
 #[test]
 fn list_json_has_opencode_fields_and_disabled_tools() {
     let s = Sandbox::new();
+    s.file("taskforce.toml", "[provider.openai]\n");
     s.file(
         ".taskforce/agent/reviewer.md",
         "---\ndescription: Reviews code\nmode: subagent\nmodel: openai/gpt-4o\ntemperature: 0.2\nsteps: 9\npermission:\n  edit: deny\n  bash:\n    \"*\": ask\n    \"git diff *\": allow\n---\nYou review code.\n",

@@ -149,6 +149,16 @@ impl PermissionBroker {
         }
     }
 
+    /// What `ruleset` and the approvals say about `ask`, without asking anyone.
+    pub fn check(&self, ask: &PermissionAsk, ruleset: &Layers) -> AskDecision {
+        decide(
+            &ask.permission,
+            &ask.patterns,
+            ruleset,
+            &self.lock_approved(),
+        )
+    }
+
     /// Answers a pending ask; returns false (and publishes nothing) when no such ask is pending.
     /// An "always" reply returns once its approvals are stored; a failed write is logged and
     /// the approvals still hold for this runtime.
@@ -318,16 +328,18 @@ fn ids_where(
         .collect()
 }
 
-/// Evaluates `patterns` in order: the session's rules decide (last match wins in each layer,
-/// the strictest layer holds); an `ask` — the session's own or a caller's — is turned into
-/// `allow` by a matching approval. The first deny or remaining ask decides; all allowed is
-/// allow. A deny carries the denying layers' rules for `permission` (not the approvals).
+/// Evaluates every pattern: the session's rules decide (last match wins in each layer, the
+/// strictest layer holds); an `ask` — the session's own or a caller's — is turned into `allow`
+/// by a matching approval. The strictest pattern decides: a deny anywhere beats an ask before
+/// it, and all allowed is allow. A deny carries the denying layers' rules for `permission` (not
+/// the approvals).
 fn decide(
     permission: &str,
     patterns: &[String],
     ruleset: &Layers,
     approved: &[Rule],
 ) -> AskDecision {
+    let mut asked = false;
     for pattern in patterns {
         match ruleset.evaluate(permission, pattern) {
             Action::Allow => {}
@@ -335,13 +347,15 @@ fn decide(
                 return AskDecision::Deny(ruleset.denying(permission, pattern));
             }
             Action::Ask => {
-                if evaluate(permission, pattern, &[approved]).action != Action::Allow {
-                    return AskDecision::Ask;
-                }
+                asked |= evaluate(permission, pattern, &[approved]).action != Action::Allow;
             }
         }
     }
-    AskDecision::Allow
+    if asked {
+        AskDecision::Ask
+    } else {
+        AskDecision::Allow
+    }
 }
 
 /// The locked pending asks; their count is published when the lock is released.

@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 use taskforce_agents::agent::AgentInfo;
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::{Message, PartKind, Todo, ToolMetadata, ToolState};
-use taskforce_agents::permission::{Layers, PermissionAsk, PermissionError};
+use taskforce_agents::permission::{AskDecision, Layers, PermissionAsk, PermissionError};
 use taskforce_agents::tool::{ToolContext, ToolError, ToolHost};
 
 use super::processor::SharedPart;
@@ -143,6 +143,10 @@ impl ToolHost for SessionToolHost {
             r = asked => r,
             () = ctx.abort.cancelled() => Err(PermissionError::Rejected),
         }
+    }
+
+    fn check(&self, _ctx: &ToolContext, ask: &PermissionAsk) -> AskDecision {
+        self.core.broker.check(ask, &self.ruleset)
     }
 
     fn set_metadata(&self, _: &ToolContext, title: Option<String>, metadata: Map<String, Value>) {

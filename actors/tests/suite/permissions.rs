@@ -362,3 +362,68 @@ async fn a_childs_ask_reaches_the_roots_subscriber_with_its_path() {
     };
     assert!(task.output.starts_with("the child listed the files"));
 }
+
+/// The text of the last user message a request carries.
+fn last_user_text(req: &RecordedRequest) -> String {
+    req.messages()
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .map(|m| m["content"].to_string())
+        .unwrap_or_default()
+}
+
+#[actix_rt::test]
+async fn grep_leaves_out_files_the_read_rules_ask_about_until_the_user_allows_reading() {
+    let fake = FakeOpenAi::start(|req| {
+        if req.last_role() != Some("user") {
+            Response::text("done")
+        } else if last_user_text(req).contains("read it") {
+            Response::tool_calls(&[("call_read", "read", r#"{"filePath":".env"}"#)])
+        } else {
+            Response::tool_calls(&[("call_grep", "grep", r#"{"pattern":"SECRET"}"#)])
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    env.file(".env", "SECRET=hunter2\n");
+    env.file("docs.txt", "SECRET is documented here\n");
+    let rt = env.runtime().await;
+    let s = rt.create_session(None, None).await.unwrap();
+    let mut events = rt.subscribe(Filter::Session(s.id.clone()));
+
+    finished(prompt(&rt, &s.id, "search")).await;
+    let ToolState::Completed(grep) = &tool_parts(&rt, &s.id).await[0].1 else {
+        panic!("grep ran")
+    };
+    assert!(
+        grep.output.contains("SECRET is documented here"),
+        "{}",
+        grep.output
+    );
+    assert!(!grep.output.contains("hunter2"), "{}", grep.output);
+    assert!(
+        grep.output
+            .contains("(1 file skipped: reading it needs the user's permission"),
+        "{}",
+        grep.output
+    );
+    assert_eq!(asks(&drain(&mut events).await), 0);
+
+    // Reading `.env` asks; "always" allows reading from then on, and grep follows suit.
+    let running = prompt(&rt, &s.id, "read it");
+    let request = next_ask(&mut events).await;
+    assert_eq!(request.permission, "read");
+    assert!(
+        rt.reply_permission(&request.id, PermissionReply::Always, None)
+            .await
+    );
+    finished(running).await;
+    finished(prompt(&rt, &s.id, "search again")).await;
+    let ToolState::Completed(grep) = &tool_parts(&rt, &s.id).await[2].1 else {
+        panic!("grep ran again")
+    };
+    assert!(grep.output.contains("SECRET=hunter2"), "{}", grep.output);
+    assert!(!grep.output.contains("skipped"), "{}", grep.output);
+}

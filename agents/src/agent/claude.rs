@@ -14,13 +14,50 @@
 //! - `model`: `inherit` (or absent) → no model of its own, so it runs on the caller's model;
 //!   `provider/model` → that model; any other word is looked up in `[model_aliases]`; an alias
 //!   that is not defined there falls back to `inherit` with a warning;
-//! - every other key (`permissionMode`, `hooks`, `skills`, `mcpServers`…) has no taskforce
-//!   counterpart yet and is ignored.
+//! - Claude Code's other documented keys (`permissionMode`, `hooks`, `skills`, `mcpServers`…)
+//!   have no taskforce counterpart yet and are ignored; a key Claude Code does not document
+//!   ([`CLAUDE_KEYS`]) is an error, so that a misspelt key is not silently lost.
 
 use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
 
 use crate::markdown::Frontmatter;
+
+/// The frontmatter keys Claude Code documents for its agent files.
+pub const CLAUDE_KEYS: &[&str] = &[
+    "name",
+    "description",
+    "tools",
+    "disallowedTools",
+    "model",
+    "permissionMode",
+    "maxTurns",
+    "skills",
+    "mcpServers",
+    "hooks",
+    "memory",
+    "background",
+    "effort",
+    "isolation",
+    "initialPrompt",
+    "color",
+];
+
+/// Why a Claude Code agent file cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClaudeError {
+    /// A key's value has the wrong type.
+    #[error("key `{key}`: {message}")]
+    Invalid {
+        /// The frontmatter key.
+        key: String,
+        /// What is wrong with its value.
+        message: String,
+    },
+    /// A key Claude Code does not document (see [`CLAUDE_KEYS`]).
+    #[error("unknown key `{0}`")]
+    UnknownKey(String),
+}
 
 /// A Claude Code agent file converted to taskforce's agent config form.
 #[derive(Debug, Clone, PartialEq)]
@@ -38,12 +75,15 @@ pub fn from_claude(
     front: &Frontmatter,
     stem: &str,
     aliases: &IndexMap<String, String>,
-) -> Result<ClaudeAgent, String> {
+) -> Result<ClaudeAgent, ClaudeError> {
     let data = &front.data;
+    if let Some(key) = data.keys().find(|k| !CLAUDE_KEYS.contains(&k.as_str())) {
+        return Err(ClaudeError::UnknownKey(key.clone()));
+    }
     let name = match data.get("name") {
         None | Some(Value::Null) => stem.to_string(),
         Some(Value::String(s)) if !s.trim().is_empty() => s.trim().to_string(),
-        Some(_) => return Err("key `name`: expected a non-empty string".into()),
+        Some(_) => return Err(invalid("name", "expected a non-empty string")),
     };
     let mut config = Map::new();
     let mut warnings = Vec::new();
@@ -91,7 +131,7 @@ pub fn from_claude(
                 ));
             }
         }
-        Some(_) => return Err("key `model`: expected a string".into()),
+        Some(_) => return Err(invalid("model", "expected a string")),
     }
     Ok(ClaudeAgent {
         name,
@@ -100,28 +140,33 @@ pub fn from_claude(
     })
 }
 
-fn string_field(key: &str, value: &Value) -> Result<Value, String> {
+fn invalid(key: &str, message: &str) -> ClaudeError {
+    ClaudeError::Invalid {
+        key: key.to_string(),
+        message: message.to_string(),
+    }
+}
+
+fn string_field(key: &str, value: &Value) -> Result<Value, ClaudeError> {
     match value {
         Value::String(_) => Ok(value.clone()),
-        _ => Err(format!("key `{key}`: expected a string")),
+        _ => Err(invalid(key, "expected a string")),
     }
 }
 
 /// A `Read, Grep` string or a YAML list, mapped to taskforce permission names, deduplicated.
-fn tool_list(key: &str, value: &Value) -> Result<Vec<String>, String> {
+fn tool_list(key: &str, value: &Value) -> Result<Vec<String>, ClaudeError> {
     let names: Vec<String> = match value {
         Value::String(s) => s.split(',').map(|t| t.trim().to_string()).collect(),
         Value::Array(items) => items
             .iter()
             .map(|i| match i {
                 Value::String(s) => Ok(s.trim().to_string()),
-                _ => Err(format!("key `{key}`: expected tool names")),
+                _ => Err(invalid(key, "expected tool names")),
             })
             .collect::<Result<_, _>>()?,
         _ => {
-            return Err(format!(
-                "key `{key}`: expected a comma-separated list of tools"
-            ));
+            return Err(invalid(key, "expected a comma-separated list of tools"));
         }
     };
     let mut out: Vec<String> = Vec::new();
@@ -215,6 +260,19 @@ mod tests {
     #[test]
     fn wrong_types_are_named() {
         let err = from_claude(&front("---\ntools: 5\n---\n"), "a", &IndexMap::new()).unwrap_err();
-        assert!(err.contains("tools"), "{err}");
+        assert!(err.to_string().contains("tools"), "{err}");
+    }
+
+    #[test]
+    fn documented_keys_are_accepted_and_others_refused() {
+        let f = front(
+            "---\nname: a\npermissionMode: plan\nskills: [x]\nhooks: {}\nmemory: project\nbackground: true\neffort: high\nisolation: worktree\ninitialPrompt: go\nmcpServers: [gh]\n---\n",
+        );
+        assert!(from_claude(&f, "a", &IndexMap::new()).is_ok());
+        let f = front("---\nname: a\ndescriptoin: typo\n---\n");
+        assert_eq!(
+            from_claude(&f, "a", &IndexMap::new()).unwrap_err(),
+            ClaudeError::UnknownKey("descriptoin".into())
+        );
     }
 }

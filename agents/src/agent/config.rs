@@ -8,8 +8,10 @@ use super::AgentMode;
 use crate::model::ModelRef;
 use crate::permission::PermissionConfig;
 
-/// One agent as written in config or markdown; every field optional, unknown keys kept.
+/// One agent as written in config or markdown; every field optional. A key not listed here is
+/// an error (OpenCode passes unknown keys to the provider; here they go under `options`).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct AgentConfig {
     /// The model as `provider/model`.
     #[serde(
@@ -66,9 +68,6 @@ pub struct AgentConfig {
     /// A display name; the agent's name is its key or file path, so this is informational.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
-    /// Keys taskforce does not know; they become provider options.
-    #[serde(flatten)]
-    pub extra: IndexMap<String, Value>,
 }
 
 impl AgentConfig {
@@ -80,22 +79,6 @@ impl AgentConfig {
     /// The permission config including the legacy `tools` map, which explicit keys override.
     pub fn effective_permission(&self) -> Option<PermissionConfig> {
         legacy_then_explicit(self.tools.as_ref(), self.permission.as_ref())
-    }
-
-    /// Options with unknown keys folded in (explicit `options` win).
-    pub fn all_options(&self) -> IndexMap<String, Value> {
-        let mut out = self.extra.clone();
-        for (k, v) in &self.options {
-            match (out.get_mut(k), v) {
-                (Some(Value::Object(old)), Value::Object(new)) => {
-                    crate::config::merge_json(old, new);
-                }
-                _ => {
-                    out.insert(k.clone(), v.clone());
-                }
-            }
-        }
-        out
     }
 }
 

@@ -12,9 +12,9 @@ mod mode;
 mod registry;
 
 pub use builtin::BUILTIN_AGENTS;
-pub use claude::{ClaudeAgent, from_claude};
+pub use claude::{CLAUDE_KEYS, ClaudeAgent, ClaudeError, from_claude};
 pub use config::AgentConfig;
-pub use defaults::{default_rules, tool_output_glob};
+pub use defaults::{default_rules, tool_output_globs};
 pub use error::AgentError;
 pub use generate::{
     GENERATE_PROMPT, GenerateError, GeneratedAgent, agent_markdown, generation_request,

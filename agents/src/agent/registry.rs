@@ -12,8 +12,9 @@ use serde_json::Map;
 
 use super::builtin::builtins;
 use super::config::legacy_then_explicit;
+use super::defaults::both_forms;
 use super::{
-    AgentConfig, AgentError, AgentInfo, AgentMode, RuleOrigin, default_rules, tool_output_glob,
+    AgentConfig, AgentError, AgentInfo, AgentMode, RuleOrigin, default_rules, tool_output_globs,
 };
 use crate::config::{Config, Paths, merge_json};
 use crate::permission::{self, Action, Rule, Ruleset, from_config};
@@ -66,22 +67,20 @@ impl Registry {
             }
         }
 
-        let keep_output = Rule::new(
-            "external_directory",
-            tool_output_glob(&paths.data_dir),
-            Action::Allow,
-        );
-        for info in agents.values_mut() {
-            let denied = Rule {
+        let keep_output: Ruleset = tool_output_globs(&paths.data_dir)
+            .into_iter()
+            .map(|glob| Rule::new("external_directory", glob, Action::Allow))
+            .collect();
+        let denied: Ruleset = keep_output
+            .iter()
+            .map(|rule| Rule {
                 action: Action::Deny,
-                ..keep_output.clone()
-            };
-            if !info.permission.contains(&denied) {
-                push_rules(
-                    info,
-                    std::slice::from_ref(&keep_output),
-                    RuleOrigin::ToolOutput,
-                );
+                ..rule.clone()
+            })
+            .collect();
+        for info in agents.values_mut() {
+            if !denied.iter().any(|rule| info.permission.contains(rule)) {
+                push_rules(info, &keep_output, RuleOrigin::ToolOutput);
             }
             info.disabled_tools =
                 permission::disabled(BUILTIN_TOOLS.iter().copied(), &info.permission);
@@ -189,7 +188,7 @@ fn apply_fields(info: &mut AgentInfo, config: &AgentConfig) {
     if let Some(s) = config.step_limit() {
         info.steps = Some(s);
     }
-    let options: Map<_, _> = config.all_options().into_iter().collect();
+    let options: Map<_, _> = config.options.clone().into_iter().collect();
     merge_json(&mut info.options, &options);
 }
 
@@ -202,16 +201,14 @@ fn push_rules(info: &mut AgentInfo, rules: &[Rule], origin: RuleOrigin) {
 /// Built-in rules that depend on the data directory.
 fn dynamic_builtin_rules(name: &str, paths: &Paths) -> Ruleset {
     match name {
-        "plan" => vec![Rule::new(
-            "external_directory",
-            format!("{}/*", paths.plans_dir().display()),
-            Action::Allow,
-        )],
-        "explore" => vec![Rule::new(
-            "external_directory",
-            tool_output_glob(&paths.data_dir),
-            Action::Allow,
-        )],
+        "plan" => both_forms(&paths.plans_dir())
+            .into_iter()
+            .map(|glob| Rule::new("external_directory", glob, Action::Allow))
+            .collect(),
+        "explore" => tool_output_globs(&paths.data_dir)
+            .into_iter()
+            .map(|glob| Rule::new("external_directory", glob, Action::Allow))
+            .collect(),
         _ => Vec::new(),
     }
 }

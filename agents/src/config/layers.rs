@@ -1,14 +1,15 @@
 //! The layers of configuration, lowest precedence first, and how each is read and checked.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use config::{Environment, File, FileFormat, Source};
 use indexmap::IndexMap;
 use serde_json::{Map, Value, json};
 
+use super::error::UnknownKey;
 use super::{Config, ConfigError, Paths};
-use crate::agent::from_claude;
+use super::{check, keys};
+use crate::agent::{CLAUDE_KEYS, ClaudeError, from_claude};
 use crate::markdown;
 
 /// Where a layer comes from, for error messages.
@@ -30,22 +31,6 @@ pub(crate) struct Layer {
     pub source: Box<dyn Source + Send + Sync>,
 }
 
-/// The top-level keys an environment variable may set (`TASKFORCE_<KEY>`; `__` nests).
-const ENV_KEYS: &[&str] = &[
-    "model",
-    "small_model",
-    "default_agent",
-    "data_dir",
-    "provider",
-    "agent",
-    "command",
-    "permission",
-    "subagent",
-    "server",
-    "experimental",
-    "model_aliases",
-];
-
 impl Layer {
     /// A TOML or JSON file layer (by extension; anything else is read as TOML).
     pub fn file(path: &Path) -> Layer {
@@ -59,18 +44,8 @@ impl Layer {
         }
     }
 
-    /// The `TASKFORCE_*` variables of `env` that name config keys (others are left alone).
-    pub fn env(env: &BTreeMap<String, String>) -> Option<Layer> {
-        let vars: config::Map<String, String> = env
-            .iter()
-            .filter(|(k, _)| {
-                k.strip_prefix("TASKFORCE_").is_some_and(|rest| {
-                    let top = rest.split("__").next().unwrap_or("").to_ascii_lowercase();
-                    ENV_KEYS.contains(&top.as_str())
-                })
-            })
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
+    /// A layer of `TASKFORCE_*` variables (`TASKFORCE_<KEY>`, `__` nesting); `None` when empty.
+    pub fn env(vars: config::Map<String, String>) -> Option<Layer> {
         if vars.is_empty() {
             return None;
         }
@@ -94,10 +69,11 @@ impl Layer {
         }
     }
 
-    /// Reads this layer alone and checks it against the schema.
-    pub fn check(&self, paths: &Paths) -> Result<(), ConfigError> {
+    /// Reads this layer alone and checks it against the schema; returns what it holds.
+    pub fn check(&self, paths: &Paths) -> Result<Value, ConfigError> {
         let value = self.read(paths)?;
-        deserialize(value, &self.origin, paths).map(|_: Config| ())
+        deserialize(value.clone(), &self.origin, paths)?;
+        Ok(value)
     }
 
     /// Reads this layer alone into JSON.
@@ -132,22 +108,18 @@ pub(crate) fn deserialize(
     serde_path_to_error::deserialize::<_, Config>(value).map_err(|e| {
         let segments: Vec<String> = e.path().iter().map(|s| s.to_string()).collect();
         let message = e.inner().to_string();
+        if let Some(unknown) = check::unknown_key(origin, paths, &segments, &message) {
+            return unknown;
+        }
         let (origin_text, key) = match origin {
             // The file is the agent or command: name the frontmatter key alone.
             Origin::Agent(_) | Origin::Command(_) if segments.len() > 2 => {
                 (describe(origin, paths), segments[2..].join("."))
             }
-            Origin::Env => {
-                let var = format!(
-                    "TASKFORCE_{}",
-                    segments
-                        .iter()
-                        .map(|s| s.to_ascii_uppercase())
-                        .collect::<Vec<_>>()
-                        .join("__")
-                );
-                (format!("environment variable {var}"), segments.join("."))
-            }
+            Origin::Env => (
+                format!("environment variable {}", env_var(&segments)),
+                segments.join("."),
+            ),
             _ => (describe(origin, paths), segments.join(".")),
         };
         ConfigError::Invalid {
@@ -156,6 +128,12 @@ pub(crate) fn deserialize(
             message,
         }
     })
+}
+
+/// The environment variable that sets the key at `segments` (`TASKFORCE_SUBAGENT__TIMEOUT`).
+pub(crate) fn env_var(segments: &[String]) -> String {
+    let upper: Vec<String> = segments.iter().map(|s| s.to_ascii_uppercase()).collect();
+    format!("TASKFORCE_{}", upper.join("__"))
 }
 
 /// The origin as shown to the user.
@@ -260,13 +238,8 @@ pub(crate) fn markdown_layers(
                     Layer::markdown(Origin::Agent(file), json!({"agent": {name: map}}))
                 }
                 Kind::Claude => {
-                    let agent = from_claude(&front, &name, aliases).map_err(|message| {
-                        ConfigError::Invalid {
-                            origin: paths.display(&file),
-                            key: message.split('`').nth(1).unwrap_or(".").to_string(),
-                            message,
-                        }
-                    })?;
+                    let agent = from_claude(&front, &name, aliases)
+                        .map_err(|e| claude_error(e, paths.display(&file)))?;
                     warnings.extend(
                         agent
                             .warnings
@@ -288,6 +261,24 @@ pub(crate) fn markdown_layers(
         }
     }
     Ok(out)
+}
+
+/// A Claude Code agent file's error, naming the file (`origin`).
+fn claude_error(error: ClaudeError, origin: String) -> ConfigError {
+    match error {
+        ClaudeError::UnknownKey(key) => ConfigError::UnknownKey(Box::new(UnknownKey {
+            origin,
+            section: "the frontmatter".into(),
+            suggestion: keys::closest(&key, CLAUDE_KEYS.iter().copied()).map(str::to_string),
+            valid: CLAUDE_KEYS.iter().map(|k| k.to_string()).collect(),
+            key,
+        })),
+        ClaudeError::Invalid { key, message } => ConfigError::Invalid {
+            origin,
+            key,
+            message,
+        },
+    }
 }
 
 /// `.md` files below `dir` (only directly in it unless `recursive`), sorted by path.

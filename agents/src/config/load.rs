@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::layers::{self, Layer, Origin};
 use super::{Config, ConfigError, Paths, ProviderKind};
+use super::{check, env};
 
 /// What to load: the directory, the extra config file, the data dir override, the environment.
 #[derive(Debug, Clone, Default)]
@@ -57,17 +58,18 @@ pub fn load(options: &LoadOptions) -> Result<LoadedConfig, ConfigError> {
 
     let mut files = layers::file_layers(&paths);
     files.extend(explicit.as_deref().map(Layer::file));
-    let env = Layer::env(&options.env);
+    let (env, mut warnings) = env::env_layer(&options.env, &paths);
+    // What each layer holds, to check the models it names once the providers are known.
+    let mut held = Vec::new();
     for layer in files.iter().chain(env.iter()) {
-        layer.check(&paths)?;
+        held.push((layer.origin.clone(), layer.check(&paths)?));
     }
 
     // Claude Code agent files name models by alias; resolve them with the files' aliases.
     let aliases = merged(files.iter().chain(env.iter()), &paths)?.model_aliases;
-    let mut warnings = Vec::new();
     let markdown = layers::markdown_layers(&paths, &aliases, &mut warnings)?;
     for layer in &markdown {
-        layer.check(&paths)?;
+        held.push((layer.origin.clone(), layer.check(&paths)?));
     }
 
     // Precedence: global file < global markdown < project files and markdown, folder by folder
@@ -82,6 +84,10 @@ pub fn load(options: &LoadOptions) -> Result<LoadedConfig, ConfigError> {
         .collect();
     let config = merged(ordered.iter().chain(env.iter()), &paths)?;
     validate(&config)?;
+    let providers = config.available_providers();
+    for (origin, value) in &held {
+        check::models_have_providers(value, origin, &paths, &providers)?;
+    }
     paths.data_dir = options
         .data_dir
         .as_ref()

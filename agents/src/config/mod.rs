@@ -5,7 +5,10 @@
 //! the file (or environment variable) and the key that is wrong; then the layers are merged in
 //! order (maps deep-merge, keys keep their first position, later values win) and checked again.
 
+mod check;
+mod env;
 mod error;
+mod keys;
 mod layers;
 mod load;
 mod merge;
@@ -15,7 +18,7 @@ mod schema;
 pub mod serde_duration;
 pub mod serde_model;
 
-pub use error::ConfigError;
+pub use error::{ConfigError, UnconfiguredProvider, UnknownKey};
 pub use load::{LoadOptions, LoadedConfig, load};
 pub use merge::merge_json;
 pub use paths::Paths;
@@ -23,3 +26,6 @@ pub use schema::{
     CompactionConfig, Config, CostConfig, ExperimentalConfig, ModelConfig, ProviderConfig,
     ProviderKind, Secret, ServerConfig, SubagentConfig,
 };
+
+#[cfg(test)]
+mod tests;

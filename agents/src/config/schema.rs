@@ -71,6 +71,19 @@ pub struct Config {
     pub model_aliases: IndexMap<String, String>,
 }
 
+impl Config {
+    /// The provider ids models may name: the configured ones, then the built-in `scripted`
+    /// (always available) when it is not configured.
+    pub fn available_providers(&self) -> Vec<String> {
+        let mut out: Vec<String> = self.provider.keys().cloned().collect();
+        let scripted = crate::provider::SCRIPTED_PROVIDER;
+        if !out.iter().any(|p| p == scripted) {
+            out.push(scripted.into());
+        }
+        out
+    }
+}
+
 /// The wire format a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]

@@ -14,7 +14,7 @@ use super::envelope::{DisplayItem, TaskError, TaskUsage, TimeoutReason};
 use crate::agent::{AgentInfo, Registry};
 use crate::id::{MessageId, SessionId};
 use crate::model::{ModelRef, SummaryItem, Todo};
-use crate::permission::{PermissionAsk, PermissionError};
+use crate::permission::{AskDecision, PermissionAsk, PermissionError};
 
 /// Where and for whom a tool call runs.
 #[derive(Clone)]
@@ -57,6 +57,11 @@ impl ToolContext {
         self.host.ask(self, ask).await.map_err(ToolError::from)
     }
 
+    /// What the session's rules (and standing approvals) say about `ask`, without asking anyone.
+    pub fn check(&self, ask: &PermissionAsk) -> AskDecision {
+        self.host.check(self, ask)
+    }
+
     /// Updates the running tool part's title and metadata.
     pub fn metadata(&self, title: Option<String>, metadata: Map<String, Value>) {
         self.host.set_metadata(self, title, metadata);
@@ -68,6 +73,13 @@ impl ToolContext {
 pub trait ToolHost: Send + Sync {
     /// Evaluates the ask against the session's rules; waits for the user when the answer is `ask`.
     async fn ask(&self, ctx: &ToolContext, ask: PermissionAsk) -> Result<(), PermissionError>;
+
+    /// What the session's rules and standing approvals say about `ask`, without waiting for
+    /// anyone: search tools use it to leave out files a read would be refused or asked about.
+    /// A host that cannot tell answers `Ask`, so that such files are left out.
+    fn check(&self, _ctx: &ToolContext, _ask: &PermissionAsk) -> AskDecision {
+        AskDecision::Ask
+    }
 
     /// Publishes a new title and metadata on the running tool part.
     fn set_metadata(&self, ctx: &ToolContext, title: Option<String>, metadata: Map<String, Value>);

@@ -5,13 +5,13 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::access;
 use super::paths::{self, PathKind};
 use super::run::parse_args;
 use super::truncate::{MAX_BYTES, floor_char_boundary};
 use super::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::agent::{AgentInfo, Registry};
 use crate::model::{FileDiff, FileDiffStatus};
-use crate::permission::PermissionAsk;
 
 const ID: &str = "edit";
 
@@ -109,13 +109,7 @@ impl Tool for EditTool {
         let mut ask_metadata = Map::new();
         ask_metadata.insert("filepath".into(), Value::String(path.display().to_string()));
         ask_metadata.insert("diff".into(), Value::String(diff.text.clone()));
-        ctx.ask(PermissionAsk {
-            permission: "edit".into(),
-            patterns: vec![rel.clone()],
-            always: vec!["*".into()],
-            metadata: ask_metadata,
-        })
-        .await?;
+        access::ask_edit(ctx, &path, ask_metadata).await?;
 
         write_file(&path, &after).await?;
 

@@ -8,6 +8,7 @@ use ignore::overrides::Override;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::access::{Access, ReadGate, Skipped};
 use super::list::{overrides, walker};
 use super::paths::{self, PathKind};
 use super::run::parse_args;
@@ -77,9 +78,11 @@ impl Tool for GlobTool {
             .map(|p| p.display().to_string())
             .unwrap_or(args.pattern);
         let root = search.clone();
-        let (files, truncated) = tokio::task::spawn_blocking(move || find(&root, &pattern))
-            .await
-            .map_err(|e| ToolError::Failed(format!("glob failed: {e}")))??;
+        let gate = ReadGate::new(ctx, &search);
+        let (files, truncated, skipped) =
+            tokio::task::spawn_blocking(move || find(&root, &pattern, &gate))
+                .await
+                .map_err(|e| ToolError::Failed(format!("glob failed: {e}")))??;
 
         let output = if files.is_empty() {
             "No files found".to_string()
@@ -98,17 +101,23 @@ impl Tool for GlobTool {
         let mut metadata = Map::new();
         metadata.insert("count".into(), json!(files.len()));
         metadata.insert("truncated".into(), Value::Bool(truncated));
+        skipped.metadata(&mut metadata);
         Ok(ToolOutput {
             title: paths::display_title(ctx, &search),
-            output,
+            output: skipped.appended_to(output),
             metadata: metadata.into(),
         })
     }
 }
 
 /// The files below `root` matching `pattern` (gitignore-style glob: without a `/` it matches a
-/// name at any depth), newest first, at most [`LIMIT`], and whether there were more.
-fn find(root: &Path, pattern: &str) -> Result<(Vec<PathBuf>, bool), ToolError> {
+/// name at any depth), newest first, at most [`LIMIT`], whether there were more, and the
+/// matching files left out because the read rules deny them.
+fn find(
+    root: &Path,
+    pattern: &str,
+    gate: &ReadGate,
+) -> Result<(Vec<PathBuf>, bool, Skipped), ToolError> {
     if !root.is_dir() {
         return Err(ToolError::Failed(format!(
             "Directory not found: {}",
@@ -117,11 +126,16 @@ fn find(root: &Path, pattern: &str) -> Result<(Vec<PathBuf>, bool), ToolError> {
     }
     let matcher = overrides(root, &[pattern.to_string()])?;
     let mut found: Vec<(SystemTime, PathBuf)> = Vec::new();
+    let mut skipped = Skipped::default();
     for entry in walker(root, Override::empty()).build().flatten() {
         if !entry.file_type().is_some_and(|t| t.is_file()) {
             continue;
         }
         if !matcher.matched(entry.path(), false).is_whitelist() {
+            continue;
+        }
+        if gate.access(entry.path(), &gate.real_of(entry.path(), false)) == Access::Denied {
+            skipped.count(Access::Denied);
             continue;
         }
         let mtime = entry
@@ -131,7 +145,8 @@ fn find(root: &Path, pattern: &str) -> Result<(Vec<PathBuf>, bool), ToolError> {
             .unwrap_or(SystemTime::UNIX_EPOCH);
         found.push((mtime, entry.into_path()));
     }
-    Ok(newest_first(found, LIMIT))
+    let (files, truncated) = newest_first(found, LIMIT);
+    Ok((files, truncated, skipped))
 }
 
 /// Sorts by modification time, newest first (then by path), keeping at most `limit`.

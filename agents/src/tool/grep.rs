@@ -11,6 +11,7 @@ use regex::Regex;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::access::{Access, ReadGate, Skipped};
 use super::glob::TRUNCATED_NOTE;
 use super::list::{overrides, walker};
 use super::paths::{self, PathKind};
@@ -93,19 +94,22 @@ impl Tool for GrepTool {
 
         let root = search.clone();
         let include = args.include.clone();
-        let (mut files, total) =
-            tokio::task::spawn_blocking(move || search_files(&root, &regex, include.as_deref()))
-                .await
-                .map_err(|e| ToolError::Failed(format!("grep failed: {e}")))??;
+        let gate = ReadGate::new(ctx, &search);
+        let (mut files, total, skipped) = tokio::task::spawn_blocking(move || {
+            search_files(&root, &regex, include.as_deref(), &gate)
+        })
+        .await
+        .map_err(|e| ToolError::Failed(format!("grep failed: {e}")))??;
         files.sort_by(|a, b| b.mtime.cmp(&a.mtime).then_with(|| a.path.cmp(&b.path)));
 
         if total == 0 {
             let mut metadata = Map::new();
             metadata.insert("matches".into(), json!(0));
             metadata.insert("truncated".into(), Value::Bool(false));
+            skipped.metadata(&mut metadata);
             return Ok(ToolOutput {
                 title: args.pattern,
-                output: "No files found".into(),
+                output: skipped.appended_to("No files found".into()),
                 metadata: metadata.into(),
             });
         }
@@ -143,30 +147,37 @@ impl Tool for GrepTool {
         let mut metadata = Map::new();
         metadata.insert("matches".into(), json!(total));
         metadata.insert("truncated".into(), Value::Bool(truncated));
+        skipped.metadata(&mut metadata);
         Ok(ToolOutput {
             title: args.pattern,
-            output: output.trim_end().to_string(),
+            output: skipped.appended_to(output.trim_end().to_string()),
             metadata: metadata.into(),
         })
     }
 }
 
 /// Every file below `root` (or `root` itself when it is a file) with lines matching `regex`,
-/// and the total number of matching lines.
+/// the total number of matching lines, and the files left unread because a read of them
+/// would not be allowed outright (denied, or asked about).
 fn search_files(
     root: &Path,
     regex: &Regex,
     include: Option<&str>,
-) -> Result<(Vec<FileMatches>, usize), ToolError> {
+    gate: &ReadGate,
+) -> Result<(Vec<FileMatches>, usize, Skipped), ToolError> {
     let meta = std::fs::metadata(root)
         .map_err(|_| ToolError::Failed(format!("Path not found: {}", root.display())))?;
     let mut found = Vec::new();
     let mut total = 0;
+    let mut skipped = Skipped::default();
     if meta.is_file() {
-        if let Some(m) = search_file(root, regex, &mut total) {
+        let access = gate.access(root, &gate.real_of(root, true));
+        if access != Access::Allowed {
+            skipped.count(access);
+        } else if let Some(m) = search_file(root, regex, &mut total) {
             found.push(m);
         }
-        return Ok((found, total));
+        return Ok((found, total, skipped));
     }
     let include = match include {
         Some(glob) => Some(overrides(root, &[glob.to_string()])?),
@@ -181,11 +192,16 @@ fn search_files(
         {
             continue;
         }
+        let access = gate.access(entry.path(), &gate.real_of(entry.path(), false));
+        if access != Access::Allowed {
+            skipped.count(access);
+            continue;
+        }
         if let Some(m) = search_file(entry.path(), regex, &mut total) {
             found.push(m);
         }
     }
-    Ok((found, total))
+    Ok((found, total, skipped))
 }
 
 /// The matching lines of one text file (binary and unreadable files are skipped), adding their

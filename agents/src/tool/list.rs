@@ -10,6 +10,7 @@ use ignore::overrides::{Override, OverrideBuilder};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::access::{Access, ReadGate, Skipped};
 use super::paths::{self, PathKind};
 use super::run::parse_args;
 use super::{Tool, ToolContext, ToolError, ToolOutput};
@@ -122,17 +123,20 @@ impl Tool for ListTool {
 
         let globs = ignore_globs(&args.ignore.unwrap_or_default());
         let root = search.clone();
-        let (files, truncated) = tokio::task::spawn_blocking(move || list_files(&root, &globs))
-            .await
-            .map_err(|e| ToolError::Failed(format!("listing failed: {e}")))??;
+        let gate = ReadGate::new(ctx, &search);
+        let (files, truncated, skipped) =
+            tokio::task::spawn_blocking(move || list_files(&root, &globs, Some(&gate)))
+                .await
+                .map_err(|e| ToolError::Failed(format!("listing failed: {e}")))??;
 
         let output = render_listing(&search, &files, truncated);
         let mut metadata = Map::new();
         metadata.insert("count".into(), json!(files.len()));
         metadata.insert("truncated".into(), Value::Bool(truncated));
+        skipped.metadata(&mut metadata);
         Ok(ToolOutput {
             title: paths::display_title(ctx, &search),
-            output,
+            output: skipped.appended_to(output),
             metadata: metadata.into(),
         })
     }
@@ -142,7 +146,8 @@ impl ListTool {
     /// The tool's output for `dir` with no extra ignores, without permission asks, for a
     /// directory attached to a prompt. Blocking.
     pub(crate) fn list_for_prompt(dir: &Path) -> Result<String, String> {
-        let (files, truncated) = list_files(dir, &ignore_globs(&[])).map_err(|e| e.to_string())?;
+        let (files, truncated, _) =
+            list_files(dir, &ignore_globs(&[]), None).map_err(|e| e.to_string())?;
         Ok(render_listing(dir, &files, truncated))
     }
 }
@@ -165,8 +170,13 @@ fn render_listing(search: &Path, files: &[PathBuf], truncated: bool) -> String {
     output
 }
 
-/// Up to [`LIMIT`] files below `root` (relative to it), and whether there were more.
-fn list_files(root: &Path, globs: &[String]) -> Result<(Vec<PathBuf>, bool), ToolError> {
+/// Up to [`LIMIT`] files below `root` (relative to it), whether there were more, and the files
+/// left out because `gate` finds that the read rules deny them (links judged by their target).
+fn list_files(
+    root: &Path,
+    globs: &[String],
+    gate: Option<&ReadGate>,
+) -> Result<(Vec<PathBuf>, bool, Skipped), ToolError> {
     match std::fs::metadata(root) {
         Ok(meta) if meta.is_dir() => {}
         Ok(_) => {
@@ -184,21 +194,29 @@ fn list_files(root: &Path, globs: &[String]) -> Result<(Vec<PathBuf>, bool), Too
     }
     let overrides = overrides(root, globs)?;
     let mut files = Vec::new();
+    let mut skipped = Skipped::default();
     for entry in walker(root, overrides).build().flatten() {
-        if !entry
-            .file_type()
-            .is_some_and(|t| t.is_file() || t.is_symlink())
-        {
+        let Some(kind) = entry.file_type() else {
+            continue;
+        };
+        if !(kind.is_file() || kind.is_symlink()) {
             continue;
         }
+        if let Some(gate) = gate {
+            let real = gate.real_of(entry.path(), kind.is_symlink());
+            if gate.access(entry.path(), &real) == Access::Denied {
+                skipped.count(Access::Denied);
+                continue;
+            }
+        }
         if files.len() >= LIMIT {
-            return Ok((files, true));
+            return Ok((files, true, skipped));
         }
         if let Ok(rel) = entry.path().strip_prefix(root) {
             files.push(rel.to_path_buf());
         }
     }
-    Ok((files, false))
+    Ok((files, false, skipped))
 }
 
 /// The indented tree of `files` (paths relative to the listed folder): folders first, each

@@ -2,6 +2,7 @@
 //! services the runtime provides (permission asks, live metadata, todos, subagents), and the
 //! built-in tools.
 
+mod access;
 pub mod background;
 mod bash;
 pub(crate) use bash::kill_group;

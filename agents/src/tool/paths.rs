@@ -10,7 +10,7 @@ use std::path::{Component, Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::{ToolContext, ToolError};
+use super::{ToolContext, ToolError, access};
 use crate::permission::PermissionAsk;
 
 /// Whether a path names a file (its parent directory is asked about) or a directory (asked
@@ -107,16 +107,65 @@ pub fn real(path: &Path) -> PathBuf {
     out
 }
 
-/// Whether `path` lies outside both the project root and the session directory.
+/// The project root and the session directory in real form (links resolved): what lies
+/// inside them is inside the project.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Boundary {
+    roots: [PathBuf; 2],
+}
+
+impl Boundary {
+    /// The boundary of `ctx`'s project and session directory.
+    pub fn of(ctx: &ToolContext) -> Boundary {
+        Boundary {
+            roots: [real(&ctx.project_root), real(&ctx.directory)],
+        }
+    }
+
+    /// Whether `real_path` (already in real form) lies inside the project or session directory.
+    pub fn contains(&self, real_path: &Path) -> bool {
+        self.roots.iter().any(|root| real_path.starts_with(root))
+    }
+}
+
+/// Whether `path` really lies outside both the project root and the session directory: links
+/// are resolved on both sides, so a link inside the project to a file outside it is external,
+/// and a project reached through a linked folder is not.
 pub fn is_external(ctx: &ToolContext, path: &Path) -> bool {
-    let path = normalize(path);
-    !(path.starts_with(normalize(&ctx.project_root)) || path.starts_with(normalize(&ctx.directory)))
+    !Boundary::of(ctx).contains(&real(path))
+}
+
+/// The `external_directory` patterns a tool touching `path` must be allowed: none when it
+/// really lies inside; else `<dir>/*` of its real form, and that of the path as given when it
+/// names a different folder outside too.
+pub fn external_globs(ctx: &ToolContext, path: &Path, kind: PathKind) -> Vec<String> {
+    let boundary = Boundary::of(ctx);
+    let real_path = real(path);
+    if boundary.contains(&real_path) {
+        return Vec::new();
+    }
+    let mut globs = vec![external_glob(&real_path, kind)];
+    let given = normalize(path);
+    let inside_as_given = boundary.contains(&given)
+        || given.starts_with(normalize(&ctx.project_root))
+        || given.starts_with(normalize(&ctx.directory));
+    let given_glob = external_glob(&given, kind);
+    if !inside_as_given && !globs.contains(&given_glob) {
+        globs.push(given_glob);
+    }
+    globs
 }
 
 /// `path` relative to the project root, with `..` steps when it lies outside (like Node's
 /// `path.relative`); the pattern `edit` permissions are asked with.
 pub fn relative_to_project(ctx: &ToolContext, path: &Path) -> String {
     relative(&normalize(&ctx.project_root), &normalize(path))
+}
+
+/// The real form of `path` relative to the real project root: where an edit through links
+/// really lands, as an `edit` pattern.
+pub fn real_relative_to_project(ctx: &ToolContext, path: &Path) -> String {
+    relative(&real(&ctx.project_root), &real(path))
 }
 
 /// A short title for `path`: relative to the project, `.` for the project root itself.
@@ -153,8 +202,9 @@ pub fn external_glob(path: &Path, kind: PathKind) -> String {
     format!("{}/*", dir.trim_end_matches('/'))
 }
 
-/// Asks `external_directory` with pattern and always `<dir>/*` when `path` lies outside the
-/// project and the session directory; does nothing otherwise.
+/// Asks `external_directory` with patterns and always [`external_globs`] (the strictest first)
+/// when `path` really lies outside the project and the session directory; does nothing
+/// otherwise.
 ///
 /// Tool output files under `<data_dir>/tool-output/` are asked about too: the default rules
 /// allow them, and the rules decide.
@@ -163,13 +213,20 @@ pub async fn ask_external_directory(
     path: &Path,
     kind: PathKind,
 ) -> Result<(), ToolError> {
-    if !is_external(ctx, path) {
+    let globs = external_globs(ctx, path, kind);
+    let Some(first) = globs.first() else {
         return Ok(());
-    }
-    let glob = external_glob(path, kind);
-    let parent = glob.trim_end_matches("/*").to_string();
+    };
+    let parent = first.trim_end_matches("/*").to_string();
     let mut metadata = Map::new();
     metadata.insert("filepath".into(), Value::String(path.display().to_string()));
+    let real_path = real(path);
+    if real_path != normalize(path) {
+        metadata.insert(
+            "realPath".into(),
+            Value::String(real_path.display().to_string()),
+        );
+    }
     metadata.insert(
         "parentDir".into(),
         Value::String(if parent.is_empty() {
@@ -178,10 +235,11 @@ pub async fn ask_external_directory(
             parent
         }),
     );
+    let patterns = access::strictest_first(ctx, "external_directory", globs.clone());
     ctx.ask(PermissionAsk {
         permission: "external_directory".into(),
-        patterns: vec![glob.clone()],
-        always: vec![glob],
+        patterns,
+        always: globs,
         metadata,
     })
     .await

@@ -7,12 +7,12 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::access;
 use super::paths::{self, PathKind};
 use super::run::{lenient_u64, parse_args};
 use super::truncate::MAX_BYTES;
 use super::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::agent::{AgentInfo, Registry};
-use crate::permission::PermissionAsk;
 
 const ID: &str = "read";
 
@@ -89,13 +89,7 @@ impl Tool for ReadTool {
         let limit = usize::try_from(limit).unwrap_or(usize::MAX);
         let path = paths::resolve(&ctx.directory, &args.file_path);
         paths::ask_external_directory(ctx, &path, PathKind::File).await?;
-        ctx.ask(PermissionAsk {
-            permission: "read".into(),
-            patterns: vec![path.display().to_string()],
-            always: vec!["*".into()],
-            metadata: Map::new(),
-        })
-        .await?;
+        access::ask_read(ctx, &path).await?;
 
         let file = path.clone();
         let window = tokio::task::spawn_blocking(move || read_window(&file, offset, limit))

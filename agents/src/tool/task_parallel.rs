@@ -31,7 +31,7 @@ use super::truncate::{self, Direction, MAX_BYTES, MAX_LINES};
 use super::{Delegate, SubagentRequest, ToolContext, ToolError, ToolHost, ToolOutput};
 use crate::id::SessionId;
 use crate::model::{SUMMARY_KEY, Todo, ToolMetadata};
-use crate::permission::{PermissionAsk, PermissionError};
+use crate::permission::{AskDecision, PermissionAsk, PermissionError};
 
 const ID: &str = "task";
 
@@ -356,6 +356,10 @@ struct TaskHost {
 impl ToolHost for TaskHost {
     async fn ask(&self, ctx: &ToolContext, ask: PermissionAsk) -> Result<(), PermissionError> {
         self.live.host.ask(ctx, ask).await
+    }
+
+    fn check(&self, ctx: &ToolContext, ask: &PermissionAsk) -> AskDecision {
+        self.live.host.check(ctx, ask)
     }
 
     fn set_metadata(

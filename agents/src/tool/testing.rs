@@ -42,6 +42,10 @@ impl ToolHost for TestHost {
         }
     }
 
+    fn check(&self, _ctx: &ToolContext, ask: &PermissionAsk) -> permission::AskDecision {
+        permission::decide(ask, &[&self.rules])
+    }
+
     fn set_metadata(
         &self,
         _ctx: &ToolContext,
@@ -113,6 +117,21 @@ impl Project {
             std::fs::create_dir_all(parent).unwrap();
         }
         std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    /// A folder beside the project (`<tmp>/outside`), created on first use.
+    pub fn outside(&self) -> PathBuf {
+        let dir = self.root.parent().unwrap().join("outside");
+        std::fs::create_dir_all(&dir).unwrap();
+        dir
+    }
+
+    /// A symbolic link at `rel` below the project root pointing to `target`.
+    #[cfg(unix)]
+    pub fn link(&self, rel: &str, target: &std::path::Path) -> PathBuf {
+        let path = self.root.join(rel);
+        std::os::unix::fs::symlink(target, &path).unwrap();
         path
     }
 

@@ -4,12 +4,12 @@ use async_trait::async_trait;
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
+use super::access;
 use super::edit::{read_text, unified_diff, write_file};
 use super::paths::{self, PathKind};
 use super::run::parse_args;
 use super::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::agent::{AgentInfo, Registry};
-use crate::permission::PermissionAsk;
 
 const ID: &str = "write";
 
@@ -67,13 +67,7 @@ impl Tool for WriteTool {
         let mut ask_metadata = Map::new();
         ask_metadata.insert("filepath".into(), Value::String(path.display().to_string()));
         ask_metadata.insert("diff".into(), Value::String(diff.text.clone()));
-        ctx.ask(PermissionAsk {
-            permission: "edit".into(),
-            patterns: vec![rel.clone()],
-            always: vec!["*".into()],
-            metadata: ask_metadata,
-        })
-        .await?;
+        access::ask_edit(ctx, &path, ask_metadata).await?;
 
         write_file(&path, &args.content).await?;
 

@@ -253,7 +253,7 @@ fn openapi_agents_and_commands_validate() {
     let f = Fixture::new();
     f.project_file(
         "taskforce.toml",
-        "[agent.reviewer]\ndescription = \"Reviews\"\nmode = \"subagent\"\nmodel = \"openai/gpt-4\"\n\
+        "[provider.openai]\n[agent.reviewer]\ndescription = \"Reviews\"\nmode = \"subagent\"\nmodel = \"openai/gpt-4\"\n\
          temperature = 0.5\ntop_p = 0.9\ncolor = \"#ff0000\"\nsteps = 7\nvariant = \"high\"\n\
          options = { reasoningEffort = \"high\" }\n\
          [command.greet]\ntemplate = \"Say hello to $1\"\ndescription = \"Greets\"\n\

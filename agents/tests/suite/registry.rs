@@ -178,7 +178,7 @@ fn a12_disable_removes_even_builtins() {
 #[test]
 fn a13_a15_custom_agents() {
     let r = with_config(
-        "[agent.my_custom_agent]\nmodel = \"openai/gpt-4\"\ntemperature = 0.5\ntop_p = 0.9\nrandom_property = \"hello\"\noptions = { reasoningEffort = \"high\" }\n",
+        "[provider.openai]\n[agent.my_custom_agent]\nmodel = \"openai/gpt-4\"\ntemperature = 0.5\ntop_p = 0.9\noptions = { reasoningEffort = \"high\", random_property = \"hello\" }\n",
     );
     let a = r.get("my_custom_agent").unwrap();
     let model = a.model.as_ref().unwrap();
@@ -359,7 +359,9 @@ fn default_agent_rules_and_listing_order() {
 
 #[test]
 fn agent_json_matches_opencode_shape() {
-    let r = with_config("[agent.rev]\nmodel = \"openai/gpt-4o\"\nsteps = 5\ncolor = \"#ff0000\"\n");
+    let r = with_config(
+        "[provider.openai]\n[agent.rev]\nmodel = \"openai/gpt-4o\"\nsteps = 5\ncolor = \"#ff0000\"\n",
+    );
     let v = serde_json::to_value(r.get("rev").unwrap()).unwrap();
     assert_eq!(v["name"], "rev");
     assert_eq!(v["mode"], "all");

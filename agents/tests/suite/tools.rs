@@ -42,6 +42,10 @@ impl ToolHost for Host {
         }
     }
 
+    fn check(&self, _ctx: &ToolContext, ask: &PermissionAsk) -> permission::AskDecision {
+        permission::decide(ask, &[&self.rules])
+    }
+
     fn set_metadata(
         &self,
         _ctx: &ToolContext,
@@ -915,6 +919,9 @@ model = "special/pinned-model"
 
 [agent.build.permission.task]
 secret = "deny"
+
+[provider.special]
+type = "openai"
 "#;
 
 fn task_env() -> Env {

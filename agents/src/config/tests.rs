@@ -1,0 +1,264 @@
+//! Configuration that says when it is wrong: unknown keys wherever they are written, models of
+//! providers that are not configured, and environment variables that match no key.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use super::{ConfigError, LoadOptions, LoadedConfig, load};
+
+/// A project (a git root) and a home, with a hermetic environment.
+struct Project {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    env: BTreeMap<String, String>,
+}
+
+impl Project {
+    fn new() -> Project {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("project");
+        let home = dir.path().join("home");
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        let env = BTreeMap::from([("HOME".to_string(), home.display().to_string())]);
+        Project {
+            _dir: dir,
+            root,
+            env,
+        }
+    }
+
+    fn with(rel: &str, text: &str) -> Project {
+        let p = Project::new();
+        p.file(rel, text);
+        p
+    }
+
+    fn file(&self, rel: &str, text: &str) -> PathBuf {
+        let path = self.root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    fn load(&self) -> Result<LoadedConfig, ConfigError> {
+        load(&LoadOptions {
+            cwd: self.root.clone(),
+            config_file: None,
+            data_dir: None,
+            env: self.env.clone(),
+        })
+    }
+
+    fn error(&self) -> String {
+        match self.load() {
+            Ok(_) => panic!("the configuration was accepted"),
+            Err(e) => e.to_string(),
+        }
+    }
+}
+
+/// The message for `key` unknown in `section` of `file`, suggesting `suggestion`.
+fn unknown(key: &str, section: &str, file: &str, suggestion: &str) -> String {
+    format!("unknown key \"{key}\" in {section} of {file}; did you mean \"{suggestion}\"?")
+}
+
+#[test]
+fn an_unknown_key_in_a_section_names_the_file_the_section_and_the_closest_key() {
+    let p = Project::with("taskforce.toml", "[subagent]\nmax_concurent = 4\n");
+    assert_eq!(
+        p.error(),
+        unknown(
+            "max_concurent",
+            "[subagent]",
+            "taskforce.toml",
+            "max_concurrent"
+        )
+    );
+}
+
+#[test]
+fn unknown_keys_are_named_at_every_level_of_a_config_file() {
+    let cases = [
+        (
+            "modle = \"scripted/x\"\n",
+            "modle",
+            "the top level",
+            "model",
+        ),
+        (
+            "[agent.build]\ntempature = 0.2\n",
+            "tempature",
+            "[agent.build]",
+            "temperature",
+        ),
+        (
+            "[provider.fake]\ntype = \"openai\"\nbase_ur = \"http://x\"\n",
+            "base_ur",
+            "[provider.fake]",
+            "base_url",
+        ),
+        (
+            "[provider.fake.models.m]\ncontxt = 1000\n",
+            "contxt",
+            "[provider.fake.models.m]",
+            "context",
+        ),
+        (
+            "[server]\nreplay_byte = 10\n",
+            "replay_byte",
+            "[server]",
+            "replay_bytes",
+        ),
+        (
+            "[command.hi]\ntemplate = \"x\"\nagnet = \"build\"\n",
+            "agnet",
+            "[command.hi]",
+            "agent",
+        ),
+    ];
+    for (text, key, section, suggestion) in cases {
+        let p = Project::with("taskforce.toml", text);
+        assert_eq!(
+            p.error(),
+            unknown(key, section, "taskforce.toml", suggestion),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn a_key_like_no_valid_one_lists_the_valid_keys() {
+    let p = Project::with("taskforce.toml", "[compaction]\nxyz = true\n");
+    assert_eq!(
+        p.error(),
+        "unknown key \"xyz\" in [compaction] of taskforce.toml; valid keys: auto, prune"
+    );
+}
+
+#[test]
+fn unknown_frontmatter_keys_of_agent_and_command_files_are_errors() {
+    let cases = [
+        (".taskforce/agent/a.md", "descripton: x\n", "description"),
+        (".opencode/agent/a.md", "hiden: true\n", "hidden"),
+        (".taskforce/command/c.md", "subtsk: true\n", "subtask"),
+        (
+            ".claude/agents/a.md",
+            "disallowedTool: Bash\n",
+            "disallowedTools",
+        ),
+    ];
+    for (file, front, suggestion) in cases {
+        let p = Project::with(file, &format!("---\n{front}---\nbody\n"));
+        let key = front.split(':').next().unwrap();
+        assert_eq!(
+            p.error(),
+            unknown(key, "the frontmatter", file, suggestion),
+            "{file}"
+        );
+    }
+}
+
+#[test]
+fn every_key_opencode_and_claude_code_document_is_accepted() {
+    let p = Project::new();
+    p.file(
+        ".opencode/agent/oc.md",
+        "---\nmodel: scripted/x\nvariant: high\ntemperature: 0.1\ntop_p: 0.9\ntools: {bash: false}\ndisable: false\ndescription: d\nmode: subagent\nhidden: true\noptions: {a: 1}\ncolor: \"#ffffff\"\nsteps: 3\nmaxSteps: 4\npermission: {edit: deny}\nname: oc\n---\nbody\n",
+    );
+    p.file(
+        ".claude/agents/cc.md",
+        "---\nname: cc\ndescription: d\ntools: Read\ndisallowedTools: Bash\nmodel: inherit\npermissionMode: plan\nmaxTurns: 3\nskills: [s]\nmcpServers: [m]\nhooks: {}\nmemory: project\nbackground: false\neffort: high\nisolation: worktree\ninitialPrompt: hi\ncolor: blue\n---\nbody\n",
+    );
+    let config = p.load().unwrap().config;
+    assert_eq!(config.agent["oc"].options["a"], 1);
+    assert!(config.agent.contains_key("cc"));
+}
+
+#[test]
+fn a_model_of_a_provider_not_configured_is_an_error_naming_the_configured_ones() {
+    let providers = "[provider.fake]\ntype = \"openai\"\n";
+    let cases = [
+        (
+            "taskforce.toml",
+            format!("model = \"nope/m\"\n{providers}"),
+            "model",
+        ),
+        (
+            "taskforce.toml",
+            format!("small_model = \"nope/m\"\n{providers}"),
+            "small_model",
+        ),
+        (
+            "taskforce.toml",
+            format!("{providers}[agent.build]\nmodel = \"nope/m\"\n"),
+            "agent.build.model",
+        ),
+        (
+            "taskforce.toml",
+            format!("{providers}[command.c]\ntemplate = \"x\"\nmodel = \"nope/m\"\n"),
+            "command.c.model",
+        ),
+    ];
+    for (file, text, key) in cases {
+        let p = Project::with(file, &text);
+        assert_eq!(
+            p.error(),
+            format!(
+                "{file}: key `{key}`: model \"nope/m\" needs provider \"nope\", which is not configured (configured providers: fake, scripted); add a [provider.nope] section"
+            )
+        );
+    }
+    let p = Project::with("taskforce.toml", providers);
+    p.file(".taskforce/agent/a.md", "---\nmodel: nope/m\n---\nbody\n");
+    let err = p.error();
+    assert!(
+        err.starts_with(
+            ".taskforce/agent/a.md: key `model`: model \"nope/m\" needs provider \"nope\""
+        ),
+        "{err}"
+    );
+}
+
+#[test]
+fn configured_and_built_in_providers_serve_models() {
+    let p = Project::with(
+        "taskforce.toml",
+        "model = \"fake/m\"\nsmall_model = \"scripted/echo\"\n[provider.fake]\ntype = \"openai\"\n",
+    );
+    assert!(p.load().is_ok());
+}
+
+#[test]
+fn environment_variables_matching_no_key_are_warned_about_by_name() {
+    let mut p = Project::new();
+    for (name, value) in [
+        ("TASKFORCE_MODLE", "scripted/x"),
+        ("TASKFORCE_SUBAGENT__MAX_CONCURENT", "3"),
+        ("TASKFORCE_SUBAGENT__MAX_DEPTH", "2"),
+        ("TASKFORCE_CONFIG", ""),
+        ("TASKFORCE_SERVER_PASSWORD", "secret"),
+    ] {
+        p.env.insert(name.into(), value.into());
+    }
+    let loaded = p.load().unwrap();
+    assert_eq!(loaded.config.subagent.max_depth, 2);
+    assert_eq!(
+        loaded.warnings,
+        [
+            "environment variable TASKFORCE_MODLE matches no configuration key and is ignored; did you mean TASKFORCE_MODEL?",
+            "environment variable TASKFORCE_SUBAGENT__MAX_CONCURENT matches no configuration key and is ignored (unknown key \"max_concurent\" in [subagent]; did you mean \"max_concurrent\"?)",
+        ]
+    );
+}
+
+#[test]
+fn a_model_from_the_environment_needs_its_provider_too() {
+    let mut p = Project::new();
+    p.env.insert("TASKFORCE_MODEL".into(), "nope/m".into());
+    let err = p.error();
+    assert!(
+        err.starts_with("environment variable TASKFORCE_MODEL: key `model`"),
+        "{err}"
+    );
+}
