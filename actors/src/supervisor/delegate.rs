@@ -111,6 +111,14 @@ impl SupervisorDelegate {
     ) -> Result<(Session, bool), ToolError> {
         let store = &self.core.store;
         let caller_rules = merge(&[&caller.permission, parent.rules()]);
+        // A background child this runtime runs may not be stored yet (its row goes to disk
+        // with its first message): it is refused all the same, never taken for a new session.
+        if let Some(raw) = &request.session_id
+            && let Ok(id) = SessionId::parse(raw)
+            && self.core.background.contains_key(&id)
+        {
+            return Err(not_continuable(raw, STILL_RUNNING));
+        }
         if let Some(raw) = &request.session_id
             && let Ok(id) = SessionId::parse(raw)
             && let Some(mut existing) = store.session(&id).await.map_err(failed)?
@@ -147,29 +155,18 @@ impl SupervisorDelegate {
         existing: &Session,
         raw: &str,
     ) -> Result<(), ToolError> {
-        let refuse = |why: String| {
-            Err(ToolError::Task(Box::new(TaskFailure {
-                error: TaskError::new(
-                    TaskErrorCode::InvalidInput,
-                    format!("session_id {raw} {why}; omit session_id to start a new task"),
-                ),
-                metadata: ToolMetadata::new(),
-                cause: None,
-            })))
-        };
+        let refuse = |why: &str| Err(not_continuable(raw, why));
         if existing.id == parent.id {
-            return refuse("is the calling session itself".into());
+            return refuse("is the calling session itself");
         }
         if is_within(&self.core, &parent.id, &existing.id)
             .await
             .map_err(failed)?
         {
-            return refuse(
-                "is an ancestor of the calling session (it is waiting for this call)".into(),
-            );
+            return refuse("is an ancestor of the calling session (it is waiting for this call)");
         }
         if self.root_of(existing).await? != self.root_of(parent).await? {
-            return refuse("belongs to another session tree".into());
+            return refuse("belongs to another session tree");
         }
         let record = self
             .core
@@ -179,12 +176,10 @@ impl SupervisorDelegate {
             .map_err(failed)?;
         if let Some(r) = record {
             if r.status == ChildStatus::Running {
-                return refuse(
-                    "is still running in the background; wait for its <task_result> or stop it with task_cancel".into(),
-                );
+                return refuse(STILL_RUNNING);
             }
             if !r.delivered {
-                return refuse("has a background result not delivered yet".into());
+                return refuse("has a background result not delivered yet");
             }
         }
         Ok(())
@@ -203,6 +198,22 @@ impl SupervisorDelegate {
         }
         Ok(current.id)
     }
+}
+
+/// Why a background child still at work cannot be continued.
+const STILL_RUNNING: &str =
+    "is still running in the background; wait for its <task_result> or stop it with task_cancel";
+
+/// The `INVALID_INPUT` refusal to continue session `raw`, saying `why`.
+fn not_continuable(raw: &str, why: &str) -> ToolError {
+    ToolError::Task(Box::new(TaskFailure {
+        error: TaskError::new(
+            TaskErrorCode::InvalidInput,
+            format!("session_id {raw} {why}; omit session_id to start a new task"),
+        ),
+        metadata: ToolMetadata::new(),
+        cause: None,
+    }))
 }
 
 pub(super) fn failed(e: impl std::fmt::Display) -> ToolError {

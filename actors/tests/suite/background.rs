@@ -603,8 +603,16 @@ async fn deliver_pending_reaches_only_the_given_tree() {
         "{delivered:?}"
     );
     assert!(delivered[0].contains("interrupted"), "{delivered:?}");
-    // The other tree is left as it was.
+    // The other tree is left as it was (the first tree's record is marked delivered once its
+    // turn has ended).
     assert!(deliveries(&rt.messages(second).await.unwrap()).is_empty());
+    let store_ref = &store;
+    until(
+        &rt,
+        "the first tree's record marked delivered",
+        |_| async move { store_ref.undelivered_background().await.unwrap().len() == 1 },
+    )
+    .await;
     let left = store.undelivered_background().await.unwrap();
     assert_eq!(left.len(), 1);
     assert_eq!(&left[0].parent_id, second);
@@ -695,4 +703,56 @@ async fn a_running_background_child_cannot_be_continued_by_another_call() {
     let messages = rt.messages(&parent).await.unwrap();
     assert!(deliveries(&messages)[0].contains("status=\"cancelled\""));
     assert_eq!(rt.children(&parent).await.unwrap().len(), 1);
+}
+
+#[actix_rt::test]
+async fn a_queued_background_child_not_stored_yet_cannot_be_continued() {
+    // Under max_total = 1 the second background child waits for a slot, so it has no stored
+    // row yet when the parent names it: the call is refused, not taken for a new session.
+    let nth_child = |req: &RecordedRequest, n: usize| {
+        req.messages()
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .filter_map(|m| m["content"].as_str().and_then(session_in))
+            .nth(n)
+            .unwrap_or_default()
+    };
+    let fake = FakeOpenAi::start(move |req: &RecordedRequest| {
+        if is_child(req) {
+            Response::text("digging and never done").stall_after(2)
+        } else if tool_results(req) == 0 {
+            call("call_a", "task", BACKGROUND.into())
+        } else if tool_results(req) == 1 {
+            call("call_b", "task", BACKGROUND.into())
+        } else if tool_results(req) == 2 {
+            let again = format!(
+                r#"{{"description":"More","prompt":"Dig more","subagent_type":"general","session_id":"{}"}}"#,
+                nth_child(req, 1)
+            );
+            call("call_again", "task", again)
+        } else {
+            Response::text("waiting")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "[subagent]\nmax_total = 1\n");
+    let rt = env.runtime().await;
+    let parent = rt.create_session(None, None).await.unwrap().id;
+    rt.prompt(&parent, PromptInput::text("go")).await.unwrap();
+    let outputs = outputs_of(&rt, &parent, "task").await;
+    assert_eq!(outputs.len(), 3, "{outputs:?}");
+    let queued = session_in(&outputs[1]).unwrap();
+    assert!(
+        outputs[2].starts_with(&format!(
+            "INVALID_INPUT: session_id {queued} is still running in the background"
+        )),
+        "{outputs:?}"
+    );
+    rt.cancel(&parent).await.unwrap();
+    until_idle(&rt).await;
+    // No third child was made; the queued one was cancelled before it stored anything.
+    let children = rt.children(&parent).await.unwrap();
+    assert_eq!(children.len(), 1, "{children:?}");
+    assert_eq!(children[0].id.to_string(), session_in(&outputs[0]).unwrap());
 }
