@@ -26,6 +26,7 @@ fn bash(command: &str, always: &str) -> PermissionAsk {
         permission: "bash".into(),
         patterns: vec![command.into()],
         always: vec![always.into()],
+        force_ask: false,
         metadata: Default::default(),
     }
 }

@@ -49,6 +49,7 @@ impl SessionToolHost {
             permission: "doom_loop".into(),
             patterns: vec![tool.to_string()],
             always: vec![tool.to_string()],
+            force_ask: false,
             metadata: json!({"tool": tool, "input": input})
                 .as_object()
                 .cloned()

@@ -113,6 +113,7 @@ impl Tool for EditTool {
             permission: "edit".into(),
             patterns: vec![rel.clone()],
             always: vec!["*".into()],
+            force_ask: false,
             metadata: ask_metadata,
         })
         .await?;

@@ -116,6 +116,7 @@ impl Tool for ListTool {
             permission: "list".into(),
             patterns: vec![search.display().to_string()],
             always: vec!["*".into()],
+            force_ask: false,
             metadata: ask_metadata,
         })
         .await?;

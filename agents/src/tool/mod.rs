@@ -4,6 +4,7 @@
 
 pub mod background;
 mod bash;
+mod bash_asks;
 pub(crate) use bash::kill_group;
 mod context;
 mod edit;
@@ -28,6 +29,7 @@ pub mod truncate;
 mod write;
 
 pub use bash::{ARITY, BashTool, command_prefix};
+pub use bash_asks::{BashScope, bash_asks};
 pub use context::{
     Delegate, SubagentOutcome, SubagentRequest, SubagentStatus, ToolContext, ToolHost,
 };

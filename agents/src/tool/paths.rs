@@ -182,6 +182,7 @@ pub async fn ask_external_directory(
         permission: "external_directory".into(),
         patterns: vec![glob.clone()],
         always: vec![glob],
+        force_ask: false,
         metadata,
     })
     .await

@@ -93,6 +93,7 @@ impl Tool for ReadTool {
             permission: "read".into(),
             patterns: vec![path.display().to_string()],
             always: vec!["*".into()],
+            force_ask: false,
             metadata: Map::new(),
         })
         .await?;

@@ -71,6 +71,7 @@ impl Tool for WriteTool {
             permission: "edit".into(),
             patterns: vec![rel.clone()],
             always: vec!["*".into()],
+            force_ask: false,
             metadata: ask_metadata,
         })
         .await?;
