@@ -68,13 +68,18 @@ impl SessionToolHost {
     }
 }
 
-/// Where an ask of `ctx` comes from: the root of its session's tree and the agents from the
-/// root's down to `ctx`'s. Ancestors are read from the store (asks are rare); an ancestor's
-/// agent is that of its last user message, the one now running. A session that cannot be read
-/// ends the walk (logged) and counts as the root.
+/// Where an ask of `ctx` comes from (see [`ask_origin`]).
 async fn origin(core: &Core, ctx: &ToolContext) -> AskOrigin {
-    let mut path = vec![ctx.agent.name.clone()];
-    let mut root = ctx.session_id.clone();
+    ask_origin(core, &ctx.session_id, &ctx.agent.name).await
+}
+
+/// Where an ask by `agent` in `session` comes from: the root of the session's tree and the
+/// agents from the root's down to `agent`. Ancestors are read from the store (asks are rare);
+/// an ancestor's agent is that of its last user message, the one now running. A session that
+/// cannot be read ends the walk (logged) and counts as the root.
+pub(crate) async fn ask_origin(core: &Core, session: &SessionId, agent: &str) -> AskOrigin {
+    let mut path = vec![agent.to_string()];
+    let mut root = session.clone();
     for _ in 0..MAX_ORIGIN_DEPTH {
         let parent = match core.store.session(&root).await {
             Ok(session) => session.and_then(|s| s.parent_id),
@@ -89,7 +94,7 @@ async fn origin(core: &Core, ctx: &ToolContext) -> AskOrigin {
     }
     path.reverse();
     AskOrigin {
-        session_id: ctx.session_id.clone(),
+        session_id: session.clone(),
         root_session_id: root,
         path,
     }
