@@ -109,7 +109,9 @@ fn explain_bash_checks_every_command_a_line_runs() {
         "echo x | xargs rm",
         "true && rm x",
     ] {
-        let json = s.ok(&["permission", "explain", "bash", line, "--json"]).json();
+        let json = s
+            .ok(&["permission", "explain", "bash", line, "--json"])
+            .json();
         assert_eq!(json["action"], "deny", "{line}: {json}");
         assert_eq!(json["rule"]["pattern"], "rm *", "{line}: {json}");
         let parts = json["parts"].as_array().unwrap();
@@ -149,6 +151,9 @@ fn explain_bash_checks_every_command_a_line_runs() {
         .ok(&["permission", "explain", "bash", "timeout 5 rm x"])
         .stdout;
     assert!(text.starts_with("deny\n"), "{text}");
-    assert!(text.contains("deny \"rm x\" (in \"timeout 5 rm x\")"), "{text}");
+    assert!(
+        text.contains("deny \"rm x\" (in \"timeout 5 rm x\")"),
+        "{text}"
+    );
     assert!(text.contains("rule #"), "{text}");
 }

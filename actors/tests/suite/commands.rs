@@ -531,7 +531,10 @@ async fn template_commands_are_asked_like_bash_calls() {
     assert_eq!(request.permission, "bash");
     assert_eq!(request.patterns, ["touch made"]);
     assert!(!env.project().join("made").exists(), "not before the reply");
-    assert!(rt.reply_permission(&request.id, PermissionReply::Once, None).await);
+    assert!(
+        rt.reply_permission(&request.id, PermissionReply::Once, None)
+            .await
+    );
     tokio::time::timeout(std::time::Duration::from_secs(10), running)
         .await
         .unwrap()
@@ -539,7 +542,10 @@ async fn template_commands_are_asked_like_bash_calls() {
         .unwrap();
 
     assert!(env.project().join("victim").exists(), "rm was denied");
-    assert!(env.project().join("made").exists(), "touch ran once allowed");
+    assert!(
+        env.project().join("made").exists(),
+        "touch ran once allowed"
+    );
     let request = &fake.requests()[0];
     assert!(
         request.contains("A: Error executing command: The user has specified a rule"),

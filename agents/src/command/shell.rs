@@ -77,21 +77,19 @@ async fn run_pieces(pieces: Vec<Piece>, shell: ShellContext<'_>, timeout: Durati
     for piece in pieces {
         match piece {
             Piece::Text(text) => out.push_str(&text),
-            Piece::Shell(command) => {
-                match permitted(&command, shell).await {
-                    Ok(()) => match run(&command, shell.scope.directory, timeout).await {
-                        Ok(stdout) => out.push_str(&stdout),
-                        Err(error) => {
-                            out.push_str(ERROR_PREFIX);
-                            out.push_str(&error);
-                        }
-                    },
-                    Err(refused) => {
+            Piece::Shell(command) => match permitted(&command, shell).await {
+                Ok(()) => match run(&command, shell.scope.directory, timeout).await {
+                    Ok(stdout) => out.push_str(&stdout),
+                    Err(error) => {
                         out.push_str(ERROR_PREFIX);
-                        out.push_str(&refused.to_string());
+                        out.push_str(&error);
                     }
+                },
+                Err(refused) => {
+                    out.push_str(ERROR_PREFIX);
+                    out.push_str(&refused.to_string());
                 }
-            }
+            },
         }
     }
     out

@@ -417,10 +417,7 @@ mod tests {
             expand_pieces("!`echo $2 $1`", "\"`rm y`\" b c"),
             vec![Piece::Shell("echo 'b' 'c' '`rm y`'".into())]
         );
-        assert_eq!(
-            expand("!`cat $1`", "\"it's\""),
-            "!`cat 'it'\\''s'`"
-        );
+        assert_eq!(expand("!`cat $1`", "\"it's\""), "!`cat 'it'\\''s'`");
     }
 
     #[test]
@@ -445,10 +442,7 @@ mod tests {
                 Piece::Text(" b".into())
             ]
         );
-        assert_eq!(
-            expand_pieces(" !`x` ", ""),
-            vec![Piece::Shell("x".into())]
-        );
+        assert_eq!(expand_pieces(" !`x` ", ""), vec![Piece::Shell("x".into())]);
         assert!(expand_pieces("   ", "").is_empty());
     }
 

@@ -150,10 +150,7 @@ mod tests {
         forced.force_ask = true;
         assert_eq!(decide(&forced, &[&rules]), AskDecision::Ask);
         forced.patterns.push("rm x".into());
-        assert!(matches!(
-            decide(&forced, &[&rules]),
-            AskDecision::Deny(_)
-        ));
+        assert!(matches!(decide(&forced, &[&rules]), AskDecision::Deny(_)));
         // An approval answers a pattern the rules ask about, never a forced ask.
         let ask_all = vec![Rule::new("*", "*", Action::Ask)];
         let approved = vec![Rule::new("bash", "ls *", Action::Allow)];

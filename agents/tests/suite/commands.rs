@@ -2,8 +2,8 @@
 //! through expansion, shell substitution and `@` references to the pieces of a prompt.
 
 use taskforce_agents::command::{
-    CommandSource, Commands, PromptPiece, Reference, expand, file_pieces, find_references,
-    ShellContext, ShellGate, render,
+    CommandSource, Commands, PromptPiece, Reference, ShellContext, ShellGate, expand, file_pieces,
+    find_references, render,
 };
 use taskforce_agents::permission::{Action, PermissionAsk, PermissionError, Rule};
 use taskforce_agents::tool::BashScope;

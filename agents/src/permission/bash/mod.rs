@@ -128,7 +128,8 @@ pub fn analyze(line: &str) -> Analysis {
 fn analyze_at(line: &str, depth: usize, out: &mut Analysis) {
     let parsed = parse::parse(line);
     for error in parsed.errors {
-        out.parts.push(unreadable(&error, Unreadable::Syntax(error.clone())));
+        out.parts
+            .push(unreadable(&error, Unreadable::Syntax(error.clone())));
     }
     for simple in &parsed.commands {
         command(simple, depth, out);
@@ -207,11 +208,11 @@ fn paths(words: &[Word], innermost: usize, out: &mut Analysis) {
     let mut directory_at = None;
     match program {
         Some("cd" | "pushd") => {
-            let target = words
-                .iter()
-                .enumerate()
-                .skip(innermost + 1)
-                .find(|(_, w)| !w.value.as_deref().is_some_and(|v| v.starts_with('-') && v != "-"));
+            let target = words.iter().enumerate().skip(innermost + 1).find(|(_, w)| {
+                !w.value
+                    .as_deref()
+                    .is_some_and(|v| v.starts_with('-') && v != "-")
+            });
             let word = match target {
                 None => Some("~".to_string()),
                 Some((at, w)) => {

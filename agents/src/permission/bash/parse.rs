@@ -294,7 +294,12 @@ mod tests {
         );
         assert_eq!(
             names("for f in *; do rm \"$f\"; done; x=$(h); echo \"$(i)\""),
-            vec![vec!["rm", "\"$f\""], vec!["h"], vec!["echo", "\"$(i)\""], vec!["i"]]
+            vec![
+                vec!["rm", "\"$f\""],
+                vec!["h"],
+                vec!["echo", "\"$(i)\""],
+                vec!["i"]
+            ]
         );
     }
 

@@ -62,11 +62,7 @@ fn peel_into(words: &[Word], out: &mut Peeled) -> usize {
             "nohup" | "setsid" => Some(options(args, "", &[])),
             "time" => Some(options(args, "fo", &["--format", "--output"])),
             "nice" => Some(options(args, "n", &["--adjustment"])),
-            "stdbuf" => Some(options(
-                args,
-                "ioe",
-                &["--input", "--output", "--error"],
-            )),
+            "stdbuf" => Some(options(args, "ioe", &["--input", "--output", "--error"])),
             "timeout" => {
                 let after = options(args, "sk", &["--signal", "--kill-after"]);
                 // The duration.
@@ -337,7 +333,10 @@ mod tests {
                 "rm x"
             ]
         );
-        assert_eq!(forms("env -i A=1 B=2 rm x"), ["env -i A=1 B=2 rm x", "rm x"]);
+        assert_eq!(
+            forms("env -i A=1 B=2 rm x"),
+            ["env -i A=1 B=2 rm x", "rm x"]
+        );
         assert_eq!(forms("xargs -0 -n1 rm -f"), ["xargs -0 -n1 rm -f", "rm -f"]);
         assert_eq!(forms("xargs -n 1 rm"), ["xargs -n 1 rm", "rm"]);
         assert_eq!(forms("command -- rm x")[1], "rm x");

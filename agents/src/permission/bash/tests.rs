@@ -112,7 +112,10 @@ fn harmless_lines_stay_allowed_with_the_same_patterns() {
         ("echo 'x;y; rm z'", vec!["echo 'x;y; rm z'"]),
         ("echo \"rm x\"", vec!["echo 'rm x'"]),
         ("cd 'a b' && ls -la", vec!["cd 'a b'", "ls -la"]),
-        ("pwd; echo err >&2; exit 3", vec!["pwd", "echo err >&2", "exit 3"]),
+        (
+            "pwd; echo err >&2; exit 3",
+            vec!["pwd", "echo err >&2", "exit 3"],
+        ),
         ("grep -rn rm src", vec!["grep -rn rm src"]),
         ("FOO=1", vec!["FOO=1"]),
         ("echo a # rm x", vec!["echo a"]),
@@ -126,7 +129,10 @@ fn harmless_lines_stay_allowed_with_the_same_patterns() {
         analyze(line).always(line),
         ["git status *", "npm run build *"]
     );
-    assert_eq!(analyze("/bin/rm -f x").patterns(""), ["rm -f x", "/bin/rm -f x"]);
+    assert_eq!(
+        analyze("/bin/rm -f x").patterns(""),
+        ["rm -f x", "/bin/rm -f x"]
+    );
     assert_eq!(analyze("sudo rm -f x").always(""), ["sudo *", "rm *"]);
 }
 
@@ -179,7 +185,10 @@ fn code_nested_too_deep_is_asked() {
     for _ in 0..4 {
         quoted = format!("eval {}", shell_quote(&quoted));
     }
-    assert!(commands(&quoted).iter().any(|p| p.pattern == "rm x"), "{quoted}");
+    assert!(
+        commands(&quoted).iter().any(|p| p.pattern == "rm x"),
+        "{quoted}"
+    );
 }
 
 #[test]

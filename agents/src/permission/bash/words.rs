@@ -202,9 +202,9 @@ pub fn shell_quote(value: &str) -> String {
 /// else single-quoted (`cd 'a b'`, `echo 'x;y'`).
 pub(super) fn quote_for_display(value: &str) -> String {
     let plain = !value.is_empty()
-        && value.chars().all(|c| {
-            c.is_alphanumeric() || "-_./:=+,@%^~*?[]{}!#".contains(c) || !c.is_ascii()
-        });
+        && value
+            .chars()
+            .all(|c| c.is_alphanumeric() || "-_./:=+,@%^~*?[]{}!#".contains(c) || !c.is_ascii());
     if plain {
         value.to_string()
     } else {

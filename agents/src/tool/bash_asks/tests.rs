@@ -81,7 +81,10 @@ fn paths_outside_the_project_ask_external_directory() {
         t.path_asks("cat ../outside/secret"),
         [external(&t.outside())]
     );
-    assert_eq!(t.path_asks("ls ~"), [external(&format!("{}/*", t.base.join("home").display()))]);
+    assert_eq!(
+        t.path_asks("ls ~"),
+        [external(&format!("{}/*", t.base.join("home").display()))]
+    );
     // `cd` moves the line: a relative path after it is placed there.
     assert_eq!(
         t.path_asks("cd ../outside && cat secret"),
@@ -121,14 +124,13 @@ fn links_are_followed_to_their_real_paths() {
         [("read".to_string(), vec![env.clone()])]
     );
     // A dangling link is where a write through it lands.
-    std::os::unix::fs::symlink(t.base.join("outside/made"), t.project.join("dangling"))
-        .unwrap();
+    std::os::unix::fs::symlink(t.base.join("outside/made"), t.project.join("dangling")).unwrap();
+    assert_eq!(t.path_asks("echo x > dangling"), [external(&t.outside())]);
+    std::os::unix::fs::symlink(t.base.join("outside"), t.project.join("dir")).unwrap();
     assert_eq!(
-        t.path_asks("echo x > dangling"),
+        t.path_asks("cd dir && cat secret"),
         [external(&t.outside())]
     );
-    std::os::unix::fs::symlink(t.base.join("outside"), t.project.join("dir")).unwrap();
-    assert_eq!(t.path_asks("cd dir && cat secret"), [external(&t.outside())]);
 }
 
 #[test]
@@ -137,7 +139,7 @@ fn secret_files_ask_read_as_the_read_tool_does() {
     let env = t.project.join(".env").display().to_string();
     let asks = t.asks("cat .env | grep KEY");
     assert_eq!(asks[0].permission, "read");
-    assert_eq!(asks[0].patterns, [env.clone()]);
+    assert_eq!(asks[0].patterns, std::slice::from_ref(&env));
     assert_eq!(asks[0].always, ["*"]);
     assert_eq!(asks[1].permission, "bash");
     assert_eq!(
@@ -151,10 +153,12 @@ fn a_relative_path_after_an_unknown_cd_forces_the_question() {
     let t = Tree::new();
     let bash = t.asks("cd \"$DIR\" && cat ./notes").pop().unwrap();
     assert!(bash.force_ask);
-    assert!(bash.metadata["unreadable"][0]
-        .as_str()
-        .unwrap()
-        .contains("./notes"));
+    assert!(
+        bash.metadata["unreadable"][0]
+            .as_str()
+            .unwrap()
+            .contains("./notes")
+    );
     let bash = t.asks("cd \"$DIR\" && cargo test").pop().unwrap();
     assert!(!bash.force_ask);
 }
@@ -169,8 +173,10 @@ fn the_bash_ask_lists_every_command_and_forces_unreadable_ones() {
     );
     assert_eq!(bash.always, ["sudo *", "rm *", "/bin/rm *"]);
     assert!(bash.force_ask);
-    assert!(bash.metadata["unreadable"][0]
-        .as_str()
-        .unwrap()
-        .contains("$CMD"));
+    assert!(
+        bash.metadata["unreadable"][0]
+            .as_str()
+            .unwrap()
+            .contains("$CMD")
+    );
 }
