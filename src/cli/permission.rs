@@ -1,8 +1,13 @@
 //! `taskforce permission explain`: which rule decides a permission, and where it came from.
+//!
+//! For `bash`, the value is a command line: each command it runs (wrappers peeled, code of
+//! `sh -c` and `eval` parsed) is shown with the rule it matched, and the strictest decides.
 
 use clap::Subcommand;
-use serde_json::json;
-use taskforce_agents::permission::permission_for_tool;
+use serde_json::{Value, json};
+use taskforce_agents::agent::AgentInfo;
+use taskforce_agents::permission::bash::{self, PartDecision};
+use taskforce_agents::permission::{Action, Rule, permission_for_tool};
 
 use super::Context;
 
@@ -13,12 +18,12 @@ pub enum PermissionCommand {
     Explain {
         /// The permission (`bash`, `edit`, `read`, `task`…) or a tool id such as `write`.
         permission: String,
-        /// The value asked about: a command, a path, an agent name.
+        /// The value asked about: a command line, a path, an agent name.
         pattern: String,
         /// The agent whose rules decide (default: the default agent).
         #[arg(long)]
         agent: Option<String>,
-        /// Print `{"action", "rule"}` as JSON.
+        /// Print `{"action", "rule"}` (for bash also `"parts"`) as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -35,6 +40,9 @@ pub fn run(context: &Context, command: PermissionCommand) -> anyhow::Result<()> 
     let agent = context.agent(agent.as_deref())?;
     // Tools of the edit family ask for the `edit` permission.
     let asked = permission_for_tool(&permission);
+    if asked == "bash" {
+        return explain_bash(agent, &pattern, json);
+    }
     let decision = agent.evaluate(asked, &pattern);
     if json {
         let out = json!({"action": decision.action, "rule": decision.rule});
@@ -48,24 +56,106 @@ pub fn run(context: &Context, command: PermissionCommand) -> anyhow::Result<()> 
     }
     match decision.rule {
         Some(rule) => {
-            let index = agent.index_of(rule);
-            let number = index.map_or_else(String::new, |i| format!(" #{}", i + 1));
-            println!(
-                "  rule{number}: {} {:?} → {}",
-                rule.permission, rule.pattern, rule.action
-            );
-            if let Some(origin) = index.and_then(|i| agent.origin_of(i)) {
-                println!("  from: {}", origin.describe());
-            }
-            println!(
-                "  (the last matching rule wins; `taskforce agents show {}` lists them all)",
-                agent.name
-            );
+            print_rule(agent, rule, "  ");
+            print_trailer(agent);
         }
         None => println!("  no rule matches `{asked}` {pattern:?}; `ask` is the default"),
     }
-    if agent.disabled_tools.iter().any(|t| t == &permission) {
+    print_hidden(agent, &permission);
+    Ok(())
+}
+
+/// Explains a bash command line part by part; the strictest part decides.
+fn explain_bash(agent: &AgentInfo, line: &str, json: bool) -> anyhow::Result<()> {
+    let parts = bash::explain(line, &[&agent.permission]);
+    let action = Action::strictest(parts.iter().map(|p| p.action));
+    let decisive = parts.iter().find(|p| p.action == action);
+    if json {
+        let shown: Vec<Value> = parts
+            .iter()
+            .map(|p| {
+                let mut part = json!({
+                    "text": p.part.text,
+                    "pattern": p.part.pattern,
+                    "action": p.action,
+                    "rule": p.rule,
+                });
+                if let Some(reason) = &p.part.unreadable {
+                    part["unreadable"] = json!(reason.to_string());
+                }
+                part
+            })
+            .collect();
+        let out = json!({
+            "action": action,
+            "rule": decisive.and_then(|p| p.rule),
+            "parts": shown,
+        });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    println!("{action}");
+    println!("  agent: {}", agent.name);
+    if parts.len() > 1 {
+        println!(
+            "  the line is checked as {} commands; the strictest decides",
+            parts.len()
+        );
+    }
+    for part in &parts {
+        print_part(agent, part, parts.len() > 1);
+    }
+    if parts.iter().any(|p| p.rule.is_some()) {
+        print_trailer(agent);
+    }
+    print_hidden(agent, "bash");
+    Ok(())
+}
+
+fn print_part(agent: &AgentInfo, part: &PartDecision<'_>, several: bool) {
+    let indent = if several {
+        let mut head = format!("  {} {:?}", part.action, part.part.pattern);
+        if part.part.text.trim() != part.part.pattern {
+            head.push_str(&format!(" (in {:?})", part.part.text.trim()));
+        }
+        println!("{head}");
+        "    "
+    } else {
+        "  "
+    };
+    if let Some(reason) = &part.part.unreadable {
+        println!("{indent}cannot be checked: {reason}; asked at least");
+    }
+    match part.rule {
+        Some(rule) => print_rule(agent, rule, indent),
+        None => println!(
+            "{indent}no rule matches `bash` {:?}; `ask` is the default",
+            part.part.pattern
+        ),
+    }
+}
+
+fn print_rule(agent: &AgentInfo, rule: &Rule, indent: &str) {
+    let index = agent.index_of(rule);
+    let number = index.map_or_else(String::new, |i| format!(" #{}", i + 1));
+    println!(
+        "{indent}rule{number}: {} {:?} → {}",
+        rule.permission, rule.pattern, rule.action
+    );
+    if let Some(origin) = index.and_then(|i| agent.origin_of(i)) {
+        println!("{indent}from: {}", origin.describe());
+    }
+}
+
+fn print_trailer(agent: &AgentInfo) {
+    println!(
+        "  (the last matching rule wins; `taskforce agents show {}` lists them all)",
+        agent.name
+    );
+}
+
+fn print_hidden(agent: &AgentInfo, permission: &str) {
+    if agent.disabled_tools.iter().any(|t| t == permission) {
         println!("  the {permission} tool is hidden from this agent's model");
     }
-    Ok(())
 }

@@ -93,3 +93,67 @@ fn explain_with_unknown_agent_lists_known_agents() {
         "{err}"
     );
 }
+
+#[test]
+fn explain_bash_checks_every_command_a_line_runs() {
+    let s = Sandbox::new();
+    s.file(
+        "taskforce.toml",
+        "[permission.bash]\n\"*\" = \"allow\"\n\"rm *\" = \"deny\"\n",
+    );
+    for line in [
+        "sudo rm -rf x",
+        "/bin/rm x",
+        "echo $(rm x)",
+        "bash -c 'rm x'",
+        "echo x | xargs rm",
+        "true && rm x",
+    ] {
+        let json = s
+            .ok(&["permission", "explain", "bash", line, "--json"])
+            .json();
+        assert_eq!(json["action"], "deny", "{line}: {json}");
+        assert_eq!(json["rule"]["pattern"], "rm *", "{line}: {json}");
+        let parts = json["parts"].as_array().unwrap();
+        assert!(
+            parts
+                .iter()
+                .any(|p| p["action"] == "deny" && p["pattern"].as_str().unwrap().starts_with("rm")),
+            "{line}: {json}"
+        );
+    }
+
+    let json = s
+        .ok(&[
+            "permission",
+            "explain",
+            "bash",
+            "git status && cargo test 2>&1 | tail -n 5",
+            "--json",
+        ])
+        .json();
+    assert_eq!(json["action"], "allow");
+    let patterns: Vec<&str> = json["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["pattern"].as_str().unwrap())
+        .collect();
+    assert_eq!(patterns, ["git status", "cargo test 2>&1", "tail -n 5"]);
+
+    let json = s
+        .ok(&["permission", "explain", "bash", "$CMD x", "--json"])
+        .json();
+    assert_eq!(json["action"], "ask", "{json}");
+    assert!(json["parts"][0]["unreadable"].is_string(), "{json}");
+
+    let text = s
+        .ok(&["permission", "explain", "bash", "timeout 5 rm x"])
+        .stdout;
+    assert!(text.starts_with("deny\n"), "{text}");
+    assert!(
+        text.contains("deny \"rm x\" (in \"timeout 5 rm x\")"),
+        "{text}"
+    );
+    assert!(text.contains("rule #"), "{text}");
+}

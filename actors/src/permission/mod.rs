@@ -1,9 +1,10 @@
 //! The permission broker: evaluates asks, keeps the pending ones, and resolves them on reply.
 //!
 //! An ask is evaluated pattern by pattern against the session's rules, then against the
-//! approvals collected from "always" replies: `deny` fails at once with the relevant rules;
-//! `ask` publishes `permission.asked` and waits for a reply, unless an approval allows the
-//! pattern; `allow` moves on. A plain reject also rejects the session's other pending asks;
+//! approvals collected from "always" replies, and the strictest pattern decides: a `deny`
+//! anywhere fails with the relevant rules; otherwise a pattern the rules `ask` about and no
+//! approval allows (or an ask that forces the question) publishes `permission.asked` and waits
+//! for a reply; all allowed is allowed. A plain reject also rejects the session's other pending asks;
 //! "always" approves the request's `always` patterns and resolves the session's other pending
 //! asks they now allow (reference §3.7).
 //!
@@ -23,9 +24,10 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use indexmap::IndexMap;
+use serde_json::Map;
 use taskforce_agents::id::{PermissionId, SessionId, now_ms};
 use taskforce_agents::permission::{
-    Action, AskDecision, Layers, PermissionAsk, PermissionError, Rule, evaluate,
+    Action, AskDecision, Layers, PermissionAsk, PermissionError, Rule, decide_with_approvals,
 };
 use tokio::sync::oneshot;
 
@@ -35,7 +37,22 @@ use crate::store::{Approval, Store, StoreError};
 struct Pending {
     request: PermissionRequest,
     ruleset: Layers,
+    /// The ask forces the question (see [`PermissionAsk::force_ask`]).
+    force_ask: bool,
     done: oneshot::Sender<Result<(), PermissionError>>,
+}
+
+impl Pending {
+    /// The ask again, for deciding it anew against new approvals.
+    fn ask(&self) -> PermissionAsk {
+        PermissionAsk {
+            permission: self.request.permission.clone(),
+            patterns: self.request.patterns.clone(),
+            always: Vec::new(),
+            force_ask: self.force_ask,
+            metadata: Map::new(),
+        }
+    }
 }
 
 /// Where approvals are kept: a store and the project they belong to.
@@ -116,10 +133,11 @@ impl PermissionBroker {
         waiting: impl FnOnce() -> W,
     ) -> Result<(), PermissionError> {
         let approved = self.approved_rules();
-        match decide(&ask.permission, &ask.patterns, ruleset, &approved) {
+        match decide_with_approvals(&ask, ruleset, &approved) {
             AskDecision::Allow => Ok(()),
             AskDecision::Deny(rules) => Err(PermissionError::Denied { rules }),
             AskDecision::Ask => {
+                let force_ask = ask.force_ask;
                 let origin = origin.await;
                 let (done, wait) = oneshot::channel();
                 let request = PermissionRequest {
@@ -138,6 +156,7 @@ impl PermissionBroker {
                     Pending {
                         request: request.clone(),
                         ruleset: ruleset.clone(),
+                        force_ask,
                         done,
                     },
                 );
@@ -151,12 +170,7 @@ impl PermissionBroker {
 
     /// What `ruleset` and the approvals say about `ask`, without asking anyone.
     pub fn check(&self, ask: &PermissionAsk, ruleset: &Layers) -> AskDecision {
-        decide(
-            &ask.permission,
-            &ask.patterns,
-            ruleset,
-            &self.lock_approved(),
-        )
+        decide_with_approvals(ask, ruleset, &self.lock_approved())
     }
 
     /// Answers a pending ask; returns false (and publishes nothing) when no such ask is pending.
@@ -223,12 +237,8 @@ impl PermissionBroker {
                 let approved = self.approved_rules();
                 let now_allowed = ids_where(&pending, |p| {
                     p.request.session_id == session
-                        && decide(
-                            &p.request.permission,
-                            &p.request.patterns,
-                            &p.ruleset,
-                            &approved,
-                        ) == AskDecision::Allow
+                        && decide_with_approvals(&p.ask(), &p.ruleset, &approved)
+                            == AskDecision::Allow
                 });
                 for other in now_allowed {
                     if let Some(p) = pending.shift_remove(&other) {
@@ -326,36 +336,6 @@ fn ids_where(
         .filter(|(_, p)| keep(p))
         .map(|(id, _)| id.clone())
         .collect()
-}
-
-/// Evaluates every pattern: the session's rules decide (last match wins in each layer, the
-/// strictest layer holds); an `ask` — the session's own or a caller's — is turned into `allow`
-/// by a matching approval. The strictest pattern decides: a deny anywhere beats an ask before
-/// it, and all allowed is allow. A deny carries the denying layers' rules for `permission` (not
-/// the approvals).
-fn decide(
-    permission: &str,
-    patterns: &[String],
-    ruleset: &Layers,
-    approved: &[Rule],
-) -> AskDecision {
-    let mut asked = false;
-    for pattern in patterns {
-        match ruleset.evaluate(permission, pattern) {
-            Action::Allow => {}
-            Action::Deny => {
-                return AskDecision::Deny(ruleset.denying(permission, pattern));
-            }
-            Action::Ask => {
-                asked |= evaluate(permission, pattern, &[approved]).action != Action::Allow;
-            }
-        }
-    }
-    if asked {
-        AskDecision::Ask
-    } else {
-        AskDecision::Allow
-    }
 }
 
 /// The locked pending asks; their count is published when the lock is released.

@@ -26,6 +26,7 @@ fn bash(command: &str, always: &str) -> PermissionAsk {
         permission: "bash".into(),
         patterns: vec![command.into()],
         always: vec![always.into()],
+        force_ask: false,
         metadata: Default::default(),
     }
 }
@@ -325,6 +326,47 @@ async fn denies_fail_at_once_and_win_over_approvals() {
         "the session's bash rules, not the approvals"
     );
     assert!(f.events().await.is_empty(), "a deny asks nobody");
+}
+
+#[actix_rt::test]
+async fn a_deny_after_an_ask_refuses_and_a_forced_ask_is_never_approved_away() {
+    let mut f = Fixture::new();
+    let s = SessionId::new();
+    let origin = AskOrigin::root(s.clone(), "build");
+    // `ls` alone would be asked; the denied `rm x` later in the same ask decides.
+    let mut both = bash("ls", "ls *");
+    both.patterns.push("rm x".into());
+    let denied = tokio::time::timeout(
+        Duration::from_secs(5),
+        f.broker.ask(&origin, None, both, &rules()),
+    )
+    .await
+    .expect("decided without asking");
+    assert!(
+        matches!(denied, Err(PermissionError::Denied { .. })),
+        "{denied:?}"
+    );
+    assert!(f.events().await.is_empty(), "a deny asks nobody");
+
+    // Approve `ls *`; a forced ask for `ls` is still put to the user.
+    let (request, task) = f.pending(&s, bash("ls", "ls *")).await;
+    f.broker
+        .reply(&request.id, PermissionReply::Always, None)
+        .await;
+    outcome(task).await.unwrap();
+    f.events().await;
+    f.broker
+        .ask(&origin, None, bash("ls -la", "ls *"), &rules())
+        .await
+        .unwrap();
+    let mut forced = bash("ls -la", "ls *");
+    forced.force_ask = true;
+    let (request, task) = f.pending(&s, forced).await;
+    assert_eq!(request.patterns, ["ls -la"]);
+    f.broker
+        .reply(&request.id, PermissionReply::Once, None)
+        .await;
+    outcome(task).await.unwrap();
 }
 
 #[actix_rt::test]

@@ -1,21 +1,51 @@
 //! Slash commands and prompt references: `/name args` and `@path` / `@agent` in prompt text.
 
+use std::sync::Arc;
+
+use async_trait::async_trait;
 use taskforce_agents::agent::{AgentError, AgentMode};
 use taskforce_agents::command::{
-    PromptPiece, Reference, expand, file_pieces, find_references, substitute_shell,
+    PromptPiece, Reference, ShellContext, ShellGate, file_pieces, find_references, render,
 };
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::{AssistantError, ModelRef};
+use taskforce_agents::permission::{Layers, PermissionAsk, PermissionError, merge};
+use taskforce_agents::tool::BashScope;
 
 use super::Runtime;
 use crate::RuntimeError;
 use crate::bus::Event;
-use crate::session::{PartInput, PromptInput};
+use crate::core::Core;
+use crate::session::{PartInput, PromptInput, ask_origin};
 use crate::store::MessageWithParts;
+
+/// Answers the permission asks of a command template's `` !`cmd` `` through the broker, as the
+/// bash tool's are answered: against the rules of the command's agent and the session, asking
+/// the user (`permission.asked`) when they say `ask`.
+struct TemplateGate {
+    core: Arc<Core>,
+    session: SessionId,
+    agent: String,
+    /// The command agent's rules with the session's, bounded by the session's callers.
+    rules: Layers,
+}
+
+#[async_trait]
+impl ShellGate for TemplateGate {
+    async fn ask(&self, ask: PermissionAsk) -> Result<(), PermissionError> {
+        let origin = ask_origin(&self.core, &self.session, &self.agent);
+        self.core
+            .broker
+            .ask_from(origin, None, ask, &self.rules, || ())
+            .await
+    }
+}
 
 impl Runtime {
     /// Runs the command `name` with `arguments` in `session` (reference F15, S8–S11): the
-    /// template is expanded, `` !`cmd` `` replaced by the command's output, references turned
+    /// template is expanded, `` !`cmd` `` replaced by the command's output (arguments inside it
+    /// shell-quoted, the command asked for as a bash call of the command's agent would be: a
+    /// refused one does not run and leaves its error in the text), references turned
     /// into parts; it runs as a subtask when its agent is a subagent (unless `subtask = false`)
     /// or it says `subtask = true`, else as a prompt under its agent. Answers the final message.
     pub async fn command(
@@ -64,8 +94,26 @@ impl Runtime {
             .transpose()
             .map_err(|e| RuntimeError::InvalidInput(e.to_string()))?;
 
-        let template = expand(&command.template, arguments);
-        let template = substitute_shell(&template, &info.directory).await;
+        // The template's commands run under the command's agent, asked like its bash calls.
+        let gate = TemplateGate {
+            core: self.core.clone(),
+            session: session.clone(),
+            agent: target.name.clone(),
+            rules: Layers::new(
+                merge(&[&target.permission, info.rules()]),
+                info.caller_permission.clone(),
+            ),
+        };
+        let shell = ShellContext {
+            scope: BashScope {
+                directory: &info.directory,
+                project_root: &self.core.paths.project_root,
+                home: self.core.paths.home.as_deref(),
+                rules: &target.permission,
+            },
+            gate: &gate,
+        };
+        let template = render(&command.template, arguments, shell).await;
         let parts = self.resolve_prompt(session, &template).await?;
 
         let subtask = (target.mode == AgentMode::Subagent && command.subtask != Some(false))

@@ -51,6 +51,7 @@ impl SessionToolHost {
             permission: "doom_loop".into(),
             patterns: vec![tool.to_string()],
             always: vec![tool.to_string()],
+            force_ask: false,
             metadata: json!({"tool": tool, "input": input})
                 .as_object()
                 .cloned()
@@ -70,13 +71,18 @@ impl SessionToolHost {
     }
 }
 
-/// Where an ask of `ctx` comes from: the root of its session's tree and the agents from the
-/// root's down to `ctx`'s. Ancestors are read from the store (asks are rare); an ancestor's
-/// agent is that of its last user message, the one now running. A session that cannot be read
-/// ends the walk (logged) and counts as the root.
+/// Where an ask of `ctx` comes from (see [`ask_origin`]).
 async fn origin(core: &Core, ctx: &ToolContext) -> AskOrigin {
-    let mut path = vec![ctx.agent.name.clone()];
-    let mut root = ctx.session_id.clone();
+    ask_origin(core, &ctx.session_id, &ctx.agent.name).await
+}
+
+/// Where an ask by `agent` in `session` comes from: the root of the session's tree and the
+/// agents from the root's down to `agent`. Ancestors are read from the store (asks are rare);
+/// an ancestor's agent is that of its last user message, the one now running. A session that
+/// cannot be read ends the walk (logged) and counts as the root.
+pub(crate) async fn ask_origin(core: &Core, session: &SessionId, agent: &str) -> AskOrigin {
+    let mut path = vec![agent.to_string()];
+    let mut root = session.clone();
     for _ in 0..MAX_ORIGIN_DEPTH {
         let parent = match core.store.session(&root).await {
             Ok(session) => session.and_then(|s| s.parent_id),
@@ -91,7 +97,7 @@ async fn origin(core: &Core, ctx: &ToolContext) -> AskOrigin {
     }
     path.reverse();
     AskOrigin {
-        session_id: ctx.session_id.clone(),
+        session_id: session.clone(),
         root_session_id: root,
         path,
     }

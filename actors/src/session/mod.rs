@@ -34,6 +34,7 @@ pub use title::{TITLE_REQUEST, clean_title, is_default_title};
 
 pub(crate) use actor::{Reply, RunHandle};
 pub(crate) use environment::civil_from_days as civil_date;
+pub(crate) use host::ask_origin;
 pub(crate) use input::{create_user_message, hold_user_message};
 pub(crate) use recover::repair_dead_runs;
 pub(crate) use writer::{Held, Writer};

@@ -136,6 +136,7 @@ fn ask(permission: &str, pattern: &str, always: &str) -> PermissionAsk {
         permission: permission.into(),
         patterns: vec![pattern.into()],
         always: vec![always.into()],
+        force_ask: false,
         metadata: Default::default(),
     }
 }

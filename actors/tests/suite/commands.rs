@@ -490,3 +490,71 @@ async fn commands_list_the_built_in_review_first() {
         Some("review changes [commit|branch|pr], defaults to uncommitted")
     );
 }
+
+#[actix_rt::test]
+async fn template_commands_are_asked_like_bash_calls() {
+    use futures::StreamExt;
+    use taskforce_actors::bus::{BusItem, Event, Filter};
+    use taskforce_actors::permission::PermissionReply;
+
+    let fake = FakeOpenAi::start(|_| Response::text("ok")).await.unwrap();
+    let env = Env::new(
+        &fake.base_url(),
+        "\n[permission.bash]\n\"rm *\" = \"deny\"\n\"touch *\" = \"ask\"\n",
+    );
+    env.file("victim", "keep");
+    env.file(
+        ".taskforce/command/risky.md",
+        "---\nagent: build\n---\nA: !`rm victim` B: !`echo $1` C: !`touch made` D: $1",
+    );
+    let rt = env.runtime().await;
+    let s = rt.create_session(None, None).await.unwrap();
+    let mut events = rt.subscribe(Filter::Session(s.id.clone()));
+    let running = {
+        let (rt, id) = (rt.clone(), s.id.clone());
+        tokio::spawn(async move {
+            rt.command(&id, "risky", "\"x; rm victim $(rm victim)\"", None, None)
+                .await
+        })
+    };
+    // `touch` needs the user: the ask comes through the broker, as a bash call's would.
+    let request = loop {
+        match tokio::time::timeout(std::time::Duration::from_secs(10), events.next()).await {
+            Ok(Some(BusItem::Event(e))) => {
+                if let Event::PermissionAsked(request) = &e.event {
+                    break (**request).clone();
+                }
+            }
+            other => panic!("no permission ask came: {other:?}"),
+        }
+    };
+    assert_eq!(request.permission, "bash");
+    assert_eq!(request.patterns, ["touch made"]);
+    assert!(!env.project().join("made").exists(), "not before the reply");
+    assert!(
+        rt.reply_permission(&request.id, PermissionReply::Once, None)
+            .await
+    );
+    tokio::time::timeout(std::time::Duration::from_secs(10), running)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+
+    assert!(env.project().join("victim").exists(), "rm was denied");
+    assert!(
+        env.project().join("made").exists(),
+        "touch ran once allowed"
+    );
+    let request = &fake.requests()[0];
+    assert!(
+        request.contains("A: Error executing command: The user has specified a rule"),
+        "{}",
+        last_content(request)
+    );
+    assert!(
+        request.contains("B: x; rm victim $(rm victim) C:"),
+        "{}",
+        last_content(request)
+    );
+}

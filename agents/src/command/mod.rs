@@ -18,5 +18,5 @@ pub use config::CommandConfig;
 pub use info::{CommandInfo, CommandSource, Commands, UnknownCommand};
 pub use prompt_files::{DIRECTORY_MIME, FILE_MIME, PromptPiece, file_pieces};
 pub use references::{Reference, find_references};
-pub use shell::{SHELL_TIMEOUT, substitute_shell};
-pub use template::{expand, hints, split_arguments};
+pub use shell::{SHELL_TIMEOUT, ShellContext, ShellGate, render, substitute_shell};
+pub use template::{Piece, expand, expand_pieces, hints, split_arguments};

@@ -8,12 +8,38 @@
 //! contains `` !`…` `` is inserted as is. Unlike OpenCode, which runs them concurrently and
 //! keeps the standard output of a failing command, commands run in sequence and a non-zero exit
 //! counts as a failure.
+//!
+//! Before it runs, each command goes through the permission asks of the bash tool
+//! ([`bash_asks`]: its paths, then every command it runs), answered by a [`ShellGate`] (the
+//! runtime asks the user as it does for the tool). A command refused (denied, or an ask the
+//! user rejects) does not run and is replaced by the error text like a failed one.
 
 use std::path::Path;
 use std::process::Stdio;
 use std::time::Duration;
 
-use crate::tool::kill_group;
+use async_trait::async_trait;
+use serde_json::{Map, Value};
+
+use super::template::{Piece, expand_pieces};
+use crate::permission::{PermissionAsk, PermissionError};
+use crate::tool::{BashScope, bash_asks, kill_group};
+
+/// Answers the permission asks of a template's commands.
+#[async_trait]
+pub trait ShellGate: Send + Sync {
+    /// Resolves when `ask` is allowed (by the rules or by the user); an error refuses it.
+    async fn ask(&self, ask: PermissionAsk) -> Result<(), PermissionError>;
+}
+
+/// Where a template's commands run and who answers their permission asks.
+#[derive(Clone, Copy)]
+pub struct ShellContext<'a> {
+    /// The working directory, the project and the rules for the commands' paths.
+    pub scope: BashScope<'a>,
+    /// Answers the asks.
+    pub gate: &'a dyn ShellGate,
+}
 
 /// How long one substituted command may run.
 pub const SHELL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -21,46 +47,63 @@ pub const SHELL_TIMEOUT: Duration = Duration::from_secs(60);
 /// The prefix of the text that replaces a failed command.
 const ERROR_PREFIX: &str = "Error executing command: ";
 
-/// Replaces every `` !`cmd` `` in `template` by the output of running `cmd` in `cwd`.
-pub async fn substitute_shell(template: &str, cwd: &Path) -> String {
-    substitute_with_timeout(template, cwd, SHELL_TIMEOUT).await
+/// Expands `template` with `arguments` ([`expand_pieces`]) and replaces each of its
+/// `` !`cmd` `` by the output of running `cmd`, once its permission asks are allowed.
+pub async fn render(template: &str, arguments: &str, shell: ShellContext<'_>) -> String {
+    run_pieces(expand_pieces(template, arguments), shell, SHELL_TIMEOUT).await
 }
 
-/// [`substitute_shell`] with a chosen timeout per command.
-async fn substitute_with_timeout(template: &str, cwd: &Path, timeout: Duration) -> String {
-    let mut out = String::with_capacity(template.len());
-    let mut rest = template;
-    while let Some((before, command, after)) = next_command(rest) {
-        out.push_str(before);
-        match run(command, cwd, timeout).await {
-            Ok(stdout) => out.push_str(&stdout),
-            Err(error) => {
-                out.push_str(ERROR_PREFIX);
-                out.push_str(&error);
-            }
-        }
-        rest = after;
+/// Replaces every `` !`cmd` `` in `text` by the output of running `cmd` (no arguments).
+pub async fn substitute_shell(text: &str, shell: ShellContext<'_>) -> String {
+    run_pieces(pieces(text), shell, SHELL_TIMEOUT).await
+}
+
+/// `text` as pieces, without trimming or arguments.
+fn pieces(text: &str) -> Vec<Piece> {
+    let mut pieces = Vec::new();
+    let mut pos = 0;
+    for (whole, command) in super::template::shell_spans(text) {
+        pieces.push(Piece::Text(text[pos..whole.start].to_string()));
+        pieces.push(Piece::Shell(text[command].to_string()));
+        pos = whole.end;
     }
-    out.push_str(rest);
+    pieces.push(Piece::Text(text[pos..].to_string()));
+    pieces
+}
+
+/// Joins `pieces`, running the commands one after another with `timeout` each.
+async fn run_pieces(pieces: Vec<Piece>, shell: ShellContext<'_>, timeout: Duration) -> String {
+    let mut out = String::new();
+    for piece in pieces {
+        match piece {
+            Piece::Text(text) => out.push_str(&text),
+            Piece::Shell(command) => match permitted(&command, shell).await {
+                Ok(()) => match run(&command, shell.scope.directory, timeout).await {
+                    Ok(stdout) => out.push_str(&stdout),
+                    Err(error) => {
+                        out.push_str(ERROR_PREFIX);
+                        out.push_str(&error);
+                    }
+                },
+                Err(refused) => {
+                    out.push_str(ERROR_PREFIX);
+                    out.push_str(&refused.to_string());
+                }
+            },
+        }
+    }
     out
 }
 
-/// The text before the first `` !`cmd` `` in `text`, the command, and the text after it.
-fn next_command(text: &str) -> Option<(&str, &str, &str)> {
-    let mut from = 0;
-    while let Some(found) = text[from..].find("!`") {
-        let open = from + found;
-        let body = &text[open + 2..];
-        match body.find('`') {
-            // `` !`` `` (empty) is no command; look again after the first backtick.
-            Some(0) => from = open + 2,
-            Some(close) => {
-                return Some((&text[..open], &body[..close], &body[close + 1..]));
-            }
-            None => return None,
-        }
+/// Asks every permission `command` needs, in order; the first refusal stops.
+async fn permitted(command: &str, shell: ShellContext<'_>) -> Result<(), PermissionError> {
+    let mut metadata = Map::new();
+    metadata.insert("command".into(), Value::String(command.to_string()));
+    metadata.insert("source".into(), Value::String("command template".into()));
+    for ask in bash_asks(command, &shell.scope, metadata) {
+        shell.gate.ask(ask).await?;
     }
-    None
+    Ok(())
 }
 
 /// Runs `command` with `sh -c` in `cwd`: its stdout without trailing newlines, or the error text.
@@ -107,13 +150,66 @@ async fn run(command: &str, cwd: &Path, timeout: Duration) -> Result<String, Str
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Mutex;
+
     use super::*;
+    use crate::permission::{self, Action, AskDecision, Rule};
+
+    /// Answers asks from fixed rules (ask → rejected, as when nobody can answer) and records
+    /// them.
+    struct Gate {
+        rules: Vec<Rule>,
+        asks: Mutex<Vec<PermissionAsk>>,
+    }
+
+    impl Gate {
+        fn new(rules: Vec<Rule>) -> Gate {
+            Gate {
+                rules,
+                asks: Mutex::default(),
+            }
+        }
+    }
+
+    #[async_trait]
+    impl ShellGate for Gate {
+        async fn ask(&self, ask: PermissionAsk) -> Result<(), PermissionError> {
+            self.asks.lock().unwrap().push(ask.clone());
+            match permission::decide(&ask, &[&self.rules]) {
+                AskDecision::Allow => Ok(()),
+                AskDecision::Deny(rules) => Err(PermissionError::Denied { rules }),
+                AskDecision::Ask => Err(PermissionError::Rejected),
+            }
+        }
+    }
+
+    fn allow_all() -> Vec<Rule> {
+        vec![Rule::new("*", "*", Action::Allow)]
+    }
+
+    fn context<'a>(dir: &'a Path, gate: &'a Gate) -> ShellContext<'a> {
+        ShellContext {
+            scope: BashScope {
+                directory: dir,
+                project_root: dir,
+                home: None,
+                rules: &gate.rules,
+            },
+            gate,
+        }
+    }
+
+    /// `text` with its commands run in `dir`, everything allowed.
+    async fn sub(text: &str, dir: &Path) -> String {
+        let gate = Gate::new(allow_all());
+        substitute_shell(text, context(dir, &gate)).await
+    }
 
     #[tokio::test]
     async fn echo_is_replaced_by_its_output() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(
-            substitute_shell("Say !`echo hello` now", dir.path()).await,
+            sub("Say !`echo hello` now", dir.path()).await,
             "Say hello now"
         );
     }
@@ -124,7 +220,7 @@ mod tests {
         let cwd = dir.path().canonicalize().unwrap();
         std::fs::write(cwd.join("marker.txt"), "").unwrap();
         assert_eq!(
-            substitute_shell("in !`pwd -P`: !`ls`", &cwd).await,
+            sub("in !`pwd -P`: !`ls`", &cwd).await,
             format!("in {}: marker.txt", cwd.display())
         );
     }
@@ -133,10 +229,10 @@ mod tests {
     async fn a_failing_command_inserts_its_error() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(
-            substitute_shell("x !`echo out; echo boom >&2; exit 3` y", dir.path()).await,
+            sub("x !`echo out; echo boom >&2; exit 3` y", dir.path()).await,
             "x Error executing command: boom y"
         );
-        let silent = substitute_shell("!`exit 4`", dir.path()).await;
+        let silent = sub("!`exit 4`", dir.path()).await;
         assert!(
             silent.starts_with("Error executing command: `exit 4` failed with exit status: 4"),
             "{silent}"
@@ -147,7 +243,7 @@ mod tests {
     async fn a_command_in_a_missing_directory_fails_to_start() {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("missing");
-        let out = substitute_shell("!`echo hi`", &missing).await;
+        let out = sub("!`echo hi`", &missing).await;
         assert!(
             out.starts_with("Error executing command: failed to start `echo hi`"),
             "{out}"
@@ -158,8 +254,9 @@ mod tests {
     async fn a_slow_command_times_out() {
         let dir = tempfile::tempdir().unwrap();
         let started = std::time::Instant::now();
-        let out =
-            substitute_with_timeout("a !`sleep 5` b", dir.path(), Duration::from_millis(200)).await;
+        let gate = Gate::new(allow_all());
+        let shell = context(dir.path(), &gate);
+        let out = run_pieces(pieces("a !`sleep 5` b"), shell, Duration::from_millis(200)).await;
         assert_eq!(
             out,
             "a Error executing command: `sleep 5` timed out after 0.2 s b"
@@ -170,7 +267,7 @@ mod tests {
     #[tokio::test]
     async fn two_commands_run_in_order() {
         let dir = tempfile::tempdir().unwrap();
-        let out = substitute_shell(
+        let out = sub(
             "!`echo first > f.txt; echo one` then !`cat f.txt; printf 'two\\n\\n'`.",
             dir.path(),
         )
@@ -182,7 +279,7 @@ mod tests {
     async fn output_is_not_substituted_again() {
         let dir = tempfile::tempdir().unwrap();
         assert_eq!(
-            substitute_shell("!`printf '!\\140echo no\\140'`", dir.path()).await,
+            sub("!`printf '!\\140echo no\\140'`", dir.path()).await,
             "!`echo no`"
         );
     }
@@ -195,7 +292,72 @@ mod tests {
             "plain text",
             "a `code` span and a bang! and !`` and !`unclosed",
         ] {
-            assert_eq!(substitute_shell(text, dir.path()).await, text);
+            assert_eq!(sub(text, dir.path()).await, text);
         }
+    }
+
+    #[tokio::test]
+    async fn arguments_cannot_inject_commands() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path().canonicalize().unwrap();
+        std::fs::write(cwd.join("y"), "keep").unwrap();
+        let gate = Gate::new(allow_all());
+        for argument in ["x; rm y", "$(rm y)", "`rm y`", "'; rm y; '", "!`rm y`"] {
+            let out = render("[!`echo $1`] $ARGUMENTS", argument, context(&cwd, &gate)).await;
+            assert!(cwd.join("y").exists(), "{argument}: {out}");
+            assert!(out.starts_with('['), "{argument}: {out}");
+            let out = render("!`printf %s $ARGUMENTS`", argument, context(&cwd, &gate)).await;
+            let words = super::super::template::split_arguments(argument);
+            assert_eq!(out, words.concat(), "{argument}");
+        }
+        assert_eq!(
+            render("!`echo $1`", "x; rm y", context(&cwd, &gate)).await,
+            "x; rm y"
+        );
+        // Each command was checked as the one intended: `echo` with a quoted word.
+        let asks = gate.asks.lock().unwrap();
+        let last = asks.last().unwrap();
+        assert_eq!(last.permission, "bash");
+        assert_eq!(last.patterns, ["echo 'x;' rm y"]);
+    }
+
+    #[tokio::test]
+    async fn a_denied_command_does_not_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path().canonicalize().unwrap();
+        std::fs::write(cwd.join("y"), "keep").unwrap();
+        let mut rules = allow_all();
+        rules.push(Rule::new("bash", "rm *", Action::Deny));
+        let gate = Gate::new(rules);
+        for template in ["a !`rm y` b", "!`true && rm y`", "!`sh -c 'rm y'`"] {
+            let out = render(template, "", context(&cwd, &gate)).await;
+            assert!(cwd.join("y").exists(), "{template}");
+            assert!(
+                out.contains("Error executing command: The user has specified a rule"),
+                "{out}"
+            );
+        }
+        assert_eq!(render("!`echo ok`", "", context(&cwd, &gate)).await, "ok");
+    }
+
+    #[tokio::test]
+    async fn a_command_nobody_answers_does_not_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let cwd = dir.path().canonicalize().unwrap();
+        std::fs::write(cwd.join("y"), "keep").unwrap();
+        let mut rules = allow_all();
+        rules.push(Rule::new("bash", "rm *", Action::Ask));
+        let gate = Gate::new(rules);
+        let out = render("!`rm y`", "", context(&cwd, &gate)).await;
+        assert!(cwd.join("y").exists());
+        assert_eq!(
+            out,
+            "Error executing command: The user rejected permission to use this specific tool call."
+        );
+        // A command that cannot be read is asked too.
+        let gate = Gate::new(allow_all());
+        let out = render("!`$(echo rm) y`", "", context(&cwd, &gate)).await;
+        assert!(cwd.join("y").exists(), "{out}");
+        assert!(out.starts_with("Error executing command"), "{out}");
     }
 }

@@ -4,9 +4,12 @@
 //! whitespace with quoted groups kept together, `$n` takes the nth argument, the highest `$n` in
 //! the template also takes every argument after it, `$ARGUMENTS` takes the raw argument string,
 //! and a template with no placeholder gets the arguments appended on a new line. The result is
-//! trimmed. Two deliberate differences from OpenCode's JavaScript: `$0` is not a placeholder (it
-//! is left as written instead of becoming `undefined`), and substituted values are inserted
-//! verbatim (a value containing `$ARGUMENTS` or `$&` is not expanded again).
+//! trimmed. Deliberate differences from OpenCode's JavaScript: `$0` is not a placeholder (it
+//! is left as written instead of becoming `undefined`), substituted values are inserted
+//! verbatim (a value containing `$ARGUMENTS` or `$&` is not expanded again), and inside a
+//! `` !`cmd` `` of the template each argument is inserted as one single-quoted shell word
+//! (`'` written as `'\''`), so an argument is never run as code. Only the template's own
+//! `` !`cmd` `` are commands: one that an argument brings along stays text ([`expand_pieces`]).
 
 /// A `$n` (n ≥ 1) or `$ARGUMENTS` occurrence in a template, as a byte range.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -74,6 +77,36 @@ fn placeholders(template: &str) -> Vec<Placeholder> {
     found
 }
 
+/// A piece of an expanded template: text, or a `` !`cmd` `` command to run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Piece {
+    /// Text, arguments inserted as they are.
+    Text(String),
+    /// The command of a `` !`cmd` `` in the template, arguments inserted shell-quoted.
+    Shell(String),
+}
+
+/// The `` !`cmd` `` spans of `text`: byte ranges of the whole `` !`…` `` and of the command.
+/// A span is a non-empty run without backticks between `` !` `` and the next backtick.
+pub(crate) fn shell_spans(text: &str) -> Vec<(std::ops::Range<usize>, std::ops::Range<usize>)> {
+    let mut spans = Vec::new();
+    let mut from = 0;
+    while let Some(found) = text[from..].find("!`") {
+        let open = from + found;
+        let body = open + 2;
+        match text[body..].find('`') {
+            // `` !`` `` (empty) is no command; look again after the first backtick.
+            Some(0) => from = body,
+            Some(close) => {
+                spans.push((open..body + close + 1, body..body + close));
+                from = body + close + 1;
+            }
+            None => break,
+        }
+    }
+    spans
+}
+
 /// Splits command arguments on whitespace, keeping `"…"` and `'…'` groups together without quotes.
 pub fn split_arguments(arguments: &str) -> Vec<String> {
     // Mirrors OpenCode's /(?:"[^"]*"|'[^']*'|[^\s"']+)/g: an unmatched quote is skipped.
@@ -102,10 +135,30 @@ pub fn split_arguments(arguments: &str) -> Vec<String> {
     args
 }
 
-/// Expands a command template with the user's argument string, as OpenCode does.
+/// Expands a command template with the user's argument string, as OpenCode does; the
+/// template's `` !`cmd` `` stay in the text (arguments inside them shell-quoted).
 pub fn expand(template: &str, arguments: &str) -> String {
+    let mut out = String::new();
+    for piece in expand_pieces(template, arguments) {
+        match piece {
+            Piece::Text(text) => out.push_str(&text),
+            Piece::Shell(command) => {
+                out.push_str("!`");
+                out.push_str(&command);
+                out.push('`');
+            }
+        }
+    }
+    out
+}
+
+/// Expands a command template into text and the commands of its `` !`cmd` ``: arguments are
+/// inserted as they are in text and as single-quoted shell words in commands (a swallowing
+/// `$n` and `$ARGUMENTS` give one quoted word per argument). The whole is trimmed.
+pub fn expand_pieces(template: &str, arguments: &str) -> Vec<Piece> {
     let args = split_arguments(arguments);
     let found = placeholders(template);
+    let spans = shell_spans(template);
     let last = found
         .iter()
         .filter_map(|p| match p.kind {
@@ -113,34 +166,95 @@ pub fn expand(template: &str, arguments: &str) -> String {
             Kind::Arguments => None,
         })
         .max();
-
-    let mut out = String::with_capacity(template.len() + arguments.len());
-    let mut pos = 0;
-    for p in &found {
-        out.push_str(&template[pos..p.start]);
+    let quoted = |values: &[String]| -> String {
+        values
+            .iter()
+            .map(|v| crate::permission::bash::shell_quote(v))
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    // The replacement of a placeholder, inside a command or not.
+    let replace = |p: &Placeholder, in_shell: bool| -> String {
         match p.kind {
-            Kind::Arguments => out.push_str(arguments),
+            Kind::Arguments if in_shell => quoted(&args),
+            Kind::Arguments => arguments.to_string(),
             Kind::Numbered(n) => {
                 let index = n - 1;
-                if index < args.len() {
-                    if Some(n) == last {
-                        // The final placeholder swallows the remaining arguments.
-                        out.push_str(&args[index..].join(" "));
-                    } else {
-                        out.push_str(&args[index]);
-                    }
+                let values = if index >= args.len() {
+                    &args[..0]
+                } else if Some(n) == last {
+                    // The final placeholder swallows the remaining arguments.
+                    &args[index..]
+                } else {
+                    &args[index..=index]
+                };
+                if in_shell {
+                    quoted(values)
+                } else {
+                    values.join(" ")
                 }
             }
         }
-        pos = p.end;
-    }
-    out.push_str(&template[pos..]);
+    };
+    // Expands `template[range]`, whose placeholders are those of `found` inside it.
+    let expand_range = |range: std::ops::Range<usize>, in_shell: bool| -> String {
+        let mut out = String::with_capacity(range.len());
+        let mut pos = range.start;
+        for p in found
+            .iter()
+            .filter(|p| p.start >= range.start && p.end <= range.end)
+        {
+            out.push_str(&template[pos..p.start]);
+            out.push_str(&replace(p, in_shell));
+            pos = p.end;
+        }
+        out.push_str(&template[pos..range.end]);
+        out
+    };
 
-    if found.is_empty() && !arguments.trim().is_empty() {
-        out.push('\n');
-        out.push_str(arguments);
+    let mut pieces = Vec::new();
+    let mut pos = 0;
+    for (whole, command) in &spans {
+        pieces.push(Piece::Text(expand_range(pos..whole.start, false)));
+        pieces.push(Piece::Shell(expand_range(command.clone(), true)));
+        pos = whole.end;
     }
-    out.trim().to_string()
+    let mut tail = expand_range(pos..template.len(), false);
+    if found.is_empty() && !arguments.trim().is_empty() {
+        tail.push('\n');
+        tail.push_str(arguments);
+    }
+    pieces.push(Piece::Text(tail));
+    trim(pieces)
+}
+
+/// `pieces` with the text at both ends trimmed and empty text dropped.
+fn trim(mut pieces: Vec<Piece>) -> Vec<Piece> {
+    // Leading text up to the first command or non-blank text.
+    for piece in pieces.iter_mut() {
+        match piece {
+            Piece::Text(text) => {
+                *text = text.trim_start().to_string();
+                if !text.is_empty() {
+                    break;
+                }
+            }
+            Piece::Shell(_) => break,
+        }
+    }
+    for piece in pieces.iter_mut().rev() {
+        match piece {
+            Piece::Text(text) => {
+                *text = text.trim_end().to_string();
+                if !text.is_empty() {
+                    break;
+                }
+            }
+            Piece::Shell(_) => break,
+        }
+    }
+    pieces.retain(|p| !matches!(p, Piece::Text(t) if t.is_empty()));
+    pieces
 }
 
 /// The placeholders a template uses: `$1`, `$2`, … in numeric order, then `$ARGUMENTS`, each once.
@@ -281,6 +395,55 @@ mod tests {
     #[test]
     fn single_quotes_group_too() {
         assert_eq!(expand("Q $1 / $2", "'a b' 'c'"), "Q a b / c");
+    }
+
+    // --- commands in templates ---
+
+    #[test]
+    fn arguments_inside_commands_are_shell_quoted() {
+        assert_eq!(
+            expand_pieces("Log: !`git log $1` for $1", "x; rm y"),
+            vec![
+                Piece::Text("Log: ".into()),
+                Piece::Shell("git log 'x;' 'rm' 'y'".into()),
+                Piece::Text(" for x; rm y".into()),
+            ]
+        );
+        assert_eq!(
+            expand_pieces("!`echo $ARGUMENTS`", "\"$(rm y)\" 'it''s'"),
+            vec![Piece::Shell("echo '$(rm y)' 'it' 's'".into())]
+        );
+        assert_eq!(
+            expand_pieces("!`echo $2 $1`", "\"`rm y`\" b c"),
+            vec![Piece::Shell("echo 'b' 'c' '`rm y`'".into())]
+        );
+        assert_eq!(expand("!`cat $1`", "\"it's\""), "!`cat 'it'\\''s'`");
+    }
+
+    #[test]
+    fn a_command_brought_by_an_argument_stays_text() {
+        assert_eq!(
+            expand_pieces("Review $1", "!`rm y`"),
+            vec![Piece::Text("Review !`rm y`".into())]
+        );
+        assert_eq!(
+            expand_pieces("Do it", "!`rm y`"),
+            vec![Piece::Text("Do it\n!`rm y`".into())]
+        );
+    }
+
+    #[test]
+    fn pieces_are_trimmed_at_both_ends_only() {
+        assert_eq!(
+            expand_pieces("  a !`x` b  ", ""),
+            vec![
+                Piece::Text("a ".into()),
+                Piece::Shell("x".into()),
+                Piece::Text(" b".into())
+            ]
+        );
+        assert_eq!(expand_pieces(" !`x` ", ""), vec![Piece::Shell("x".into())]);
+        assert!(expand_pieces("   ", "").is_empty());
     }
 
     // --- split_arguments ---

@@ -14,6 +14,11 @@ pub struct PermissionAsk {
     pub patterns: Vec<String>,
     /// The patterns an "always" reply approves from then on.
     pub always: Vec<String>,
+    /// Ask the user even when the rules allow every pattern: part of the call could not be
+    /// checked (a shell command the parser cannot read). A deny still refuses, and approvals
+    /// from earlier "always" replies do not answer it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub force_ask: bool,
     /// Details for the user (the command, the diff…).
     pub metadata: Map<String, Value>,
 }
@@ -47,35 +52,51 @@ pub enum AskDecision {
     Allow,
     /// A pattern is denied; these are the rules whose permission matches (for the model).
     Deny(Vec<Rule>),
-    /// The patterns before this one are allowed; this one needs the user.
+    /// No pattern is denied, and one needs the user (or the ask forces the question).
     Ask,
 }
 
-/// Evaluates the ask's patterns in order against `rulesets` (last match wins): the first deny
-/// or ask decides; all allowed is allow (reference §3.7 step 2).
+/// Evaluates the ask's patterns against `rulesets` (last match wins for each): the strictest
+/// decides, so a denied pattern refuses the ask even after one that needs the user; all
+/// allowed is allow, unless the ask forces the question.
 pub fn decide(ask: &PermissionAsk, rulesets: &[&[Rule]]) -> AskDecision {
+    decide_with_approvals(ask, &super::Layers::single(super::merge(rulesets)), &[])
+}
+
+/// What `layers` (each layer last-match-wins, the strictest layer holds) and the approvals say
+/// about `ask`: a pattern the rules `ask` about is allowed when an approval (a rule from an
+/// earlier "always" reply) allows it, a forced ask is asked whatever the approvals say, and a
+/// deny anywhere wins. A deny carries the denying layers' rules for the permission (not the
+/// approvals).
+pub fn decide_with_approvals(
+    ask: &PermissionAsk,
+    layers: &super::Layers,
+    approved: &[Rule],
+) -> AskDecision {
+    let mut needs_user = ask.force_ask;
     for pattern in &ask.patterns {
-        match super::evaluate(&ask.permission, pattern, rulesets).action {
+        match layers.evaluate(&ask.permission, pattern) {
             super::Action::Allow => {}
             super::Action::Deny => {
-                let rules = rulesets
-                    .iter()
-                    .flat_map(|r| r.iter())
-                    .filter(|r| super::wildcard::matches(&ask.permission, &r.permission))
-                    .cloned()
-                    .collect();
-                return AskDecision::Deny(rules);
+                return AskDecision::Deny(layers.denying(&ask.permission, pattern));
             }
-            super::Action::Ask => return AskDecision::Ask,
+            super::Action::Ask => {
+                needs_user |= super::evaluate(&ask.permission, pattern, &[approved]).action
+                    != super::Action::Allow;
+            }
         }
     }
-    AskDecision::Allow
+    if needs_user {
+        AskDecision::Ask
+    } else {
+        AskDecision::Allow
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::permission::Action;
+    use crate::permission::{Action, Layers};
 
     fn ask(patterns: &[&str]) -> PermissionAsk {
         PermissionAsk {
@@ -104,9 +125,39 @@ mod tests {
             panic!("rm is denied")
         };
         assert_eq!(shown.len(), 3, "the rules whose permission matches bash");
-        // The first pattern that is not allowed decides, even if a later one is denied.
-        assert_eq!(
+        // The strictest pattern decides: a deny after an ask still refuses.
+        assert!(matches!(
             decide(&ask(&["git push x", "rm y"]), &[&rules]),
+            AskDecision::Deny(_)
+        ));
+        assert!(matches!(
+            decide(&ask(&["rm y", "git push x"]), &[&rules]),
+            AskDecision::Deny(_)
+        ));
+    }
+
+    #[test]
+    fn a_forced_ask_is_asked_unless_denied() {
+        let rules = vec![
+            Rule::new("*", "*", Action::Allow),
+            Rule::new("bash", "rm *", Action::Deny),
+        ];
+        let mut forced = ask(&["ls"]);
+        forced.force_ask = true;
+        assert_eq!(decide(&forced, &[&rules]), AskDecision::Ask);
+        forced.patterns.push("rm x".into());
+        assert!(matches!(decide(&forced, &[&rules]), AskDecision::Deny(_)));
+        // An approval answers a pattern the rules ask about, never a forced ask.
+        let ask_all = vec![Rule::new("*", "*", Action::Ask)];
+        let approved = vec![Rule::new("bash", "ls *", Action::Allow)];
+        assert_eq!(
+            decide_with_approvals(&ask(&["ls"]), &Layers::single(ask_all.clone()), &approved),
+            AskDecision::Allow
+        );
+        let mut forced = ask(&["ls"]);
+        forced.force_ask = true;
+        assert_eq!(
+            decide_with_approvals(&forced, &Layers::single(ask_all), &approved),
             AskDecision::Ask
         );
     }

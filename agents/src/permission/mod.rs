@@ -1,9 +1,11 @@
-//! The permission engine: rules, wildcard matching, evaluation, config form, hidden tools.
+//! The permission engine: rules, wildcard matching, evaluation, config form, hidden tools, and
+//! what a bash command line runs.
 //!
 //! Pure functions only. Evaluation is last-match-wins over the concatenation of rulesets,
 //! and the default when nothing matches is `ask` (reference §3).
 
 mod ask;
+pub mod bash;
 mod config;
 mod disabled;
 mod evaluate;
@@ -11,7 +13,7 @@ mod layers;
 mod rule;
 pub mod wildcard;
 
-pub use ask::{AskDecision, PermissionAsk, PermissionError, decide};
+pub use ask::{AskDecision, PermissionAsk, PermissionError, decide, decide_with_approvals};
 pub use config::{PermissionConfig, PermissionValue, expand_home, from_config, from_tools};
 pub use disabled::{disabled, permission_for_tool};
 pub use evaluate::{Evaluation, evaluate, merge};

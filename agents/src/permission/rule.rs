@@ -22,6 +22,18 @@ impl Action {
     /// Every action, in the order they are listed in messages.
     pub const ALL: [Action; 3] = [Action::Allow, Action::Deny, Action::Ask];
 
+    /// The strictest of `actions` (`deny` over `ask` over `allow`); `allow` when there are none.
+    pub fn strictest(actions: impl IntoIterator<Item = Action>) -> Action {
+        actions
+            .into_iter()
+            .max_by_key(|a| match a {
+                Action::Allow => 0,
+                Action::Ask => 1,
+                Action::Deny => 2,
+            })
+            .unwrap_or(Action::Allow)
+    }
+
     /// The lowercase name used in config files and JSON.
     pub fn as_str(self) -> &'static str {
         match self {

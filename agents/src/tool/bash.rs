@@ -4,11 +4,12 @@
 //! and stderr captured together in arrival order. A timeout (default 2 minutes, at most 10) or an
 //! abort kills the whole group; dropping the call kills it too.
 //!
-//! Permission: `bash` with one pattern per simple command of the text (split at unquoted `;`,
-//! `&&`, `||`, `|`, `&` and newlines; a single command gives `[command text]`), and `always`
-//! = each command's prefix from [`command_prefix`] plus `" *"`. Arguments of `cd`, `rm`, `cp`,
-//! `mv`, `mkdir`, `touch`, `chmod`, `chown` and `cat` outside the project first ask
-//! `external_directory`.
+//! Permission: the asks of [`bash_asks`]: `external_directory` for the paths the line names
+//! outside the project (resolved through symbolic links), `read` for the paths the read rules
+//! guard, then `bash` with one pattern per command the line runs (parsed with the bash grammar,
+//! wrappers such as `sudo` or `xargs` peeled: [`crate::permission::bash`]) and `always` = each
+//! command's prefix from [`command_prefix`] plus `" *"`. The ask's metadata keeps the command
+//! as written.
 
 use std::pin::Pin;
 use std::process::{ExitStatus, Stdio};
@@ -20,11 +21,11 @@ use serde_json::{Map, Value, json};
 use tokio::io::AsyncReadExt;
 use tokio::time::Sleep;
 
-use super::paths::{self, PathKind};
+use super::bash_asks::{BashScope, bash_asks};
 use super::run::{lenient_u64, parse_args};
 use super::{Tool, ToolContext, ToolError, ToolOutput};
 use crate::agent::{AgentInfo, Registry};
-use crate::permission::PermissionAsk;
+pub use crate::permission::bash::{ARITY, command_prefix};
 
 const ID: &str = "bash";
 
@@ -46,192 +47,6 @@ const DRAIN_GRACE: Duration = Duration::from_millis(500);
 
 /// How often the live output is published while the command runs.
 const METADATA_INTERVAL: Duration = Duration::from_millis(250);
-
-/// How many leading words name a command, for the `always` pattern of a bash ask.
-///
-/// The longest matching prefix wins; a command not listed has arity 1 (its first word).
-/// For example `git status --short` → `git status`, `npm run build` → `npm run build`,
-/// `docker compose up -d` → `docker compose up`, `cargo test -p x` → `cargo test`.
-pub const ARITY: &[(&str, usize)] = &[
-    ("apt", 2),
-    ("apt-get", 2),
-    ("aws", 3),
-    ("az", 3),
-    ("brew", 2),
-    ("bun", 2),
-    ("bun run", 3),
-    ("bundle", 2),
-    ("bundle exec", 3),
-    ("cargo", 2),
-    ("composer", 2),
-    ("conda", 2),
-    ("deno", 2),
-    ("deno task", 3),
-    ("docker", 2),
-    ("docker compose", 3),
-    ("docker-compose", 2),
-    ("dotnet", 2),
-    ("gcloud", 3),
-    ("gh", 3),
-    ("git", 2),
-    ("git config", 3),
-    ("git remote", 3),
-    ("git stash", 3),
-    ("go", 2),
-    ("go mod", 3),
-    ("gradle", 2),
-    ("./gradlew", 2),
-    ("helm", 2),
-    ("kubectl", 2),
-    ("make", 2),
-    ("mvn", 2),
-    ("npm", 2),
-    ("npm run", 3),
-    ("npx", 2),
-    ("pip", 2),
-    ("pip3", 2),
-    ("pnpm", 2),
-    ("pnpm run", 3),
-    ("poetry", 2),
-    ("poetry run", 3),
-    ("python -m", 3),
-    ("python3 -m", 3),
-    ("rustup", 2),
-    ("systemctl", 2),
-    ("terraform", 2),
-    ("uv", 2),
-    ("uv pip", 3),
-    ("uv run", 3),
-    ("yarn", 2),
-    ("yarn run", 3),
-];
-
-/// Commands whose arguments are paths worth an `external_directory` check.
-const PATH_COMMANDS: &[&str] = &[
-    "cd", "rm", "cp", "mv", "mkdir", "touch", "chmod", "chown", "cat",
-];
-
-/// The words naming the command `tokens` runs, per [`ARITY`]: `git status --short` →
-/// `["git", "status"]`; an unknown command gives its first word.
-pub fn command_prefix(tokens: &[String]) -> Vec<String> {
-    let mut arity = 1;
-    let mut matched = 0;
-    for (prefix, n) in ARITY {
-        let words: Vec<&str> = prefix.split(' ').collect();
-        if words.len() > matched
-            && tokens.len() >= words.len()
-            && words.iter().zip(tokens).all(|(w, t)| w == t)
-        {
-            matched = words.len();
-            arity = *n;
-        }
-    }
-    tokens.iter().take(arity).cloned().collect()
-}
-
-/// One simple command of a command line: its source text and its words (quotes removed).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct SimpleCommand {
-    pub text: String,
-    pub tokens: Vec<String>,
-}
-
-/// Splits a command line at unquoted `;`, `&&`, `||`, `|`, `&` and newlines, and each part into
-/// words (single and double quotes and backslashes honoured, `2>&1`-style redirections kept).
-pub(crate) fn split_commands(line: &str) -> Vec<SimpleCommand> {
-    let chars: Vec<(usize, char)> = line.char_indices().collect();
-    let mut commands = Vec::new();
-    let mut tokens: Vec<String> = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut start = 0usize;
-    let mut i = 0usize;
-    let finish =
-        |commands: &mut Vec<SimpleCommand>, tokens: &mut Vec<String>, end: usize, start: usize| {
-            let text = line[start..end].trim().to_string();
-            if !text.is_empty() && !tokens.is_empty() {
-                commands.push(SimpleCommand {
-                    text,
-                    tokens: std::mem::take(tokens),
-                });
-            }
-            tokens.clear();
-        };
-    while i < chars.len() {
-        let (pos, c) = chars[i];
-        let next = chars.get(i + 1).map(|&(_, c)| c);
-        match c {
-            '\'' => {
-                in_word = true;
-                i += 1;
-                while i < chars.len() && chars[i].1 != '\'' {
-                    word.push(chars[i].1);
-                    i += 1;
-                }
-            }
-            '"' => {
-                in_word = true;
-                i += 1;
-                while i < chars.len() && chars[i].1 != '"' {
-                    if chars[i].1 == '\\'
-                        && let Some(&(_, escaped)) = chars.get(i + 1)
-                        && matches!(escaped, '"' | '\\' | '$' | '`')
-                    {
-                        i += 1;
-                    }
-                    word.push(chars[i].1);
-                    i += 1;
-                }
-            }
-            '\\' => {
-                in_word = true;
-                if let Some(escaped) = next {
-                    if escaped != '\n' {
-                        word.push(escaped);
-                    }
-                    i += 1;
-                }
-            }
-            ' ' | '\t' => {
-                if in_word {
-                    tokens.push(std::mem::take(&mut word));
-                    in_word = false;
-                }
-            }
-            ';' | '\n' | '|' | '&' => {
-                let previous = i.checked_sub(1).map(|j| chars[j].1);
-                // `2>&1`, `&>file`, `>|file`: redirections, not separators.
-                let redirect = (c == '&'
-                    && (matches!(previous, Some('>' | '<')) || next == Some('>')))
-                    || (c == '|' && previous == Some('>'));
-                if redirect {
-                    in_word = true;
-                    word.push(c);
-                } else {
-                    if in_word {
-                        tokens.push(std::mem::take(&mut word));
-                        in_word = false;
-                    }
-                    finish(&mut commands, &mut tokens, pos, start);
-                    if (c == '&' && next == Some('&')) || (c == '|' && next == Some('|')) {
-                        i += 1;
-                    }
-                    start = chars.get(i + 1).map_or(line.len(), |&(p, _)| p);
-                }
-            }
-            _ => {
-                in_word = true;
-                word.push(c);
-            }
-        }
-        i += 1;
-    }
-    if in_word {
-        tokens.push(word);
-    }
-    finish(&mut commands, &mut tokens, line.len(), start);
-    commands
-}
 
 /// The bash tool.
 #[derive(Debug, Clone, Copy, Default)]
@@ -287,34 +102,18 @@ impl Tool for BashTool {
             None => DEFAULT_TIMEOUT,
         };
 
-        let commands = split_commands(&args.command);
-        ask_external_paths(ctx, &commands).await?;
-        let mut patterns: Vec<String> = Vec::new();
-        let mut always: Vec<String> = Vec::new();
-        for command in &commands {
-            push_unique(&mut patterns, command.text.clone());
-            push_unique(
-                &mut always,
-                format!("{} *", command_prefix(&command.tokens).join(" ")),
-            );
-        }
-        if patterns.is_empty() {
-            patterns.push(args.command.trim().to_string());
-            always.push(format!(
-                "{} *",
-                args.command.split_whitespace().next().unwrap_or_default()
-            ));
-        }
         let mut ask_metadata = Map::new();
         ask_metadata.insert("command".into(), Value::String(args.command.clone()));
         ask_metadata.insert("description".into(), json!(args.description));
-        ctx.ask(PermissionAsk {
-            permission: "bash".into(),
-            patterns,
-            always,
-            metadata: ask_metadata,
-        })
-        .await?;
+        let scope = BashScope {
+            directory: &ctx.directory,
+            project_root: &ctx.project_root,
+            home: ctx.home.as_deref(),
+            rules: &ctx.agent.permission,
+        };
+        for ask in bash_asks(&args.command, &scope, ask_metadata) {
+            ctx.ask(ask).await?;
+        }
 
         let run = run_command(&args.command, timeout, ctx, args.description.as_deref()).await?;
         let mut output = if run.output.is_empty() {
@@ -370,12 +169,6 @@ impl Tool for BashTool {
     }
 }
 
-fn push_unique(list: &mut Vec<String>, item: String) {
-    if !list.contains(&item) {
-        list.push(item);
-    }
-}
-
 /// The signal that ended the process, if one did.
 fn signal(status: &ExitStatus) -> Option<i32> {
     #[cfg(unix)]
@@ -395,52 +188,6 @@ fn preview(output: &str) -> String {
         Some((end, _)) => format!("{}\n\n...", &output[..end]),
         None => output.to_string(),
     }
-}
-
-/// Asks `external_directory` once for every path argument of a path command outside the
-/// project.
-async fn ask_external_paths(
-    ctx: &ToolContext,
-    commands: &[SimpleCommand],
-) -> Result<(), ToolError> {
-    let mut globs: Vec<String> = Vec::new();
-    for command in commands {
-        let Some((program, args)) = command.tokens.split_first() else {
-            continue;
-        };
-        if !PATH_COMMANDS.contains(&program.as_str()) {
-            continue;
-        }
-        for arg in args {
-            if arg.starts_with('-') || (program == "chmod" && arg.starts_with('+')) {
-                continue;
-            }
-            // Expansions cannot be resolved without running the shell.
-            if arg.contains(['$', '`', '*', '?', '~']) || arg.is_empty() {
-                continue;
-            }
-            let path = paths::resolve(&ctx.directory, arg);
-            if !paths::is_external(ctx, &path) {
-                continue;
-            }
-            let kind = if program == "cd" || path.is_dir() {
-                PathKind::Directory
-            } else {
-                PathKind::File
-            };
-            push_unique(&mut globs, paths::external_glob(&path, kind));
-        }
-    }
-    if globs.is_empty() {
-        return Ok(());
-    }
-    ctx.ask(PermissionAsk {
-        permission: "external_directory".into(),
-        patterns: globs.clone(),
-        always: globs,
-        metadata: Map::new(),
-    })
-    .await
 }
 
 /// What a finished (or timed-out) command left.
@@ -620,46 +367,6 @@ mod tests {
 
     use super::*;
     use crate::tool::testing::Project;
-
-    fn words(s: &str) -> Vec<String> {
-        s.split(' ').map(String::from).collect()
-    }
-
-    #[test]
-    fn prefixes_follow_the_arity_table() {
-        for (command, prefix) in [
-            ("git status --short", "git status"),
-            ("npm run build", "npm run build"),
-            ("npm install", "npm install"),
-            ("cargo test -p x", "cargo test"),
-            ("docker compose up -d", "docker compose up"),
-            ("ls -la", "ls"),
-            ("frobnicate --all", "frobnicate"),
-            ("git", "git"),
-        ] {
-            assert_eq!(
-                command_prefix(&words(command)).join(" "),
-                prefix,
-                "{command}"
-            );
-        }
-    }
-
-    #[test]
-    fn splits_command_lines() {
-        let c = split_commands("git status --short");
-        assert_eq!(c.len(), 1);
-        assert_eq!(c[0].text, "git status --short");
-        let c = split_commands("cd 'a b' && cargo test 2>&1 | tail -n 5; echo \"x;y\" &");
-        let texts: Vec<&str> = c.iter().map(|c| c.text.as_str()).collect();
-        assert_eq!(
-            texts,
-            vec!["cd 'a b'", "cargo test 2>&1", "tail -n 5", "echo \"x;y\""]
-        );
-        assert_eq!(c[0].tokens, vec!["cd", "a b"]);
-        assert_eq!(c[3].tokens, vec!["echo", "x;y"]);
-        assert!(split_commands("   ").is_empty());
-    }
 
     #[tokio::test]
     async fn captures_output_and_exit_code_in_the_directory() {

@@ -68,6 +68,7 @@ impl Tool for GlobTool {
             permission: "glob".into(),
             patterns: vec![args.pattern.clone()],
             always: vec!["*".into()],
+            force_ask: false,
             metadata: ask_metadata,
         })
         .await?;

@@ -88,6 +88,7 @@ impl Tool for GrepTool {
             permission: "grep".into(),
             patterns: vec![args.pattern.clone()],
             always: vec!["*".into()],
+            force_ask: false,
             metadata: ask_metadata,
         })
         .await?;

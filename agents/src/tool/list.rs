@@ -117,6 +117,7 @@ impl Tool for ListTool {
             permission: "list".into(),
             patterns: vec![search.display().to_string()],
             always: vec!["*".into()],
+            force_ask: false,
             metadata: ask_metadata,
         })
         .await?;

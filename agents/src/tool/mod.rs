@@ -5,6 +5,7 @@
 mod access;
 pub mod background;
 mod bash;
+mod bash_asks;
 pub(crate) use bash::kill_group;
 mod context;
 mod edit;
@@ -29,6 +30,7 @@ pub mod truncate;
 mod write;
 
 pub use bash::{ARITY, BashTool, command_prefix};
+pub use bash_asks::{BashScope, bash_asks};
 pub use context::{
     Delegate, SubagentOutcome, SubagentRequest, SubagentStatus, ToolContext, ToolHost,
 };

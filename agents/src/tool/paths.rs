@@ -240,6 +240,7 @@ pub async fn ask_external_directory(
         permission: "external_directory".into(),
         patterns,
         always: globs,
+        force_ask: false,
         metadata,
     })
     .await

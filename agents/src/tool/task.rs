@@ -206,6 +206,7 @@ impl Tool for TaskTool {
                 permission: "task".into(),
                 patterns: vec![args.subagent_type.clone()],
                 always: vec!["*".into()],
+                force_ask: false,
                 metadata,
             });
             let asked = tokio::select! {

@@ -156,6 +156,7 @@ async fn run_one(
             permission: "task".into(),
             patterns: vec![one.subagent_type.clone()],
             always: vec!["*".into()],
+            force_ask: false,
             metadata,
         });
         let asked = tokio::select! {

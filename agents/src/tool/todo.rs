@@ -29,6 +29,7 @@ async fn ask(ctx: &ToolContext, permission: &str) -> Result<(), ToolError> {
         permission: permission.into(),
         patterns: vec!["*".into()],
         always: vec!["*".into()],
+        force_ask: false,
         metadata: Map::new(),
     })
     .await

@@ -2,11 +2,23 @@
 //! through expansion, shell substitution and `@` references to the pieces of a prompt.
 
 use taskforce_agents::command::{
-    CommandSource, Commands, PromptPiece, Reference, expand, file_pieces, find_references,
-    substitute_shell,
+    CommandSource, Commands, PromptPiece, Reference, ShellContext, ShellGate, expand, file_pieces,
+    find_references, render,
 };
+use taskforce_agents::permission::{Action, PermissionAsk, PermissionError, Rule};
+use taskforce_agents::tool::BashScope;
 
 use super::fixture::Fixture;
+
+/// Allows every command of a template.
+struct AllowAll;
+
+#[async_trait::async_trait]
+impl ShellGate for AllowAll {
+    async fn ask(&self, _ask: PermissionAsk) -> Result<(), PermissionError> {
+        Ok(())
+    }
+}
 
 #[test]
 fn builtins_come_before_markdown_commands_and_can_be_replaced() {
@@ -59,8 +71,23 @@ async fn a_command_template_becomes_prompt_pieces() {
     let registry = f.registry();
     let commands = Commands::new(&f.load().config);
 
-    let template = expand(&commands.get("check").unwrap().template, "src/lib.rs");
-    let prompt = substitute_shell(&template, &f.project).await;
+    let gate = AllowAll;
+    let rules = vec![Rule::new("*", "*", Action::Allow)];
+    let shell = ShellContext {
+        scope: BashScope {
+            directory: &f.project,
+            project_root: &f.project,
+            home: Some(&f.home),
+            rules: &rules,
+        },
+        gate: &gate,
+    };
+    let prompt = render(
+        &commands.get("check").unwrap().template,
+        "src/lib.rs",
+        shell,
+    )
+    .await;
     assert_eq!(
         prompt,
         "Check @src/lib.rs with @general (files: lib.rs), see @~/notes.txt and @docs. Mail me@x.com, not `@docs`."

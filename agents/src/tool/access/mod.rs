@@ -48,6 +48,7 @@ pub async fn ask_read(ctx: &ToolContext, path: &Path) -> Result<(), ToolError> {
         permission: "read".into(),
         patterns: strictest_first(ctx, "read", both_forms(path)),
         always: vec!["*".into()],
+        force_ask: false,
         metadata: Map::new(),
     })
     .await
@@ -68,6 +69,7 @@ pub async fn ask_edit(
         permission: "edit".into(),
         patterns: strictest_first(ctx, "edit", patterns),
         always: vec!["*".into()],
+        force_ask: false,
         metadata,
     })
     .await
