@@ -25,6 +25,8 @@ pub fn run(context: &Context, args: ServeArgs) -> anyhow::Result<()> {
         hostname: args.hostname,
         port: args.port,
         password: std::env::var("TASKFORCE_SERVER_PASSWORD").ok(),
+        replay_bytes: usize::try_from(context.loaded.config.server.replay_bytes)
+            .unwrap_or(usize::MAX),
         ..ServerOptions::default()
     };
     context.with_runtime(move |runtime| async move {

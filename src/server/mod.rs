@@ -2,10 +2,12 @@
 //! can drive taskforce. Our additions (`/session/:id/tree`, SSE ids and replay) sit beside it.
 
 mod auth;
+pub mod epoch;
 mod error;
 mod events;
 mod extract;
 pub mod openapi;
+mod ring;
 mod routes;
 mod sse;
 
@@ -34,8 +36,9 @@ pub struct ServerOptions {
     pub body_limit: usize,
     /// How often SSE streams send `server.heartbeat`.
     pub heartbeat: Duration,
-    /// How many events are kept for clients that reconnect with `Last-Event-ID`.
-    pub replay: usize,
+    /// The most bytes of events kept for clients that reconnect with `Last-Event-ID` (the
+    /// `[server] replay_bytes` setting).
+    pub replay_bytes: usize,
 }
 
 impl Default for ServerOptions {
@@ -46,7 +49,7 @@ impl Default for ServerOptions {
             password: None,
             body_limit: 16 * 1024 * 1024,
             heartbeat: Duration::from_secs(30),
-            replay: 10_000,
+            replay_bytes: 8 * 1024 * 1024,
         }
     }
 }
@@ -63,7 +66,13 @@ pub(crate) struct AppState {
 /// The API of `runtime` as an axum router (auth, CORS and the body limit included).
 pub fn router(runtime: Runtime, options: &ServerOptions) -> Router {
     let directory = runtime.paths().project_root.clone();
-    let events = EventLog::start(&runtime, directory.display().to_string(), options.replay);
+    let epoch = epoch::for_data_dir(&runtime.paths().data_dir);
+    let events = EventLog::start(
+        &runtime,
+        directory.display().to_string(),
+        options.replay_bytes,
+        epoch,
+    );
     let state = AppState {
         runtime,
         events,
