@@ -109,7 +109,13 @@ impl EventLog {
     /// Keeps one event and wakes the readers.
     pub(crate) fn push(&self, envelope: &Envelope) {
         let payload = match serde_json::to_vec(&envelope.event) {
-            Ok(json) => Bytes::from(json),
+            Ok(mut json) => {
+                // Kept for a while: without the room the serializer left (up to as much again).
+                if json.capacity() - json.len() > 4096 {
+                    json.shrink_to_fit();
+                }
+                Bytes::from(json)
+            }
             Err(e) => {
                 tracing::error!("cannot serialize event {}: {e}", envelope.seq);
                 return;

@@ -24,6 +24,16 @@ pub(crate) const PUBLISH_EVERY: Duration = Duration::from_millis(100);
 /// The field a text or reasoning part's deltas extend.
 const TEXT_FIELD: &str = "text";
 
+/// Appends `delta` to a streaming text. Room grows by an eighth of the text rather than by
+/// doubling: the text is copied at each whole publication (a reader still holds the published
+/// state) and then grows again, so doubling would keep every copy twice as large as its text.
+fn append(text: &mut String, delta: &str) {
+    if text.capacity() - text.len() < delta.len() {
+        text.reserve_exact(delta.len().max(text.len() / 8));
+    }
+    text.push_str(delta);
+}
+
 /// A streaming text or reasoning part, when it was last written and last published whole.
 pub(super) struct Streaming {
     pub part: SharedPart,
@@ -69,8 +79,8 @@ impl Streaming {
     /// `core.flush_every` old.
     pub fn push(&mut self, delta: String, core: &Core, writer: &Writer) {
         let part = self.part.update(|p| match &mut p.kind {
-            PartKind::Text(t) => t.text.push_str(&delta),
-            PartKind::Reasoning(r) => r.text.push_str(&delta),
+            PartKind::Text(t) => append(&mut t.text, &delta),
+            PartKind::Reasoning(r) => append(&mut r.text, &delta),
             _ => {}
         });
         if self.flushed.elapsed() >= core.flush_every {
