@@ -114,7 +114,7 @@ fn main() {
                             arrivals.push(start.elapsed());
                             idle_at.insert(session_id.to_string(), start.elapsed());
                         }
-                        if let Event::PartUpdated { part, delta: None } = &e.event
+                        if let Event::PartUpdated { part } = &e.event
                             && let Some(tool) = part.as_tool()
                             && tool.tool == "task"
                             && tool.state.is_finished()

@@ -1,4 +1,4 @@
-//! SSE fan-out: 100 clients on `GET /event` over real HTTP while part updates are published at a
+//! SSE fan-out: 100 clients on `GET /event` over real HTTP while text deltas are published at a
 //! steady rate; reports delivered events/s and the delay from publish to client (p50/p99/max).
 //!
 //! `cargo bench --bench sse`. Rates are events published per second; each goes to all 100
@@ -8,14 +8,12 @@
 
 mod support;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use support::Bench;
 use taskforce::actors::bus::Event;
-use taskforce::agents::id::{MessageId, SessionId};
-use taskforce::agents::model::{Part, TextPart};
+use taskforce::agents::id::{MessageId, PartId, SessionId};
 use taskforce::server::{Server, ServerOptions};
 
 const CLIENTS: usize = 100;
@@ -94,15 +92,18 @@ async fn run(rt: &taskforce::actors::Runtime, url: &str, rate: u64) {
 
     let session = SessionId::new();
     let message = MessageId::new();
-    let part = Arc::new(Part::new(session, message, TextPart::new("x")));
+    let part = PartId::new();
     let started = Instant::now();
     let mut tick = tokio::time::interval(Duration::from_micros(1_000_000 / rate));
     for _ in 0..total {
         tick.tick().await;
         let sent = origin.elapsed().as_micros() as u64;
-        rt.publish(Event::PartUpdated {
-            part: Arc::new((*part).clone()),
-            delta: Some(sent.to_string()),
+        rt.publish(Event::PartDelta {
+            session_id: session.clone(),
+            message_id: message.clone(),
+            part_id: part.clone(),
+            field: "text".into(),
+            delta: sent.to_string(),
         });
     }
     let mut all = Vec::with_capacity(usize::try_from(total).unwrap() * CLIENTS);

@@ -58,7 +58,7 @@ fn main() -> anyhow::Result<()> {
             let mut parts = 0;
             while let Some(item) = events.next().await {
                 if let BusItem::Event(e) = item
-                    && let Event::PartUpdated { delta: None, .. } = e.event
+                    && let Event::PartUpdated { .. } = e.event
                 {
                     parts += 1;
                 }

@@ -47,6 +47,13 @@ impl Bench {
         }
     }
 
+    /// A project on disk whose `taskforce.toml` is `config` as is.
+    pub fn configured(config: &str) -> Bench {
+        let bench = Bench::new(&serde_json::json!({"rules": []}));
+        std::fs::write(bench.project.join("taskforce.toml"), config).expect("config");
+        bench
+    }
+
     pub fn options(&self) -> RuntimeOptions {
         let loaded = load(&LoadOptions {
             cwd: self.project.clone(),

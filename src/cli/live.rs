@@ -61,7 +61,7 @@ impl LiveView {
                 );
                 Some(line)
             }
-            Event::PartUpdated { part, delta: None } => {
+            Event::PartUpdated { part } => {
                 let PartKind::Tool(tool) = &part.kind else {
                     return None;
                 };

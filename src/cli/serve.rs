@@ -35,6 +35,8 @@ pub fn run(context: &Context, args: ServeArgs) -> anyhow::Result<()> {
         password: std::env::var("TASKFORCE_SERVER_PASSWORD").ok(),
         allowed_hosts: server.allowed_hosts.clone(),
         max_connections_per_ip: server.max_connections_per_ip,
+        replay_bytes: usize::try_from(context.loaded.config.server.replay_bytes)
+            .unwrap_or(usize::MAX),
         ..ServerOptions::default()
     };
     context.with_runtime(move |runtime| async move {

@@ -1,93 +1,91 @@
-//! The server's event log: every bus event serialized once into ready SSE frames, kept in a
-//! bounded ring so a client that reconnects with `Last-Event-ID` gets what it missed.
+//! The server's event log: every bus event serialized once into the replay [`Ring`], which the
+//! SSE clients read from (a live client reads the newest frames as they arrive, a reconnecting
+//! one first what it missed). Clients keep no copies: they hold a position in the ring and are
+//! woken when it grows.
 
-use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use bytes::Bytes;
 use futures::StreamExt;
 use taskforce_actors::Runtime;
-use taskforce_actors::bus::{BusItem, Envelope, Filter};
-use tokio::sync::broadcast;
+use taskforce_actors::bus::{BusItem, Envelope, Event, Filter};
+use tokio::sync::watch;
 
-/// One event as both SSE frames: for `/event` and for `/global/event`.
-#[derive(Debug)]
-pub struct Frame {
-    /// The bus sequence number, sent as the frame's `id:`.
-    pub seq: u64,
-    /// `id: N\ndata: {type, properties}\n\n`.
-    pub local: Bytes,
-    /// `id: N\ndata: {directory, payload}\n\n`.
-    pub global: Bytes,
+pub use super::ring::Frame;
+use super::ring::{After, Ring, Role};
+
+/// A client's `Last-Event-ID`, as sent.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LastEventId {
+    /// `<epoch>-<seq>`, as the server gives ids out.
+    Id {
+        /// The server run that gave it out.
+        epoch: u64,
+        /// The event's number in that run.
+        seq: u64,
+    },
+    /// Anything else: not an id of this server.
+    Unknown,
 }
 
-/// What the log hands a live client.
-#[derive(Debug, Clone)]
-pub enum Item {
-    /// The next event.
-    Frame(Arc<Frame>),
-    /// The log itself fell behind the bus: events are gone, clients must resync.
-    Gap,
+impl LastEventId {
+    /// Reads a header value.
+    pub fn parse(text: &str) -> LastEventId {
+        text.trim()
+            .split_once('-')
+            .and_then(|(epoch, seq)| Some((epoch.parse().ok()?, seq.parse().ok()?)))
+            .map_or(LastEventId::Unknown, |(epoch, seq)| LastEventId::Id {
+                epoch,
+                seq,
+            })
+    }
 }
 
-/// Where a (re)connecting client starts.
-pub struct Start {
-    /// Missed events still in the ring, oldest first.
-    pub backlog: Vec<Arc<Frame>>,
-    /// The client's last event is older than the ring: it must resync from the API.
-    pub gone: bool,
-    /// Live events from here on (may repeat the backlog's tail: skip by `seq`).
-    pub live: broadcast::Receiver<Item>,
+/// Where a (re)connecting client starts reading.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Join {
+    /// The number of the last event it has: it reads the ones after.
+    pub after: u64,
+    /// Its last event cannot be replayed from: it must resync from the API first.
+    pub resync: bool,
 }
 
-struct Ring {
-    frames: VecDeque<Arc<Frame>>,
-    capacity: usize,
-    /// The sequence number of the newest event seen (0: none yet).
-    last: u64,
-    /// Events up to this number were lost by the log itself.
-    lost_through: u64,
-}
-
-/// The replay ring and the live fan-out of ready frames.
+/// The replay ring and the wake-up of its readers.
 #[derive(Clone)]
 pub struct EventLog {
     ring: Arc<Mutex<Ring>>,
-    live: broadcast::Sender<Item>,
+    /// The newest number in the ring, for readers waiting for more.
+    grown: watch::Sender<u64>,
+    /// The server run, the `<epoch>` of every id.
+    epoch: u64,
     /// The project directory as a JSON string, for `/global/event` frames.
     directory: Arc<str>,
 }
 
 impl EventLog {
-    /// Starts following every event of `runtime`, keeping the last `capacity` for replay.
-    pub fn start(runtime: &Runtime, directory: String, capacity: usize) -> Self {
-        let log = EventLog::new(directory, capacity);
+    /// Starts following every event of `runtime`, keeping up to `max_bytes` for replay.
+    pub fn start(runtime: &Runtime, directory: String, max_bytes: usize, epoch: u64) -> Self {
+        let log = EventLog::new(directory, max_bytes, epoch);
         let mut subscription = runtime.subscribe(Filter::All);
         let follower = log.clone();
         tokio::spawn(async move {
             while let Some(item) = subscription.next().await {
                 match item {
                     BusItem::Event(envelope) => follower.push(&envelope),
-                    BusItem::Lagged(_) => follower.gap(),
+                    // The numbers jump: the ring sees it and older ids resync.
+                    BusItem::Lagged(n) => tracing::warn!("the event log missed {n} events"),
                 }
             }
         });
         log
     }
 
-    /// An empty log for `directory` keeping the last `capacity` events.
-    pub(crate) fn new(directory: String, capacity: usize) -> Self {
-        // The live channel is shorter than the ring: a client that falls behind it catches up
-        // from the ring, and only one that falls behind the ring too must resync.
-        let (live, _) = broadcast::channel(capacity.clamp(16, 1024));
+    /// An empty log for `directory` keeping up to `max_bytes` of events.
+    pub(crate) fn new(directory: String, max_bytes: usize, epoch: u64) -> Self {
         EventLog {
-            ring: Arc::new(Mutex::new(Ring {
-                frames: VecDeque::with_capacity(capacity.min(16_384)),
-                capacity: capacity.max(1),
-                last: 0,
-                lost_through: 0,
-            })),
-            live,
+            ring: Arc::new(Mutex::new(Ring::new(max_bytes))),
+            grown: watch::Sender::new(0),
+            epoch,
             directory: Arc::from(
                 serde_json::to_string(&directory).unwrap_or_else(|_| "\"\"".into()),
             ),
@@ -98,84 +96,97 @@ impl EventLog {
         self.ring.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// The server run, the `<epoch>` of every id.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// The project directory as a JSON string.
+    pub fn directory(&self) -> &str {
+        &self.directory
+    }
+
+    /// Keeps one event and wakes the readers.
     pub(crate) fn push(&self, envelope: &Envelope) {
-        let payload = match serde_json::to_string(&envelope.event) {
-            Ok(json) => json,
+        let payload = match serde_json::to_vec(&envelope.event) {
+            Ok(mut json) => {
+                // Kept for a while: without the room the serializer left (up to as much again).
+                if json.capacity() - json.len() > 4096 {
+                    json.shrink_to_fit();
+                }
+                Bytes::from(json)
+            }
             Err(e) => {
                 tracing::error!("cannot serialize event {}: {e}", envelope.seq);
                 return;
             }
         };
-        let directory = &self.directory;
-        let frame = Arc::new(Frame {
-            seq: envelope.seq,
-            local: Bytes::from(format!("id: {}\ndata: {payload}\n\n", envelope.seq)),
-            global: Bytes::from(format!(
-                "id: {}\ndata: {{\"directory\":{directory},\"payload\":{payload}}}\n\n",
-                envelope.seq
-            )),
-        });
-        // Ring and fan-out change under one lock, so a joining client sees each event once.
-        let mut ring = self.lock();
-        if ring.frames.len() == ring.capacity {
-            ring.frames.pop_front();
-        }
-        ring.last = envelope.seq;
-        ring.frames.push_back(frame.clone());
-        let _ = self.live.send(Item::Frame(frame));
-    }
-
-    fn gap(&self) {
-        let mut ring = self.lock();
-        ring.frames.clear();
-        ring.lost_through = ring.last;
-        let _ = self.live.send(Item::Gap);
-    }
-
-    /// Joins the live stream; `last` is the client's `Last-Event-ID`, if it sent one.
-    pub fn join(&self, last: Option<u64>) -> Start {
-        let ring = self.lock();
-        let live = self.live.subscribe();
-        let Some(last) = last else {
-            return Start {
-                backlog: Vec::new(),
-                gone: false,
-                live,
-            };
+        let role = match &envelope.event {
+            Event::PartUpdated { part } => Role::Whole(part.id.clone()),
+            Event::PartDelta { part_id, .. } => Role::Delta(part_id.clone()),
+            _ => Role::Other,
         };
-        let oldest = ring.frames.front().map_or(ring.last + 1, |f| f.seq);
-        // Everything after `last` is still here when the ring starts at or before `last + 1`
-        // and the log lost nothing after it.
-        let gone = last > ring.last || last + 1 < oldest || last < ring.lost_through;
-        let backlog = if gone {
-            Vec::new()
-        } else {
-            ring.frames
-                .iter()
-                .filter(|f| f.seq > last)
-                .cloned()
-                .collect()
+        let last = {
+            let mut ring = self.lock();
+            ring.push(envelope.seq, payload, role);
+            ring.last()
         };
-        Start {
-            backlog,
-            gone,
-            live,
+        self.grown.send_replace(last);
+    }
+
+    /// Where a client that sent `last` (its `Last-Event-ID`, if any) starts: after the newest
+    /// event when it sent none; after its id when the ring can replay everything since; else
+    /// after the newest event, told to resync (an id of another run, one never given out, one
+    /// whose followers are no longer all kept, or not an id at all).
+    pub fn join(&self, last: Option<&LastEventId>) -> Join {
+        let ring = self.lock();
+        let newest = Join {
+            after: ring.last(),
+            resync: false,
+        };
+        match last {
+            None => newest,
+            Some(LastEventId::Id { epoch, seq }) if *epoch == self.epoch && ring.covers(*seq) => {
+                Join {
+                    after: *seq,
+                    resync: false,
+                }
+            }
+            Some(_) => Join {
+                resync: true,
+                ..newest
+            },
         }
     }
 
-    /// Frames newer than `after` still in the ring, or `None` when some of them are gone.
-    pub fn since(&self, after: u64) -> Option<Vec<Arc<Frame>>> {
+    /// At most `limit` frames after `seq`, or `Err(newest)` when some of them are gone (the
+    /// reader must resync and goes on after `newest`).
+    pub fn after(&self, seq: u64, limit: usize) -> Result<Vec<Arc<Frame>>, u64> {
         let ring = self.lock();
-        let oldest = ring.frames.front().map_or(ring.last + 1, |f| f.seq);
-        if after + 1 < oldest || after < ring.lost_through {
-            return None;
+        match ring.after(seq, limit) {
+            After::Frames(frames) => Ok(frames),
+            After::Behind => Err(ring.last()),
         }
-        Some(
-            ring.frames
-                .iter()
-                .filter(|f| f.seq > after)
-                .cloned()
-                .collect(),
-        )
+    }
+
+    /// A receiver that changes whenever the ring grows.
+    pub fn watch(&self) -> watch::Receiver<u64> {
+        self.grown.subscribe()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn last_event_ids_parse_as_epoch_and_number_and_anything_else_is_unknown() {
+        assert_eq!(
+            LastEventId::parse(" 3-42 "),
+            LastEventId::Id { epoch: 3, seq: 42 }
+        );
+        for bad in ["42", "", "3-", "-4", "a-b", "3-4-5", "3 - 4"] {
+            assert_eq!(LastEventId::parse(bad), LastEventId::Unknown, "{bad:?}");
+        }
     }
 }

@@ -2,12 +2,14 @@
 //! can drive taskforce. Our additions (`/session/:id/tree`, SSE ids and replay) sit beside it.
 
 mod auth;
+pub mod epoch;
 mod error;
 mod events;
 mod extract;
 mod guard;
 mod listen;
 pub mod openapi;
+mod ring;
 mod routes;
 mod sse;
 
@@ -37,8 +39,9 @@ pub struct ServerOptions {
     pub body_limit: usize,
     /// How often SSE streams send `server.heartbeat`.
     pub heartbeat: Duration,
-    /// How many events are kept for clients that reconnect with `Last-Event-ID`.
-    pub replay: usize,
+    /// The most bytes of events kept for clients that reconnect with `Last-Event-ID` (the
+    /// `[server] replay_bytes` setting).
+    pub replay_bytes: usize,
     /// Names accepted in `Host` besides the bound address, `localhost`, `127.0.0.1` and `[::1]`.
     pub allowed_hosts: Vec<String>,
     /// The most open connections from one client address; more are answered 503 (0: no cap).
@@ -58,7 +61,7 @@ impl Default for ServerOptions {
             password: None,
             body_limit: 16 * 1024 * 1024,
             heartbeat: Duration::from_secs(30),
-            replay: 10_000,
+            replay_bytes: 8 * 1024 * 1024,
             allowed_hosts: Vec::new(),
             max_connections_per_ip: 256,
             header_timeout: Duration::from_secs(10),
@@ -86,7 +89,13 @@ pub fn router(runtime: Runtime, options: &ServerOptions) -> Router {
 
 fn build(runtime: Runtime, options: &ServerOptions, stop: CancellationToken) -> Router {
     let directory = runtime.paths().project_root.clone();
-    let events = EventLog::start(&runtime, directory.display().to_string(), options.replay);
+    let epoch = epoch::for_data_dir(&runtime.paths().data_dir);
+    let events = EventLog::start(
+        &runtime,
+        directory.display().to_string(),
+        options.replay_bytes,
+        epoch,
+    );
     let state = AppState {
         runtime,
         events,

@@ -1,7 +1,10 @@
 //! The SSE streams `/event` and `/global/event`: `server.connected` first, a heartbeat every
-//! period, then each event with its bus sequence number as `id:`; a client that sends
-//! `Last-Event-ID` first gets what it missed, or `server.resync` when that is gone. A stream
-//! ends when the server stops.
+//! period, then each event with `id: <epoch>-<seq>`; a client that sends `Last-Event-ID` first
+//! gets what it missed, or `server.resync` when that cannot be replayed. A stream ends when
+//! the server stops.
+//!
+//! A client reads from the event log's ring at its own pace: it holds its position there and a
+//! few frames on their way out, never a queue of its own.
 
 use std::collections::VecDeque;
 use std::convert::Infallible;
@@ -12,11 +15,18 @@ use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
 use futures::Stream;
-use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::watch;
 use tokio::time::{Instant, Interval, interval_at};
 use tokio_util::sync::CancellationToken;
 
-use super::events::{EventLog, Item};
+use super::events::{EventLog, Frame, LastEventId};
+
+/// How many frames a client takes from the ring at once.
+const BATCH: usize = 64;
+
+/// Payloads up to this size are copied into one chunk with their framing; larger ones are sent
+/// as they are kept, between their framing, without a copy.
+const INLINE: usize = 4096;
 
 /// Which stream a client reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -35,6 +45,36 @@ impl Flavor {
             Flavor::Global => Bytes::from(format!("data: {{\"payload\":{event}}}\n\n")),
         }
     }
+
+    /// Appends the chunks of `frame` in this flavour to `out`.
+    fn frame(self, log: &EventLog, frame: &Frame, out: &mut VecDeque<Bytes>) {
+        let (head, tail): (String, &'static [u8]) = match self {
+            Flavor::Local => (
+                format!("id: {}-{}\ndata: ", log.epoch(), frame.seq),
+                b"\n\n",
+            ),
+            Flavor::Global => (
+                format!(
+                    "id: {}-{}\ndata: {{\"directory\":{},\"payload\":",
+                    log.epoch(),
+                    frame.seq,
+                    log.directory()
+                ),
+                b"}\n\n",
+            ),
+        };
+        if frame.payload.len() <= INLINE {
+            let mut chunk = Vec::with_capacity(head.len() + frame.payload.len() + tail.len());
+            chunk.extend_from_slice(head.as_bytes());
+            chunk.extend_from_slice(&frame.payload);
+            chunk.extend_from_slice(tail);
+            out.push_back(Bytes::from(chunk));
+        } else {
+            out.push_back(Bytes::from(head));
+            out.push_back(frame.payload.clone());
+            out.push_back(Bytes::from_static(tail));
+        }
+    }
 }
 
 const CONNECTED: &str = r#"{"type":"server.connected","properties":{}}"#;
@@ -44,23 +84,22 @@ fn resync(reason: &str) -> String {
     format!(r#"{{"type":"server.resync","properties":{{"reason":"{reason}"}}}}"#)
 }
 
-/// The `Last-Event-ID` a reconnecting client sent, if it is a number.
-pub fn last_event_id(headers: &HeaderMap) -> Option<u64> {
+/// The `Last-Event-ID` a reconnecting client sent, if it sent one.
+pub fn last_event_id(headers: &HeaderMap) -> Option<LastEventId> {
     headers
         .get("last-event-id")
-        .and_then(|v| v.to_str().ok())
-        .and_then(|v| v.trim().parse().ok())
+        .map(|v| v.to_str().map_or(LastEventId::Unknown, LastEventId::parse))
 }
 
 /// The SSE response for one client.
 pub fn respond(
     log: &EventLog,
-    last: Option<u64>,
+    last: Option<LastEventId>,
     flavor: Flavor,
     heartbeat: Duration,
     stop: CancellationToken,
 ) -> Response {
-    let body = Body::from_stream(stream(log, last, flavor, heartbeat, stop));
+    let body = Body::from_stream(stream(log, last.as_ref(), flavor, heartbeat, stop));
     let mut response = body.into_response();
     let headers = response.headers_mut();
     headers.insert(
@@ -75,55 +114,46 @@ pub fn respond(
 struct State {
     log: EventLog,
     flavor: Flavor,
+    /// Chunks on their way out.
     pending: VecDeque<Bytes>,
-    live: tokio::sync::broadcast::Receiver<Item>,
+    grown: watch::Receiver<u64>,
+    /// The number of the last event sent (or skipped by a resync).
     last_sent: u64,
     heartbeat: Interval,
+    /// Cancelled when the server stops.
     stop: CancellationToken,
 }
 
 fn stream(
     log: &EventLog,
-    last: Option<u64>,
+    last: Option<&LastEventId>,
     flavor: Flavor,
     heartbeat: Duration,
     stop: CancellationToken,
 ) -> impl Stream<Item = Result<Bytes, Infallible>> + Send + 'static {
-    let start = log.join(last);
+    let grown = log.watch();
+    let join = log.join(last);
     let mut pending = VecDeque::new();
     pending.push_back(flavor.plain(CONNECTED));
-    let mut last_sent = last.unwrap_or(0);
-    if start.gone {
+    if join.resync {
         pending.push_back(flavor.plain(&resync("missed events are no longer kept")));
-        last_sent = 0;
-    }
-    for frame in &start.backlog {
-        pending.push_back(pick(frame, flavor));
-        last_sent = frame.seq;
     }
     let state = State {
         log: log.clone(),
         flavor,
         pending,
-        live: start.live,
-        last_sent,
+        grown,
+        last_sent: join.after,
         heartbeat: interval_at(Instant::now() + heartbeat, heartbeat),
         stop,
     };
     futures::stream::unfold(state, |mut s| async move {
-        let next = next_frame(&mut s).await?;
+        let next = next_chunk(&mut s).await?;
         Some((Ok(next), s))
     })
 }
 
-fn pick(frame: &super::events::Frame, flavor: Flavor) -> Bytes {
-    match flavor {
-        Flavor::Local => frame.local.clone(),
-        Flavor::Global => frame.global.clone(),
-    }
-}
-
-async fn next_frame(s: &mut State) -> Option<Bytes> {
+async fn next_chunk(s: &mut State) -> Option<Bytes> {
     loop {
         if s.stop.is_cancelled() {
             return None;
@@ -131,33 +161,29 @@ async fn next_frame(s: &mut State) -> Option<Bytes> {
         if let Some(next) = s.pending.pop_front() {
             return Some(next);
         }
+        // Seen before reading, so that growth after the read wakes the wait below.
+        s.grown.borrow_and_update();
+        match s.log.after(s.last_sent, BATCH) {
+            Ok(frames) if !frames.is_empty() => {
+                for frame in frames {
+                    s.last_sent = frame.seq;
+                    s.flavor.frame(&s.log, &frame, &mut s.pending);
+                }
+                continue;
+            }
+            Ok(_) => {}
+            // This client fell behind the ring: what it missed is gone.
+            Err(newest) => {
+                s.last_sent = newest;
+                return Some(s.flavor.plain(&resync("the client fell behind")));
+            }
+        }
         tokio::select! {
-            item = s.live.recv() => match item {
-                Ok(Item::Frame(frame)) => {
-                    if frame.seq > s.last_sent {
-                        s.last_sent = frame.seq;
-                        return Some(pick(&frame, s.flavor));
-                    }
+            changed = s.grown.changed() => {
+                if changed.is_err() {
+                    return None;
                 }
-                Ok(Item::Gap) => {
-                    s.last_sent = 0;
-                    return Some(s.flavor.plain(&resync("the server fell behind")));
-                }
-                // This client fell behind: catch up from the ring when it still has the events.
-                Err(RecvError::Lagged(_)) => match s.log.since(s.last_sent) {
-                    Some(frames) => {
-                        for frame in frames {
-                            s.last_sent = frame.seq;
-                            s.pending.push_back(pick(&frame, s.flavor));
-                        }
-                    }
-                    None => {
-                        s.last_sent = 0;
-                        return Some(s.flavor.plain(&resync("the client fell behind")));
-                    }
-                },
-                Err(RecvError::Closed) => return None,
-            },
+            }
             _ = s.heartbeat.tick() => return Some(s.flavor.plain(HEARTBEAT)),
             () = s.stop.cancelled() => return None,
         }
@@ -181,21 +207,26 @@ mod tests {
         }
     }
 
-    fn ids(frames: &[Bytes]) -> Vec<Option<u64>> {
+    /// The ids of `frames`, as `<epoch>-<seq>` read back.
+    fn ids(frames: &[Bytes]) -> Vec<Option<LastEventId>> {
         frames
             .iter()
             .map(|f| {
                 let text = std::str::from_utf8(f).unwrap();
                 text.strip_prefix("id: ")
                     .and_then(|rest| rest.split('\n').next())
-                    .and_then(|n| n.parse().ok())
+                    .map(LastEventId::parse)
             })
             .collect()
     }
 
+    fn id(seq: u64) -> Option<LastEventId> {
+        Some(LastEventId::Id { epoch: 7, seq })
+    }
+
     #[tokio::test]
-    async fn a_client_behind_the_live_channel_catches_up_from_the_ring_without_a_gap() {
-        let log = EventLog::new("/p".into(), 100);
+    async fn a_client_that_reads_nothing_for_a_while_catches_up_from_the_ring() {
+        let log = EventLog::new("/p".into(), 1 << 20, 7);
         let mut stream = Box::pin(stream(
             &log,
             None,
@@ -203,27 +234,28 @@ mod tests {
             Duration::from_secs(60),
             CancellationToken::new(),
         ));
-        // 50 events while the client reads nothing: more than the live channel holds (16).
-        for seq in 1..=50 {
+        // 500 events while the client reads nothing: several batches.
+        for seq in 1..=500 {
             log.push(&idle(seq));
         }
-        let frames: Vec<Bytes> = (&mut stream).take(51).map(|f| f.unwrap()).collect().await;
+        let frames: Vec<Bytes> = (&mut stream).take(501).map(|f| f.unwrap()).collect().await;
         assert!(
             std::str::from_utf8(&frames[0])
                 .unwrap()
                 .contains("server.connected")
         );
-        let expected: Vec<Option<u64>> = (1..=50).map(Some).collect();
+        let expected: Vec<Option<LastEventId>> = (1..=500).map(id).collect();
         assert_eq!(ids(&frames[1..]), expected);
         // Live events continue after the catch-up, once each.
-        log.push(&idle(51));
+        log.push(&idle(501));
         let next = stream.next().await.unwrap().unwrap();
-        assert_eq!(ids(&[next]), [Some(51)]);
+        assert_eq!(ids(&[next]), [id(501)]);
     }
 
     #[tokio::test]
-    async fn a_client_behind_the_ring_too_is_told_to_resync() {
-        let log = EventLog::new("/p".into(), 20);
+    async fn a_client_behind_the_ring_is_told_to_resync_then_reads_on() {
+        // Room for about 20 `session.idle` events.
+        let log = EventLog::new("/p".into(), 20 * 200, 7);
         let mut stream = Box::pin(stream(
             &log,
             None,
@@ -246,11 +278,31 @@ mod tests {
             text.starts_with("data: {\"payload\":{\"type\":\"server.resync\""),
             "{text}"
         );
+        log.push(&idle(61));
+        let next = stream.next().await.unwrap().unwrap();
+        assert_eq!(ids(&[next]), [id(61)]);
+    }
+
+    #[tokio::test]
+    async fn a_large_payload_goes_out_as_kept_between_its_framing() {
+        let log = EventLog::new("/p".into(), 1 << 20, 7);
+        let mut out = VecDeque::new();
+        let big = Frame {
+            seq: 3,
+            payload: Bytes::from(format!("\"{}\"", "x".repeat(10_000))),
+        };
+        Flavor::Global.frame(&log, &big, &mut out);
+        assert_eq!(out.len(), 3);
+        assert_eq!(out[1].as_ptr(), big.payload.as_ptr(), "not copied");
+        let whole: Vec<u8> = out.iter().flat_map(|b| b.iter().copied()).collect();
+        let text = String::from_utf8(whole).unwrap();
+        assert!(text.starts_with("id: 7-3\ndata: {\"directory\":\"/p\",\"payload\":\"xxx"));
+        assert!(text.ends_with("xxx\"}\n\n"));
     }
 
     #[tokio::test]
     async fn a_stream_ends_when_the_server_stops() {
-        let log = EventLog::new("/p".into(), 100);
+        let log = EventLog::new("/p".into(), 1 << 20, 7);
         let stop = CancellationToken::new();
         let mut stream = Box::pin(stream(
             &log,

@@ -156,11 +156,12 @@ test("the v2 client drives a subagent flow with a child's permission ask, then a
     assert.equal(stalled.response.status, 204);
     await events.next(
       (e) =>
-        e.type === "message.part.updated" &&
-        e.properties.part.sessionID === second.id &&
-        e.properties.part.type === "text" &&
-        e.properties.part.messageID !== undefined &&
-        (e.properties.delta ?? "").length > 0,
+        e.type === "message.part.delta" &&
+        e.properties.sessionID === second.id &&
+        e.properties.messageID !== undefined &&
+        e.properties.partID !== undefined &&
+        e.properties.field === "text" &&
+        e.properties.delta.length > 0,
       "the stalled answer's first text",
     );
     const status = ok(await client.session.status(), "session.status");

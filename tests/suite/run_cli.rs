@@ -154,6 +154,24 @@ async fn run_json_prints_one_event_per_line() {
         Some("session.idle"),
         "{types:?}"
     );
+    // The answer's text: in its deltas, and whole in its part's last state.
+    let events: Vec<serde_json::Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let streamed: String = events
+        .iter()
+        .filter(|e| e["type"] == "message.part.delta")
+        .map(|e| e["properties"]["delta"].as_str().unwrap())
+        .collect();
+    assert_eq!(streamed, "hi there");
+    let last_text = events
+        .iter()
+        .rev()
+        .find(|e| e["type"] == "message.part.updated" && e["properties"]["part"]["type"] == "text")
+        .unwrap();
+    assert_eq!(last_text["properties"]["part"]["text"], "hi there");
 }
 
 #[test]

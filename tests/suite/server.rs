@@ -9,6 +9,7 @@ mod permissions;
 mod secrets;
 mod sessions;
 mod sse;
+mod streaming;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -92,53 +93,86 @@ impl Builder {
             std::fs::create_dir_all(path.parent().unwrap()).unwrap();
             std::fs::write(path, text).unwrap();
         }
-        let mut env = BTreeMap::new();
-        env.insert("HOME".to_string(), home.display().to_string());
-        env.insert(
-            "PATH".to_string(),
-            std::env::var("PATH").unwrap_or_default(),
-        );
-        let loaded = load(&LoadOptions {
-            cwd: project.clone(),
-            config_file: None,
-            data_dir: Some(dir.path().join("data")),
-            env: env.clone(),
-        })
-        .unwrap();
-        let mut options = RuntimeOptions::new(loaded);
-        options.env = env;
-        options.arbiters = 2;
-        options.retry_base = Duration::from_millis(10);
-        let runtime = tokio::task::spawn_blocking(move || Runtime::spawn_dedicated(options))
-            .await
-            .unwrap()
-            .unwrap();
-        let server = Server::bind(runtime.clone(), &self.options).await.unwrap();
-        let addr = server.local_addr().unwrap();
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let served = tokio::spawn(server.run_until(async {
-            let _ = stopped.await;
-        }));
+        let served = serve(&dir, &project, &home, &self.options).await;
         Harness {
-            stop: Some(stop),
-            served: Some(served),
-            addr,
-            _dir: dir,
+            stop: Some(served.stop),
+            served: Some(served.served),
+            addr: served.addr,
+            dir,
             project,
+            home,
+            options: self.options,
             fake,
-            runtime,
-            base: format!("http://{addr}"),
+            runtime: served.runtime,
+            base: served.base,
             client: reqwest::Client::new(),
             auth: None,
         }
     }
 }
 
+/// Starts a runtime on `dir`'s data directory for `project` and a server over it; answers the
+/// runtime and the server's base URL.
+async fn serve(
+    dir: &tempfile::TempDir,
+    project: &std::path::Path,
+    home: &std::path::Path,
+    server: &ServerOptions,
+) -> Served {
+    let mut env = BTreeMap::new();
+    env.insert("HOME".to_string(), home.display().to_string());
+    env.insert(
+        "PATH".to_string(),
+        std::env::var("PATH").unwrap_or_default(),
+    );
+    let loaded = load(&LoadOptions {
+        cwd: project.to_path_buf(),
+        config_file: None,
+        data_dir: Some(dir.path().join("data")),
+        env: env.clone(),
+    })
+    .unwrap();
+    let mut options = RuntimeOptions::new(loaded);
+    options.env = env;
+    options.arbiters = 2;
+    options.retry_base = Duration::from_millis(10);
+    let runtime = tokio::task::spawn_blocking(move || Runtime::spawn_dedicated(options))
+        .await
+        .unwrap()
+        .unwrap();
+    let server = Server::bind(runtime.clone(), server).await.unwrap();
+    let addr = server.local_addr().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let served = tokio::spawn(server.run_until(async {
+        let _ = stopped.await;
+    }));
+    Served {
+        runtime,
+        base: format!("http://{addr}"),
+        addr,
+        stop,
+        served,
+    }
+}
+
+/// A server running on a runtime of its own.
+struct Served {
+    runtime: Runtime,
+    base: String,
+    addr: std::net::SocketAddr,
+    /// Resolves the server's `run_until` future when sent (or dropped).
+    stop: tokio::sync::oneshot::Sender<()>,
+    served: tokio::task::JoinHandle<std::io::Result<()>>,
+}
+
 /// A running server with its runtime and fake model.
 pub struct Harness {
-    _dir: tempfile::TempDir,
+    /// The temporary directory holding the project, home and data directory.
+    dir: tempfile::TempDir,
     /// The project directory.
     pub project: PathBuf,
+    home: PathBuf,
+    options: ServerOptions,
     /// The fake model.
     pub fake: FakeOpenAi,
     /// The runtime behind the server.
@@ -202,6 +236,20 @@ impl Harness {
             .unwrap()
             .unwrap();
         started.elapsed()
+    }
+
+    /// Stops the runtime as a process exit would and serves the same project and data
+    /// directory again from a new runtime, on a new port (the old server answers no more).
+    pub async fn restart(mut self) -> Harness {
+        self.runtime.shutdown().await;
+        drop(self.stop.take());
+        let served = serve(&self.dir, &self.project, &self.home, &self.options).await;
+        self.runtime = served.runtime;
+        self.base = served.base;
+        self.addr = served.addr;
+        self.stop = Some(served.stop);
+        self.served = Some(served.served);
+        self
     }
 
     /// `base` + `path`.
@@ -361,10 +409,59 @@ pub fn stalls() -> Response {
     Response::text("thinking about it for a very long while").stall_after(2)
 }
 
+/// An SSE frame's `id:`, `<epoch>-<seq>`: the server run, and the event's number in it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub struct EventId {
+    pub epoch: u64,
+    pub seq: u64,
+}
+
+impl EventId {
+    /// Reads `<epoch>-<seq>`.
+    #[track_caller]
+    pub fn parse(text: &str) -> EventId {
+        let (epoch, seq) = text
+            .split_once('-')
+            .unwrap_or_else(|| panic!("an id is <epoch>-<seq>: {text:?}"));
+        EventId {
+            epoch: epoch.parse().expect("a numeric epoch"),
+            seq: seq.parse().expect("a numeric sequence number"),
+        }
+    }
+}
+
+impl std::fmt::Display for EventId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}", self.epoch, self.seq)
+    }
+}
+
+impl std::ops::Add<u64> for EventId {
+    type Output = EventId;
+
+    fn add(self, n: u64) -> EventId {
+        EventId {
+            seq: self.seq + n,
+            ..self
+        }
+    }
+}
+
+impl std::ops::Sub<u64> for EventId {
+    type Output = EventId;
+
+    fn sub(self, n: u64) -> EventId {
+        EventId {
+            seq: self.seq - n,
+            ..self
+        }
+    }
+}
+
 /// One SSE frame: its `id:` if it had one, and its `data:` as JSON.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Frame {
-    pub id: Option<u64>,
+    pub id: Option<EventId>,
     pub data: Value,
 }
 
@@ -403,10 +500,15 @@ pub struct Sse {
 
 impl Sse {
     /// Opens `GET path` as an event stream, sending `Last-Event-ID: last` when given.
-    pub async fn open(h: &Harness, path: &str, last: Option<u64>) -> Sse {
+    pub async fn open(h: &Harness, path: &str, last: Option<EventId>) -> Sse {
+        Sse::open_raw(h, path, last.map(|id| id.to_string()).as_deref()).await
+    }
+
+    /// Opens `GET path` as an event stream, sending `Last-Event-ID` as given.
+    pub async fn open_raw(h: &Harness, path: &str, last: Option<&str>) -> Sse {
         let mut builder = h.request(Method::GET, path);
         if let Some(last) = last {
-            builder = builder.header("last-event-id", last.to_string());
+            builder = builder.header("last-event-id", last);
         }
         let response = builder.send().await.unwrap();
         assert_eq!(response.status(), StatusCode::OK);
@@ -480,7 +582,7 @@ fn parse_frame(raw: &str) -> Option<Frame> {
     for line in raw.lines() {
         if let Some(value) = line.strip_prefix("id:") {
             assert!(id.is_none(), "one id per frame: {raw:?}");
-            id = Some(value.trim().parse::<u64>().expect("a numeric id"));
+            id = Some(EventId::parse(value.trim()));
         } else if let Some(value) = line.strip_prefix("data:") {
             data.push(value.strip_prefix(' ').unwrap_or(value).to_string());
         } else {
@@ -501,9 +603,9 @@ fn parse_frame(raw: &str) -> Option<Frame> {
 #[test]
 fn frames_parse_with_and_without_ids() {
     assert_eq!(
-        parse_frame("id: 7\ndata: {\"type\":\"x\",\"properties\":{}}\n\n"),
+        parse_frame("id: 2-7\ndata: {\"type\":\"x\",\"properties\":{}}\n\n"),
         Some(Frame {
-            id: Some(7),
+            id: Some(EventId { epoch: 2, seq: 7 }),
             data: serde_json::json!({"type": "x", "properties": {}})
         })
     );

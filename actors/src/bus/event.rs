@@ -107,15 +107,31 @@ pub enum Event {
         #[serde(rename = "messageID")]
         message_id: MessageId,
     },
-    /// A part was created or changed; `delta` carries the new text while text streams.
+    /// A part was created or changed. A streaming text or reasoning part is published whole
+    /// when it starts, when it ends and at most every 100 ms between; its text grows by
+    /// `message.part.delta` events in between.
     #[serde(rename = "message.part.updated")]
     PartUpdated {
         /// The part as it is now.
         #[cfg_attr(feature = "openapi", schema(value_type = Part))]
         part: Arc<Part>,
-        /// The text appended since the last update.
-        #[serde(default, skip_serializing_if = "Option::is_none")]
-        delta: Option<String>,
+    },
+    /// Text was appended to a field of a streaming part.
+    #[serde(rename = "message.part.delta")]
+    PartDelta {
+        /// Its session.
+        #[serde(rename = "sessionID")]
+        session_id: SessionId,
+        /// Its message.
+        #[serde(rename = "messageID")]
+        message_id: MessageId,
+        /// The part.
+        #[serde(rename = "partID")]
+        part_id: PartId,
+        /// The field that grew: `text` for text and reasoning parts.
+        field: String,
+        /// The text appended to it.
+        delta: String,
     },
     /// A part was removed.
     #[serde(rename = "message.part.removed")]
@@ -182,6 +198,7 @@ impl Event {
             | Event::SessionCompacted { session_id }
             | Event::MessageRemoved { session_id, .. }
             | Event::PartRemoved { session_id, .. }
+            | Event::PartDelta { session_id, .. }
             | Event::PermissionReplied { session_id, .. }
             | Event::TodoUpdated { session_id, .. }
             | Event::CommandExecuted { session_id, .. } => Some(session_id),
@@ -205,6 +222,7 @@ impl Event {
             Event::MessageUpdated { .. } => "message.updated",
             Event::MessageRemoved { .. } => "message.removed",
             Event::PartUpdated { .. } => "message.part.updated",
+            Event::PartDelta { .. } => "message.part.delta",
             Event::PartRemoved { .. } => "message.part.removed",
             Event::PermissionAsked(_) => "permission.asked",
             Event::PermissionReplied { .. } => "permission.replied",

@@ -14,6 +14,7 @@ mod relay;
 mod run;
 mod shell;
 mod step;
+mod streaming;
 mod subtask;
 mod title;
 mod writer;

@@ -11,9 +11,8 @@ use taskforce_agents::agent::AgentInfo;
 use taskforce_agents::id::{MessageId, now_ms};
 use taskforce_agents::model::{ApiError, CreatedTime, RetryPart, ToolMetadata};
 use taskforce_agents::model::{
-    AssistantError, CacheTokens, Message, ModelRef, Part, PartKind, PartTime, ReasoningPart,
-    Session, StartTime, StepFinishPart, StepStartPart, TextPart, Tokens, ToolPart, ToolState,
-    ToolStatePending, ToolStateRunning,
+    AssistantError, CacheTokens, Message, ModelRef, Part, PartKind, Session, StartTime,
+    StepFinishPart, StepStartPart, Tokens, ToolPart, ToolState, ToolStatePending, ToolStateRunning,
 };
 use taskforce_agents::permission::{Layers, PermissionError};
 use taskforce_agents::provider::{
@@ -25,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use super::call::{CallSite, call_tool, delegate};
 use super::host::SessionToolHost;
 use super::step::to_assistant_error;
+use super::streaming::Streaming;
 use super::writer::{Held, Item, Writer};
 use crate::bus::{Event, SessionStatus};
 use crate::core::Core;
@@ -163,21 +163,6 @@ pub(super) struct Processor {
     pub held: Held,
 }
 
-/// A streaming text or reasoning part and when it was last written to disk.
-struct Streaming {
-    part: SharedPart,
-    flushed: Instant,
-    /// Changed since it was last written.
-    dirty: bool,
-}
-
-impl Streaming {
-    /// When its unwritten text is due on disk, if it has any.
-    fn due(slot: &Option<Streaming>, every: std::time::Duration) -> Option<Instant> {
-        slot.as_ref().filter(|s| s.dirty).map(|s| s.flushed + every)
-    }
-}
-
 /// Sleeps until `at`, or forever when there is nothing to wait for.
 async fn until(at: Option<Instant>) {
     match at {
@@ -244,8 +229,9 @@ impl Processor {
                 }
             };
             loop {
-                // Text of a stream that pauses is written once it is due, not only at the next
-                // delta: what a stalled or killed call said so far is on disk.
+                // Text of a stream that pauses is written (and published whole) once it is due,
+                // not only at the next delta: what a stalled or killed call said so far is on
+                // disk and shown.
                 let every = self.core.flush_every;
                 let due = [
                     Streaming::due(&text, every),
@@ -258,8 +244,8 @@ impl Processor {
                     e = stream.next() => e,
                     () = self.token.cancelled() => { aborted_now = true; break 'attempts; }
                     () = until(due) => {
-                        self.flush_due(&mut text);
-                        self.flush_due(&mut reasoning);
+                        Streaming::catch_up(&mut text, &self.core, &self.writer);
+                        Streaming::catch_up(&mut reasoning, &self.core, &self.writer);
                         continue;
                     }
                 };
@@ -286,10 +272,10 @@ impl Processor {
                         break 'attempts;
                     }
                     Some(Ok(ModelEvent::TextDelta(delta))) => {
-                        self.stream_text(&mut text, delta, false).await;
+                        self.stream_text(&mut text, delta, false);
                     }
                     Some(Ok(ModelEvent::ReasoningDelta(delta))) => {
-                        self.stream_text(&mut reasoning, delta, true).await;
+                        self.stream_text(&mut reasoning, delta, true);
                     }
                     Some(Ok(ModelEvent::ReasoningSignature(signature))) => {
                         if let Some(streaming) = &reasoning {
@@ -330,8 +316,8 @@ impl Processor {
             }
         }
         // Finished text is written with the step's closing commit.
-        result.closing.extend(Self::end_text(reasoning));
-        result.closing.extend(Self::end_text(text));
+        result.closing.extend(Streaming::end(reasoning));
+        result.closing.extend(Streaming::end(text));
 
         // Wait for the step's tool calls; a cancel reaches them through their child tokens.
         // The call that ends last, once the stream is over, is written with the closing commit
@@ -410,77 +396,15 @@ impl Processor {
         part
     }
 
-    /// Appends a delta: published at once, written to disk at most every `flush_every`.
-    async fn stream_text(
-        &mut self,
-        slot: &mut Option<Streaming>,
-        delta: String,
-        is_reasoning: bool,
-    ) {
-        let streaming = match slot {
-            Some(s) => s,
-            None => {
-                let kind: PartKind = if is_reasoning {
-                    ReasoningPart::new(String::new(), now_ms()).into()
-                } else {
-                    let mut t = TextPart::new(String::new());
-                    t.time = Some(PartTime {
-                        start: now_ms(),
-                        end: None,
-                    });
-                    t.into()
-                };
-                // Written at the first flush or at its end, whichever comes first.
-                let part = self.new_part(kind);
-                slot.insert(Streaming {
-                    part,
-                    flushed: Instant::now(),
-                    dirty: false,
-                })
-            }
-        };
-        let part = streaming.part.update(|p| match &mut p.kind {
-            PartKind::Text(t) => t.text.push_str(&delta),
-            PartKind::Reasoning(r) => r.text.push_str(&delta),
-            _ => {}
-        });
-        if streaming.flushed.elapsed() >= self.core.flush_every {
-            self.core.store.queue_part(&part);
-            streaming.flushed = Instant::now();
-            streaming.dirty = false;
-        } else {
-            streaming.dirty = true;
+    /// Appends a delta to the streaming text (or reasoning) part, started with the first.
+    fn stream_text(&mut self, slot: &mut Option<Streaming>, delta: String, is_reasoning: bool) {
+        if slot.is_none() {
+            let part = self.new_part(Streaming::empty_kind(is_reasoning));
+            *slot = Some(Streaming::start(part, &self.writer));
         }
-        self.writer.delta(part, delta);
-    }
-
-    /// Writes a streaming part whose unwritten text is due.
-    fn flush_due(&self, slot: &mut Option<Streaming>) {
-        let every = self.core.flush_every;
-        if let Some(streaming) = slot
-            && streaming.dirty
-            && streaming.flushed.elapsed() >= every
-        {
-            self.core.store.queue_part(&streaming.part.lock());
-            streaming.flushed = Instant::now();
-            streaming.dirty = false;
+        if let Some(streaming) = slot {
+            streaming.push(delta, &self.core, &self.writer);
         }
-    }
-
-    /// Ends a streaming part: trailing whitespace trimmed, end time set, written, published.
-    fn end_text(slot: Option<Streaming>) -> Option<Arc<Part>> {
-        let streaming = slot?;
-        let part = streaming.part.update(|p| match &mut p.kind {
-            PartKind::Text(t) => {
-                t.text.truncate(t.text.trim_end().len());
-                if let Some(time) = &mut t.time {
-                    time.end = Some(now_ms());
-                }
-            }
-            PartKind::Reasoning(r) => r.time.end = Some(now_ms()),
-            _ => {}
-        });
-        Some(part)
     }
 
     /// Marks a call running and spawns it; unknown tools and bad JSON fail without running.

@@ -111,10 +111,7 @@ impl Writer {
     pub fn save_behind(&self, messages: Vec<Arc<Message>>, parts: Vec<Arc<Part>>) {
         let events: Vec<Event> = parts
             .iter()
-            .map(|p| Event::PartUpdated {
-                part: p.clone(),
-                delta: None,
-            })
+            .map(|p| Event::PartUpdated { part: p.clone() })
             .chain(messages.iter().map(|m| Event::MessageUpdated {
                 info: Arc::clone(m),
             }))
@@ -147,7 +144,6 @@ impl Writer {
                     Item::Part(p) => (
                         Event::PartUpdated {
                             part: Arc::clone(p),
-                            delta: None,
                         },
                         None,
                     ),
@@ -163,19 +159,15 @@ impl Writer {
         self.save(&[Item::Part(part)]).await
     }
 
-    /// Publishes a streaming delta of `part` without writing it (the caller flushes later).
-    pub fn delta(&self, part: Arc<Part>, delta: String) {
-        self.core.bus.publish(Event::PartUpdated {
-            part,
-            delta: Some(delta),
-        });
+    /// Publishes an event that writes nothing (a streaming part's delta).
+    pub fn publish_event(&self, event: Event) {
+        self.core.bus.publish(event);
     }
 
-    /// Publishes a part update without writing it (live metadata of a running tool).
+    /// Publishes a part update without writing it (live metadata of a running tool, a
+    /// streaming part's state).
     pub fn part_live(&self, part: Arc<Part>) {
-        self.core
-            .bus
-            .publish(Event::PartUpdated { part, delta: None });
+        self.core.bus.publish(Event::PartUpdated { part });
     }
 
     /// Publishes the session's status (and `session.idle` after an idle status).

@@ -568,7 +568,7 @@ impl Follower {
             Event::SessionIdle { session_id } if *session_id == self.child => {
                 return ControlFlow::Break(());
             }
-            Event::PartUpdated { delta: None, part } => {
+            Event::PartUpdated { part } => {
                 let PartKind::Tool(tool) = &part.kind else {
                     return ControlFlow::Continue(());
                 };

@@ -162,7 +162,7 @@ impl ActivityFilter {
     /// Whether `event` (of the child's session) resets the idle clock.
     pub(crate) fn is_activity(&mut self, event: &Event) -> bool {
         match event {
-            Event::MessageUpdated { .. } => true,
+            Event::MessageUpdated { .. } | Event::PartDelta { .. } => true,
             Event::PartUpdated { part, .. } => match &part.kind {
                 PartKind::Tool(tool) => {
                     let status = tool.state.status();
@@ -334,11 +334,18 @@ mod tests {
         let (session, message) = (SessionId::new(), MessageId::new());
         let updated = |part: &Part| Event::PartUpdated {
             part: Arc::new(part.clone()),
-            delta: None,
         };
         let mut filter = ActivityFilter::default();
         let text = Part::new(session.clone(), message.clone(), TextPart::new("hi"));
         assert!(filter.is_activity(&updated(&text)));
+        let delta = Event::PartDelta {
+            session_id: session.clone(),
+            message_id: message.clone(),
+            part_id: text.id.clone(),
+            field: "text".into(),
+            delta: " there".into(),
+        };
+        assert!(filter.is_activity(&delta), "a text delta");
 
         let mut call = Part::new(session.clone(), message, ToolPart::pending("c1", "bash"));
         assert!(filter.is_activity(&updated(&call)), "a call being streamed");

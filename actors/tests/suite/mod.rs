@@ -13,6 +13,7 @@ mod permissions;
 mod retries;
 mod runtime;
 mod store;
+mod streaming;
 mod subagent_limits;
 mod subagent_parallel;
 mod subagent_timeouts;

@@ -104,6 +104,7 @@ fn variant(event: &Event) -> &'static str {
         | Event::MessageUpdated { .. }
         | Event::MessageRemoved { .. }
         | Event::PartUpdated { .. }
+        | Event::PartDelta { .. }
         | Event::PartRemoved { .. }
         | Event::PermissionAsked(_)
         | Event::PermissionReplied { .. }
@@ -190,11 +191,13 @@ fn every_event() -> Vec<Event> {
         },
         Event::PartUpdated {
             part: part.clone().into(),
-            delta: Some("hi".into()),
         },
-        Event::PartUpdated {
-            part: part.clone().into(),
-            delta: None,
+        Event::PartDelta {
+            session_id: child.id.clone(),
+            message_id: user.id.clone(),
+            part_id: part.id.clone(),
+            field: "text".into(),
+            delta: "hi".into(),
         },
         Event::PartRemoved {
             session_id: child.id.clone(),
@@ -272,7 +275,7 @@ fn openapi_every_event_variant_validates() {
     let doc = document();
     let events = every_event();
     let names: BTreeSet<&str> = events.iter().map(variant).collect();
-    assert_eq!(names.len(), 15, "an event of each variant: {names:?}");
+    assert_eq!(names.len(), 16, "an event of each variant: {names:?}");
     // The schema lists each variant once: an object with a `type` const and `properties`.
     let variants = doc["components"]["schemas"]["Event"]["oneOf"]
         .as_array()
@@ -354,6 +357,7 @@ async fn openapi_a_delegating_run_validates() {
         "session.idle",
         "message.updated",
         "message.part.updated",
+        "message.part.delta",
     ] {
         assert!(types.contains(expected), "no {expected} in {types:?}");
     }

@@ -1203,17 +1203,19 @@ async fn a_steps_end_is_published_before_the_next_steps_opening() {
     let s = rt.create_session(None, None).await.unwrap();
     let mut events = rt.subscribe(Filter::Session(s.id.clone()));
     rt.prompt(&s.id, PromptInput::text("go")).await.unwrap();
-    // The final states, in the order they were published (live tool states and deltas left
-    // out).
+    // The final states, in the order they were published (live tool states, streaming text
+    // states and deltas left out).
     let mut order = Vec::new();
     while let Ok(Some(BusItem::Event(e))) =
         tokio::time::timeout(Duration::from_millis(200), events.next()).await
     {
         match &e.event {
             Event::MessageUpdated { info } => order.push(label_message(info)),
-            Event::PartUpdated { part, delta: None } => {
+            Event::PartUpdated { part } => {
                 let label = label_part(part);
-                if !label.ends_with(":pending") && !label.ends_with(":running") {
+                let streaming = matches!(&part.kind, PartKind::Text(t)
+                    if t.time.as_ref().is_some_and(|t| t.end.is_none()));
+                if !streaming && !label.ends_with(":pending") && !label.ends_with(":running") {
                     order.push(label);
                 }
             }

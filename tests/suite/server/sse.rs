@@ -4,8 +4,9 @@
 use std::time::Duration;
 
 use serde_json::json;
+use taskforce_agents::provider::fake_openai::Response;
 
-use super::{Frame, Harness, Sse, answers, harness, id_of};
+use super::{EventId, Frame, Harness, Sse, answers, harness, id_of};
 
 /// Creates a session titled `title`; answers its id.
 async fn create(h: &Harness, title: &str) -> String {
@@ -18,8 +19,8 @@ async fn through_update(stream: &mut Sse, session: &str) -> Vec<Frame> {
 }
 
 #[track_caller]
-fn consecutive(frames: &[Frame]) -> Vec<u64> {
-    let ids: Vec<u64> = frames
+fn consecutive(frames: &[Frame]) -> Vec<EventId> {
+    let ids: Vec<EventId> = frames
         .iter()
         .map(|f| {
             f.id.unwrap_or_else(|| panic!("an event frame has an id: {f:?}"))
@@ -61,7 +62,7 @@ async fn the_event_stream_starts_connected_then_numbers_every_event() {
     assert!(more.iter().any(|f| {
         f.kind() == "message.part.updated" && f.properties()["part"]["text"] == "streamed answer"
     }));
-    assert!(ids[0] >= 1);
+    assert!(ids[0].seq >= 1);
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -137,9 +138,40 @@ async fn heartbeats_arrive_on_the_configured_period() {
     );
 }
 
+/// The part a `message.part.updated` or `message.part.delta` frame is about.
+fn part_of(frame: &Frame) -> Option<&str> {
+    match frame.kind() {
+        "message.part.updated" => frame.properties()["part"]["id"].as_str(),
+        "message.part.delta" => frame.properties()["partID"].as_str(),
+        _ => None,
+    }
+}
+
+/// `frames` without the part states and deltas a later whole state of their part supersedes
+/// (what a replay leaves out).
+fn without_superseded(frames: &[Frame]) -> Vec<Frame> {
+    frames
+        .iter()
+        .enumerate()
+        .filter(|(i, f)| {
+            let Some(part) = part_of(f) else {
+                return true;
+            };
+            !frames[i + 1..]
+                .iter()
+                .any(|later| later.kind() == "message.part.updated" && part_of(later) == Some(part))
+        })
+        .map(|(_, f)| f.clone())
+        .collect()
+}
+
 #[tokio::test(flavor = "multi_thread")]
-async fn reconnecting_with_last_event_id_replays_exactly_the_missed_events() {
-    let h = harness().start(answers("replayed answer")).await;
+async fn reconnecting_with_last_event_id_replays_the_missed_events_but_superseded_part_states() {
+    // The answer's pieces apart in time: the witness reads their deltas before the end
+    // supersedes them.
+    let h = harness()
+        .start(|_| Response::text("replayed answer").with_delay(Duration::from_millis(20)))
+        .await;
     // The witness stays connected and sees everything.
     let mut witness = Sse::open(&h, "/event", None).await;
     witness.next().await;
@@ -169,6 +201,17 @@ async fn reconnecting_with_last_event_id_replays_exactly_the_missed_events() {
     assert!(missed.len() > 8, "{missed:?}");
     assert_eq!(missed[0].id, Some(last_seen + 1));
     let marker_id = missed.last().unwrap().id.unwrap();
+    // The answer streamed as deltas between whole states of its part: those are superseded by
+    // its final state.
+    let expected = without_superseded(&missed);
+    assert!(
+        missed.iter().any(|f| f.kind() == "message.part.delta"),
+        "{missed:?}"
+    );
+    assert!(expected.len() < missed.len());
+    assert!(expected.iter().any(|f| {
+        f.kind() == "message.part.updated" && f.properties()["part"]["text"] == "replayed answer"
+    }));
     // What the witness saw after the marker.
     let mut later: Vec<Frame> = Vec::new();
 
@@ -176,10 +219,13 @@ async fn reconnecting_with_last_event_id_replays_exactly_the_missed_events() {
         let mut back = Sse::open(&h, path, Some(last_seen)).await;
         assert_eq!(back.next().await.kind(), "server.connected");
         let replayed = through_update(&mut back, &marker).await;
-        let ids: Vec<Option<u64>> = replayed.iter().map(|f| f.id).collect();
-        let expected: Vec<Option<u64>> = missed.iter().map(|f| f.id).collect();
-        assert_eq!(ids, expected, "{path}: exactly the missed ids, in order");
-        for (got, want) in replayed.iter().zip(&missed) {
+        let ids: Vec<Option<EventId>> = replayed.iter().map(|f| f.id).collect();
+        let want: Vec<Option<EventId>> = expected.iter().map(|f| f.id).collect();
+        assert_eq!(
+            ids, want,
+            "{path}: the missed ids, superseded ones left out"
+        );
+        for (got, want) in replayed.iter().zip(&expected) {
             let payload = if path == "/event" {
                 &got.data
             } else {
@@ -187,7 +233,6 @@ async fn reconnecting_with_last_event_id_replays_exactly_the_missed_events() {
             };
             assert_eq!(payload, &want.data);
         }
-        consecutive(&replayed);
 
         // Then live events follow without a duplicate or a gap.
         let after = create(&h, &format!("after reconnecting to {path}")).await;
@@ -225,15 +270,16 @@ async fn reconnecting_with_last_event_id_replays_exactly_the_missed_events() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn an_id_older_than_the_replay_ring_gets_a_resync() {
+    // Room for a few session events only.
     let h = harness()
-        .options(|o| o.replay = 3)
+        .options(|o| o.replay_bytes = 4096)
         .start(answers("unused"))
         .await;
     let mut witness = Sse::open(&h, "/event", None).await;
     witness.next().await;
     let first = create(&h, "first").await;
     let old = through_update(&mut witness, &first).await[0].id.unwrap();
-    for n in 0..3 {
+    for n in 0..10 {
         let s = create(&h, &format!("filler {n}")).await;
         through_update(&mut witness, &s).await;
     }
@@ -258,12 +304,23 @@ async fn an_id_older_than_the_replay_ring_gets_a_resync() {
         );
     }
 
-    // An id the server never sent is a resync too.
-    let mut future = Sse::open(&h, "/event", Some(1_000_000)).await;
-    future.next().await;
-    assert_eq!(future.next().await.kind(), "server.resync");
+    // An id the server never sent is a resync too: a number not given out yet, an id of
+    // another server run, and no id at all.
+    let future = EventId {
+        seq: 1_000_000,
+        ..old
+    };
+    let other_run = EventId {
+        epoch: old.epoch + 1,
+        ..old
+    };
+    for last in [future.to_string(), other_run.to_string(), "42".to_string()] {
+        let mut back = Sse::open_raw(&h, "/event", Some(&last)).await;
+        back.next().await;
+        assert_eq!(back.next().await.kind(), "server.resync", "{last}");
+    }
 
-    // The ring still has the newest three: a recent id replays without a resync.
+    // The ring still has the newest events: a recent id replays without a resync.
     let s = create(&h, "recent").await;
     let recent = through_update(&mut witness, &s).await;
     let from = recent[0].id.unwrap() - 1;
@@ -274,4 +331,41 @@ async fn an_id_older_than_the_replay_ring_gets_a_resync() {
         replayed.iter().map(|f| f.id).collect::<Vec<_>>(),
         recent.iter().map(|f| f.id).collect::<Vec<_>>()
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_id_from_before_a_restart_gets_a_resync() {
+    let h = harness().start(answers("unused")).await;
+    let mut before = Sse::open(&h, "/event", None).await;
+    before.next().await;
+    let s = create(&h, "before the restart").await;
+    let old = through_update(&mut before, &s)
+        .await
+        .last()
+        .unwrap()
+        .id
+        .unwrap();
+    drop(before);
+
+    // The new run numbers its events from 1 again: without the epoch, `old` would name one
+    // of its events.
+    let h = h.restart().await;
+    let mut watcher = Sse::open(&h, "/event", None).await;
+    watcher.next().await;
+    let mut fresh = Vec::new();
+    while fresh.last().is_none_or(|id: &EventId| id.seq <= old.seq) {
+        let s = create(&h, "after the restart").await;
+        fresh.extend(
+            through_update(&mut watcher, &s)
+                .await
+                .iter()
+                .filter_map(|f| f.id),
+        );
+    }
+
+    let mut back = Sse::open(&h, "/event", Some(old)).await;
+    assert_eq!(back.next().await.kind(), "server.connected");
+    let frame = back.next().await;
+    assert_eq!(frame.kind(), "server.resync", "{frame:?}");
+    assert!(fresh.iter().all(|id| id.epoch > old.epoch), "{fresh:?}");
 }
