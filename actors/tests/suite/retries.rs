@@ -338,8 +338,8 @@ async fn a_stream_that_stalls_after_some_text_is_retried_and_the_text_is_kept_on
     // Listeners saw the stalled attempt's text go before the retry streamed it again.
     let events = drain(&mut sub).await;
     let partial = events.iter().find_map(|e| match e {
-        Event::PartUpdated { part, .. } if part.as_text().is_some_and(|t| t.text == "the ") => {
-            Some(part.id.clone())
+        Event::PartDelta { part_id, delta, .. } if delta.as_str() == "the " => {
+            Some(part_id.clone())
         }
         _ => None,
     });
