@@ -2,7 +2,6 @@
 //! finds the run ended as interrupted, and the session takes a new prompt.
 
 use std::process::Stdio;
-use std::time::{Duration, Instant};
 
 use taskforce_actors::session::STOPPED;
 use taskforce_actors::store::{SessionFilter, SqliteStore, Store};
@@ -15,33 +14,29 @@ use super::support::Sandbox;
 
 /// Waits until a session's streamed text starting with "half" is on disk; answers the session.
 async fn half_an_answer_stored(data: &std::path::Path) -> SessionId {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        assert!(
-            Instant::now() < deadline,
-            "the streamed text never got to disk"
-        );
-        if data.join("taskforce.db").is_file() {
-            let store = SqliteStore::open(data).await.unwrap();
-            let mut found = None;
-            for session in store.sessions(&SessionFilter::default()).await.unwrap() {
-                let messages = store.messages(&session.id).await.unwrap();
-                let half = messages
-                    .iter()
-                    .flat_map(|m| m.parts.iter())
-                    .filter_map(|p| p.as_text())
-                    .any(|t| t.text.starts_with("half"));
-                if half {
-                    found = Some(session.id);
-                }
-            }
-            store.close().await;
-            if let Some(id) = found {
-                return id;
+    let found = std::sync::Mutex::new(None);
+    let found_ref = &found;
+    taskforce_testkit::eventually_async("the streamed text on disk", || async move {
+        if !data.join("taskforce.db").is_file() {
+            return false;
+        }
+        let store = SqliteStore::open(data).await.unwrap();
+        for session in store.sessions(&SessionFilter::default()).await.unwrap() {
+            let messages = store.messages(&session.id).await.unwrap();
+            let half = messages
+                .iter()
+                .flat_map(|m| m.parts.iter())
+                .filter_map(|p| p.as_text())
+                .any(|t| t.text.starts_with("half"));
+            if half {
+                *found_ref.lock().unwrap() = Some(session.id);
             }
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        store.close().await;
+        found_ref.lock().unwrap().is_some()
+    })
+    .await;
+    found.into_inner().unwrap().unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -219,8 +219,8 @@ async fn ctrl_c_cancels_the_tree_and_exits_130() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
+    // The run listens for signals before it sends its first request.
     assert!(fake.wait_for_requests(1, Duration::from_secs(20)).await);
-    tokio::time::sleep(Duration::from_millis(200)).await;
     let status = std::process::Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()

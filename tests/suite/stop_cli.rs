@@ -49,17 +49,13 @@ pub(super) fn lock_files(data: &Path) -> Vec<PathBuf> {
 /// Waits until the bash command has written its pid; answers it.
 async fn sleeper_pid(project: &Path) -> u32 {
     let file = project.join("sleeper.pid");
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        if let Some(pid) = std::fs::read_to_string(&file)
+    let read = || {
+        std::fs::read_to_string(&file)
             .ok()
-            .and_then(|t| t.trim().parse().ok())
-        {
-            return pid;
-        }
-        assert!(Instant::now() < deadline, "the bash command never started");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+            .and_then(|t| t.trim().parse::<u32>().ok())
+    };
+    taskforce_testkit::eventually("the bash command to start", || read().is_some()).await;
+    read().unwrap_or_default()
 }
 
 /// Whether process `pid` still runs (a zombie waiting for its parent does not).

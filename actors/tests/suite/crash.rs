@@ -8,7 +8,6 @@
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use taskforce_actors::bus::{BusItem, Event, Filter};
@@ -20,6 +19,7 @@ use taskforce_agents::model::{Message, PartKind, ToolState};
 use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 
 use super::runtime::{Env, options_at};
+use super::wait::until;
 
 /// The test the dying process runs (with the environment below); a no-op anywhere else.
 const CHILD_TEST: &str = "suite::crash::a_runtime_that_dies_mid_run";
@@ -71,22 +71,19 @@ async fn a_runtime_that_dies_mid_run() {
         .await
         .unwrap();
     // Reads wait for the session's queued writes: what they show is on disk.
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
-        let messages = rt.messages(&session.id).await.unwrap();
-        let there = match point.as_str() {
-            "tool" => tool_states(&messages).contains(&"running"),
-            _ => texts(&messages).iter().any(|t| t.starts_with("half")),
-        };
-        if there {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "the run never got to the {point}: {messages:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    let (sid, point_ref) = (&session.id, point.as_str());
+    until(
+        &rt,
+        &format!("the run to get to the {point}"),
+        |rt| async move {
+            let messages = rt.messages(sid).await.unwrap();
+            match point_ref {
+                "tool" => tool_states(&messages).contains(&"running"),
+                _ => texts(&messages).iter().any(|t| t.starts_with("half")),
+            }
+        },
+    )
+    .await;
     println!("READY {}", session.id);
     std::future::pending::<()>().await;
 }
