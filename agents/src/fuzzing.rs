@@ -6,6 +6,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 
 use crate::provider::ModelStream;
+use crate::provider::sse::BodyError;
 
 /// Plays `chunks` as the body of an OpenAI-compatible streaming response; answers how many
 /// events and errors the stream yielded.
@@ -27,8 +28,8 @@ pub fn anthropic_stream(chunks: &[&[u8]]) -> (usize, usize) {
 
 fn body(
     chunks: &[&[u8]],
-) -> impl futures::Stream<Item = Result<Bytes, reqwest::Error>> + Send + 'static {
-    let owned: Vec<Result<Bytes, reqwest::Error>> = chunks
+) -> impl futures::Stream<Item = Result<Bytes, BodyError>> + Send + 'static {
+    let owned: Vec<Result<Bytes, BodyError>> = chunks
         .iter()
         .map(|c| Ok(Bytes::copy_from_slice(c)))
         .collect();

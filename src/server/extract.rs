@@ -57,7 +57,7 @@ fn rejection_name(status: axum::http::StatusCode) -> &'static str {
     }
 }
 
-fn parse_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+pub(crate) fn parse_body<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
     let mut de = serde_json::Deserializer::from_slice(bytes);
     serde_path_to_error::deserialize(&mut de).map_err(|e| {
         let path = e.path().to_string();

@@ -6,6 +6,8 @@ pub mod epoch;
 mod error;
 mod events;
 mod extract;
+#[cfg(feature = "fuzzing")]
+pub mod fuzzing;
 mod guard;
 mod listen;
 pub mod openapi;

@@ -16,7 +16,7 @@ mod http;
 pub mod openai;
 mod registry;
 pub mod scripted;
-mod sse;
+pub(crate) mod sse;
 mod types;
 
 pub use anthropic::{AnthropicModel, AnthropicProvider, AnthropicSettings};
