@@ -8,7 +8,7 @@ fuzz_target!(|data: &[u8]| {
     if data.len() < 4 {
         return;
     }
-    let events = u16::from_le_bytes([data[0], data[1]]) % 2048;
+    let events = u16::from_le_bytes([data[0], data[1]]) % 300;
     let max_bytes = u16::from_le_bytes([data[2], data[3]]);
     let Ok(header) = std::str::from_utf8(&data[4..]) else {
         return;
