@@ -117,7 +117,7 @@ pub(crate) async fn run_step(
     let tools: Vec<usize> = if compacting {
         Vec::new()
     } else {
-        offered_tools(core, rules.own(), user)
+        offered_tools(core, &rules, user)
             .into_iter()
             .filter(|&i| {
                 let id = core.tools[i].id();
@@ -322,9 +322,15 @@ fn offered_specs(
 }
 
 /// The tools the model is offered (their places in `core.tools`): every tool not hidden by the
-/// agent's and session's rules and not switched off by the prompt.
-fn offered_tools(core: &Core, rules: &[Rule], user: &UserMessage) -> Vec<usize> {
-    let hidden = taskforce_agents::permission::disabled(core.tools.iter().map(|t| t.id()), rules);
+/// agent's and session's rules, nor by any caller's (a tool a caller denies outright is not
+/// offered to its child), and not switched off by the prompt.
+fn offered_tools(core: &Core, rules: &Layers, user: &UserMessage) -> Vec<usize> {
+    let hidden: Vec<String> = rules
+        .iter()
+        .flat_map(|layer| {
+            taskforce_agents::permission::disabled(core.tools.iter().map(|t| t.id()), layer)
+        })
+        .collect();
     core.tools
         .iter()
         .enumerate()

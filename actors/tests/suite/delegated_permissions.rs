@@ -138,6 +138,28 @@ async fn tool_error(rt: &Runtime, session: &SessionId, tool: &str) -> String {
     }
 }
 
+/// A tool a caller denies outright is not offered to any model below it, and a call of it
+/// anyway fails as a call of an unavailable tool without running.
+fn assert_hidden_below_root(fake: &FakeOpenAi, error: &str, tool: &str) {
+    let below_root: Vec<RecordedRequest> = fake
+        .requests()
+        .into_iter()
+        .filter(|r| first_user(r) != "go")
+        .collect();
+    assert!(!below_root.is_empty(), "a child asked its model");
+    for req in &below_root {
+        assert!(
+            !req.tool_names().contains(&tool),
+            "{tool} was offered below the root: {:?}",
+            req.tool_names()
+        );
+    }
+    assert!(
+        error.contains(&format!("Model tried to call unavailable tool '{tool}'")),
+        "{error}"
+    );
+}
+
 fn assert_denied(error: &str, permission: &str) {
     assert!(
         error.contains("prevents you from using this specific tool call"),
@@ -172,7 +194,7 @@ async fn a_caller_denied_bash_cannot_run_it_through_general() {
     let rt = env.runtime().await;
     let root = run_root(&rt).await;
     let child = descendant(&rt, &root, 1).await;
-    assert_denied(&tool_error(&rt, &child, "bash").await, "bash");
+    assert_hidden_below_root(&fake, &tool_error(&rt, &child, "bash").await, "bash");
     assert!(!env.project().join("escaped.txt").exists());
     assert_eq!(last_agent(&rt, &child).await, "general");
 }
@@ -190,7 +212,7 @@ async fn a_caller_denied_bash_holds_two_delegations_down() {
     let rt = env.runtime().await;
     let root = run_root(&rt).await;
     let leaf = descendant(&rt, &root, 2).await;
-    assert_denied(&tool_error(&rt, &leaf, "bash").await, "bash");
+    assert_hidden_below_root(&fake, &tool_error(&rt, &leaf, "bash").await, "bash");
     assert!(!env.project().join("escaped.txt").exists());
 }
 
@@ -203,7 +225,7 @@ async fn a_caller_denied_edit_cannot_write_through_general() {
     let rt = env.runtime().await;
     let root = run_root(&rt).await;
     let child = descendant(&rt, &root, 1).await;
-    assert_denied(&tool_error(&rt, &child, "write").await, "edit");
+    assert_hidden_below_root(&fake, &tool_error(&rt, &child, "write").await, "write");
     assert!(!env.project().join("escaped.txt").exists());
 }
 
@@ -313,7 +335,7 @@ async fn a_child_continued_by_session_id_runs_its_own_agent_still_bounded() {
         "general",
         "it runs as the agent it was started for, not the continuing call's"
     );
-    assert_denied(&tool_error(&rt, child, "bash").await, "bash");
+    assert_hidden_below_root(&fake, &tool_error(&rt, child, "bash").await, "bash");
     assert!(!env.project().join("escaped.txt").exists());
 }
 
@@ -361,6 +383,32 @@ async fn a_child_prompted_directly_runs_its_recorded_agent_still_bounded_after_a
         "general",
         "a prompt naming no agent runs the child's own, never the default primary"
     );
-    assert_denied(&tool_error(&rt, &child, "bash").await, "bash");
+    assert_hidden_below_root(&fake, &tool_error(&rt, &child, "bash").await, "bash");
     assert!(!env.project().join("escaped.txt").exists());
+}
+
+#[actix_rt::test]
+async fn a_callers_deny_of_some_commands_holds_in_the_child_with_the_rule_shown() {
+    let fake = FakeOpenAi::start(tree(1, || bash("rm -f keep.txt")))
+        .await
+        .unwrap();
+    let env = Env::new(
+        &fake.base_url(),
+        &guarded("{ bash = { \"*\" = \"allow\", \"rm *\" = \"deny\" } }"),
+    );
+    std::fs::write(env.project().join("keep.txt"), "kept\n").unwrap();
+    let rt = env.runtime().await;
+    let root = run_root(&rt).await;
+    let child = descendant(&rt, &root, 1).await;
+    let offered_to_child = fake
+        .requests()
+        .into_iter()
+        .filter(|r| first_user(r) != "go")
+        .all(|r| r.tool_names().contains(&"bash"));
+    assert!(
+        offered_to_child,
+        "bash stays offered: only some commands are denied"
+    );
+    assert_denied(&tool_error(&rt, &child, "bash").await, "bash");
+    assert!(env.project().join("keep.txt").exists());
 }
