@@ -4,25 +4,37 @@ use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use actix::Addr;
 use dashmap::DashMap;
+use futures::future::BoxFuture;
 use taskforce_agents::agent::{AgentInfo, Registry};
 use taskforce_agents::config::{Config, Paths};
 use taskforce_agents::id::SessionId;
+use taskforce_agents::model::Session;
 use taskforce_agents::provider::Providers;
-use taskforce_agents::tool::Tool;
+use taskforce_agents::tool::{Delegate, TaskError, Tool};
 
 use crate::bus::{BusHandle, SessionStatus};
 use crate::hooks::Hooks;
+use crate::id_map::IdMap;
+use crate::owner::OwnerLock;
 use crate::permission::PermissionBroker;
 use crate::store::Store;
-use crate::supervisor::Supervisor;
 
-/// A concurrent map keyed by session id, hashed with a fast seeded hasher (these maps are
-/// touched on every event and status change).
-pub(crate) type IdMap<V> = DashMap<SessionId, V, foldhash::fast::RandomState>;
+/// What a session asks of the machinery above it that runs sessions and their children (the
+/// supervisor and the subagent module); set once when the runtime starts.
+pub(crate) trait Children: Send + Sync {
+    /// What starts the subagents of `parent`'s task calls.
+    fn delegate(self: Arc<Self>, parent: Arc<Session>) -> Arc<dyn Delegate>;
+    /// Why `session` may not start subagents now, if it may not.
+    fn guard<'a>(&'a self, session: &'a Session) -> BoxFuture<'a, Option<TaskError>>;
+    /// Stops the idle clock of `session` (and its callers') while the returned value lives,
+    /// when it runs as a child.
+    fn hold_clock(&self, session: &SessionId) -> Option<Box<dyn Send>>;
+    /// `session`'s actor has stopped.
+    fn stopped(&self, session: &SessionId);
+}
 
-/// Shared services: store, bus, agents, providers, tools, and the supervisor's address.
+/// Shared services: store, bus, agents, providers, tools, and the way to the children.
 pub(crate) struct Core {
     pub store: Arc<dyn Store>,
     pub bus: BusHandle,
@@ -38,7 +50,8 @@ pub(crate) struct Core {
     pub schemas: Vec<Arc<serde_json::Value>>,
     /// The description of each of `tools` (same order) for each agent that ran, built once.
     pub descriptions: DashMap<String, Vec<Arc<str>>, foldhash::fast::RandomState>,
-    pub supervisor: OnceLock<Addr<Supervisor>>,
+    /// The supervisor and subagents, once started.
+    pub children: OnceLock<Arc<dyn Children>>,
     /// The project the sessions belong to (its root directory's path).
     pub project_id: String,
     /// How long an idle session actor lives before it stops.
@@ -49,36 +62,22 @@ pub(crate) struct Core {
     pub retry_base: Duration,
     /// The status of every session that is not idle.
     pub statuses: IdMap<SessionStatus>,
-    /// How deep each session seen sits in its tree (root = 0); a session's parent never changes.
-    pub depths: IdMap<u32>,
     /// Every slash command.
     pub commands: taskforce_agents::command::Commands,
     /// Embedders' hooks, in registration order.
     pub hooks: std::sync::RwLock<Vec<Arc<dyn Hooks>>>,
-    /// Running-children and per-tree limits of task calls.
-    pub limits: Arc<crate::supervisor::Limits>,
-    /// The clocks of running children (see `supervisor::timeout`), by child.
-    pub clocks: crate::supervisor::Clocks,
-    /// Background children waiting for a running slot: cancelling their tree cancels these.
-    pub queued: IdMap<tokio_util::sync::CancellationToken>,
-    /// Background children of this runtime whose result is not delivered yet, with their
-    /// parent: a call waits for those of its child's subtree.
-    pub background: IdMap<SessionId>,
-    /// Background children whose end is not recorded yet: their channel closes once it is.
-    pub unrecorded: IdMap<tokio::sync::watch::Receiver<()>>,
-    /// One delivery of background results into a parent at a time (by parent).
-    pub deliveries: IdMap<Arc<tokio::sync::Mutex<()>>>,
     /// This runtime's id and the lock that tells other runtimes it is alive.
-    pub owner: crate::runtime::OwnerLock,
+    pub owner: OwnerLock,
     /// The runtime is stopping: it takes no new prompts and delivers no background results
     /// (they wait for the next runtime).
     pub stopping: std::sync::atomic::AtomicBool,
 }
 
 impl Core {
-    /// The supervisor; set right after the core is built, before any session runs.
-    pub fn supervisor(&self) -> Option<&Addr<Supervisor>> {
-        self.supervisor.get()
+    /// The supervisor and subagents; set right after the core is built, before any session
+    /// runs.
+    pub fn children(&self) -> Option<&Arc<dyn Children>> {
+        self.children.get()
     }
 
     /// The registered hooks (a snapshot).

@@ -46,5 +46,5 @@ pub enum RuntimeError {
     InvalidInput(String),
     /// The runtime could not take its lock file in the data directory.
     #[error(transparent)]
-    Lock(#[from] crate::runtime::LockError),
+    Lock(#[from] crate::owner::LockError),
 }

@@ -10,16 +10,20 @@ mod complete;
 mod core;
 mod error;
 pub mod hooks;
+mod id_map;
+mod owner;
 pub mod permission;
 mod runtime;
 pub mod session;
 pub mod store;
+mod subagent;
 pub mod supervisor;
 
 pub use error::RuntimeError;
 pub use hooks::{HookCall, Hooks};
 pub use runtime::{
     GeneratedAgentFile, LockError, PendingWork, Runtime, RuntimeOptions, SessionPatch, SessionTree,
+    WorkWatch,
 };
 pub use session::{PartInput, PromptInput, ShellInput};
 pub use taskforce_agents as agents;

@@ -271,7 +271,9 @@ pub(super) async fn drive(
     // progress for a while (it failed) are left to the next runtime.
     let mut answered_later = false;
     if stopped.is_none() && matches!(&result, Ok(Ok(_))) {
-        let mut tick = tokio::time::interval(Duration::from_millis(100));
+        // Made before the first reading, so that no change between a reading and the wait is
+        // missed.
+        let mut changes = runtime.watch_work(session);
         let mut last = None;
         let mut unchanged_since = tokio::time::Instant::now();
         loop {
@@ -303,7 +305,9 @@ pub(super) async fn drive(
                         handle_event(runtime, &envelope.event, &mut view, format, yes, interactive).await;
                     }
                 }
-                _ = tick.tick() => {}
+                () = changes.changed() => {}
+                // No progress for a while: look again to give up on the stuck deliveries.
+                () = tokio::time::sleep_until(unchanged_since + UNDELIVERED_PATIENCE) => {}
                 signal = signals.recv(), if stopped.is_none() => {
                     stopped = Some(signal);
                     cancel_on(runtime, session, signal).await;

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use taskforce_agents::id::{MessageId, PartId, PermissionId, SessionId};
 use taskforce_agents::model::{AssistantError, Message, Part, Session, Todo};
 
-use crate::permission::{PermissionReply, PermissionRequest};
+use taskforce_agents::permission::{PermissionReply, PermissionRequest};
 
 /// A session's activity: idle, busy, or waiting to retry a model call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -21,7 +21,7 @@ use actix::{Actor, Addr, Context, Handler, Message};
 use taskforce_agents::id::SessionId;
 use tokio::sync::broadcast;
 
-use crate::core::IdMap;
+use crate::id_map::IdMap;
 use session_queue::{Reader, SessionQueues};
 use subscription::Source;
 

@@ -13,7 +13,7 @@ use std::task::{Context, Poll, Waker};
 use taskforce_agents::id::SessionId;
 
 use super::Envelope;
-use crate::core::IdMap;
+use crate::id_map::IdMap;
 
 /// The most events a one-session reader may fall behind before it loses the oldest. A
 /// session's events come in bursts of a few dozen at most (a step's parts and its end).

@@ -15,9 +15,7 @@
 //! Requests also say where they come from (`rootSessionID` and the agents' `path`), so that a
 //! client watching a root session can answer the asks of its subagents.
 
-mod request;
-
-pub use request::{AskOrigin, PermissionReply, PermissionRequest, ToolRef};
+pub use taskforce_agents::permission::{AskOrigin, PermissionReply, PermissionRequest, ToolRef};
 
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicUsize, Ordering};

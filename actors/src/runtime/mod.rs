@@ -3,13 +3,16 @@
 mod command;
 mod generate;
 mod manage;
-mod owner;
+mod options;
 mod stop;
 mod tree;
+mod work;
 
 pub use generate::GeneratedAgentFile;
 pub use manage::SessionPatch;
+pub use options::RuntimeOptions;
 pub use tree::SessionTree;
+pub use work::{PendingWork, WorkWatch};
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
@@ -23,90 +26,30 @@ use taskforce_agents::id::{PermissionId, SessionId, now_ms};
 use taskforce_agents::model::Session;
 use taskforce_agents::permission::Rule;
 use taskforce_agents::provider::Providers;
-use taskforce_agents::tool::background::ChildStatus;
 use taskforce_agents::tool::builtin_tools;
 
-pub use owner::LockError;
-pub(crate) use owner::{OwnerLock, is_alive};
+pub use crate::owner::LockError;
+use crate::owner::{self, OwnerLock};
 
 use crate::RuntimeError;
 use crate::bus::{BusHandle, Event, Filter, SessionStatus, Subscription};
-use crate::core::{Core, IdMap};
+use crate::core::Core;
 use crate::hooks::Hooks;
+use crate::id_map::IdMap;
 use crate::permission::{PermissionBroker, PermissionReply, PermissionRequest};
 use crate::session::{Exclusive, Job, Prompt, PromptInput, Seed, Writer};
 use crate::store::{MessageWithParts, SessionFilter, SqliteStore, Store};
+use crate::subagent::Subagents;
 use crate::supervisor::{
-    Activate, ArbiterCores, CancelTree, Forget, Limits, Live, LiveCount, Placement, Supervisor,
+    Activate, ArbiterCores, CancelTree, Forget, Live, LiveCount, Placement, Supervisor,
 };
-
-/// How to start a runtime.
-#[derive(Debug, Clone)]
-pub struct RuntimeOptions {
-    /// The loaded configuration (its paths name the data directory and the project).
-    pub loaded: LoadedConfig,
-    /// The environment providers read API keys from.
-    pub env: BTreeMap<String, String>,
-    /// How long an idle session actor stays in memory.
-    pub idle_stop: Duration,
-    /// Arbiter threads for session actors (0: one per core).
-    pub arbiters: usize,
-    /// Pin each arbiter thread to its own core when there is one arbiter per core the process
-    /// may use (off by default). Unpinned, the kernel may run two arbiters on one core for a
-    /// few milliseconds after one wakes the other; pinned, a burst local to the arbiters (a
-    /// cancelled tree) ends sooner, but on a small machine the threads the sessions wait on (the
-    /// store's writer, blocking file reads) can no longer be moved out of the arbiters' way.
-    pub pin_arbiters: bool,
-    /// Events kept for subscribers; one that falls further behind is told it lagged.
-    pub bus_capacity: usize,
-    /// The first wait before retrying a failed model call; it doubles up to 30 s.
-    pub retry_base: Duration,
-    /// At start, deliver the background results earlier runtimes left undelivered (recording
-    /// children a dead runtime left running as interrupted); a delivery may start a parent turn.
-    /// Off for short-lived tools that only read or manage sessions.
-    pub deliver_background: bool,
-}
-
-impl RuntimeOptions {
-    /// Defaults for `loaded`, reading keys from this process's environment.
-    pub fn new(loaded: LoadedConfig) -> Self {
-        RuntimeOptions {
-            loaded,
-            env: std::env::vars().collect(),
-            idle_stop: Duration::from_secs(300),
-            arbiters: 0,
-            pin_arbiters: false,
-            bus_capacity: 4096,
-            retry_base: Duration::from_secs(2),
-            deliver_background: true,
-        }
-    }
-}
-
-/// What still goes on in a session tree (see [`Runtime::pending_work`]).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct PendingWork {
-    /// A session of the tree is running its loop.
-    pub busy: bool,
-    /// Background children of the tree still queued or running.
-    pub running: usize,
-    /// Background children of the tree that ended and whose results are not delivered yet
-    /// (a delivery counts once its receiving session has answered it).
-    pub undelivered: usize,
-}
-
-impl PendingWork {
-    /// Nothing is left to wait for.
-    pub fn is_done(&self) -> bool {
-        !self.busy && self.running == 0 && self.undelivered == 0
-    }
-}
 
 /// A running taskforce. Cheap to clone; usable from any tokio runtime once started.
 #[derive(Clone)]
 pub struct Runtime {
     core: Arc<Core>,
     supervisor: Addr<Supervisor>,
+    subagents: Arc<Subagents>,
     writer: Writer,
     /// The sessions it repaired when it started (left mid-run by runtimes that died).
     repaired: Arc<[SessionId]>,
@@ -151,20 +94,13 @@ impl Runtime {
             names,
             schemas,
             descriptions: Default::default(),
-            supervisor: OnceLock::new(),
+            children: OnceLock::new(),
             idle_stop: options.idle_stop,
             flush_every: Duration::from_millis(200),
             retry_base: options.retry_base,
             statuses: IdMap::default(),
-            depths: IdMap::default(),
             hooks: Default::default(),
             commands: Commands::new(&config_for_commands),
-            limits: Arc::new(Limits::new(&config_for_commands.subagent)),
-            clocks: IdMap::default(),
-            background: IdMap::default(),
-            queued: IdMap::default(),
-            unrecorded: IdMap::default(),
-            deliveries: IdMap::default(),
             owner,
             stopping: Default::default(),
         });
@@ -173,8 +109,11 @@ impl Runtime {
         } else {
             options.arbiters
         };
-        let supervisor = Supervisor::new(core.clone(), arbiters, options.pin_arbiters).start();
-        let _ = core.supervisor.set(supervisor.clone());
+        let queued = Arc::new(IdMap::default());
+        let supervisor =
+            Supervisor::new(core.clone(), arbiters, options.pin_arbiters, queued.clone()).start();
+        let subagents = Subagents::new(core.clone(), supervisor.clone(), queued);
+        let _ = core.children.set(subagents.clone());
         // Runs that runtimes which died left half-way are ended first: nothing (a delivery
         // below, a prompt) builds on them as they are. Their lock files go too.
         let repaired = crate::session::repair_dead_runs(&core, None).await;
@@ -182,12 +121,13 @@ impl Runtime {
         // Background results a previous runtime could not deliver (or children it left running
         // when it died) go to their parents now.
         if options.deliver_background {
-            crate::supervisor::deliver_pending(core.clone(), None).await;
+            subagents.deliver_pending(None).await;
         }
         Ok(Runtime {
             writer: Writer::new(core.clone()),
             core,
             supervisor,
+            subagents,
             repaired: repaired.into(),
         })
     }
@@ -257,7 +197,7 @@ impl Runtime {
         self.core.store.put_session(&session).await?;
         // A new root has no descendants: its first task call need not count them in the store.
         if session.parent_id.is_none() {
-            self.core.limits.seed_tree(&session.id, 0);
+            self.subagents.new_tree(&session.id);
         }
         self.core.bus.publish(Event::SessionCreated {
             info: Box::new(session.clone()),
@@ -450,50 +390,13 @@ impl Runtime {
         tree::build(&self.core, root).await
     }
 
-    /// What still goes on in `id`'s tree: whether a session of it is busy, and its background
-    /// children (started by `id` or a descendant) whose results have not reached their parents.
-    pub async fn pending_work(&self, id: &SessionId) -> Result<PendingWork, RuntimeError> {
-        let mut work = PendingWork::default();
-        let busy: Vec<SessionId> = self.core.statuses.iter().map(|e| e.key().clone()).collect();
-        for session in busy {
-            if self.within(&session, id).await? {
-                work.busy = true;
-                break;
-            }
-        }
-        for record in self.core.store.undelivered_background().await? {
-            if self.within(&record.parent_id, id).await? {
-                match record.status {
-                    ChildStatus::Queued | ChildStatus::Running => work.running += 1,
-                    _ => work.undelivered += 1,
-                }
-            }
-        }
-        Ok(work)
-    }
-
-    /// Delivers the background results earlier runtimes left undelivered in `id`'s tree, and
-    /// records the children a dead runtime left running there as interrupted (their results are
-    /// delivered too); for a runtime started without `deliver_background`. Returns once the
-    /// records are sorted; the deliveries go on (see [`Runtime::pending_work`]).
-    pub async fn deliver_pending(&self, id: &SessionId) {
-        crate::supervisor::deliver_pending(self.core.clone(), Some(id)).await;
-    }
-
-    async fn within(&self, session: &SessionId, root: &SessionId) -> Result<bool, RuntimeError> {
-        Ok(crate::supervisor::is_within(&self.core, session, root).await?)
-    }
-
     /// Deletes a session and its subtree (cancelling whatever runs there first).
     pub async fn delete_session(&self, id: &SessionId) -> Result<Vec<Session>, RuntimeError> {
         self.cancel(id).await?;
         let deleted = self.core.store.delete_session(id).await?;
-        let _ = self
-            .supervisor
-            .send(Forget {
-                ids: deleted.iter().map(|s| s.id.clone()).collect(),
-            })
-            .await;
+        let ids: Vec<SessionId> = deleted.iter().map(|s| s.id.clone()).collect();
+        self.subagents.forget_trees(&ids);
+        let _ = self.supervisor.send(Forget { ids }).await;
         for info in &deleted {
             self.core.bus.publish(Event::SessionDeleted {
                 info: Box::new(info.clone()),

@@ -1,17 +1,18 @@
 //! Stopping a runtime: cleanly (every run cancelled as a user cancel would, its end committed)
 //! or as a process exit would (everything stops where it is).
 
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use taskforce_agents::id::SessionId;
 use tokio::time::Instant;
 
-use super::Runtime;
-use crate::supervisor::{CancelTree, StopAll};
+use futures::StreamExt;
 
-/// How often a clean stop looks whether the cancelled runs have ended.
-const SETTLE_TICK: Duration = Duration::from_millis(10);
+use super::Runtime;
+use crate::bus::Filter;
+use crate::supervisor::{CancelTree, StopAll};
 
 /// The least time left for stopping the actors and committing the queued writes once the runs
 /// are cancelled, however long cancelling took.
@@ -27,26 +28,39 @@ impl Runtime {
     pub async fn stop(&self, within: Duration) {
         let deadline = Instant::now() + within;
         self.core.stopping.store(true, Ordering::SeqCst);
-        let mut tick = tokio::time::interval(SETTLE_TICK);
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        // Woken by every event (a run ending publishes its status) and by every change of the
+        // background children; each busy tree is told once.
+        let mut events = self.core.bus.subscribe(Filter::All);
+        let mut background = self.subagents.changes();
+        let mut told: HashSet<SessionId> = HashSet::new();
         loop {
             let busy: Vec<SessionId> = self.core.statuses.iter().map(|e| e.key().clone()).collect();
             for id in busy {
+                if told.contains(&id) {
+                    continue;
+                }
                 // Each tree once is enough; a session already cancelled says so at once.
-                if self.supervisor.send(CancelTree { id }).await.is_err() {
+                if self
+                    .supervisor
+                    .send(CancelTree { id: id.clone() })
+                    .await
+                    .is_err()
+                {
                     break;
                 }
+                told.insert(id);
             }
-            for queued in self.core.queued.iter() {
-                queued.value().cancel();
-            }
-            let settled = self.core.statuses.is_empty()
-                && self.core.unrecorded.is_empty()
-                && self.core.background.is_empty();
-            if settled || Instant::now() + FINAL_WAIT >= deadline {
+            self.subagents.cancel_queued();
+            let settled = self.core.statuses.is_empty() && self.subagents.is_quiet();
+            let last_call = deadline.checked_sub(FINAL_WAIT).unwrap_or(deadline);
+            if settled || Instant::now() >= last_call {
                 break;
             }
-            tick.tick().await;
+            tokio::select! {
+                Some(_) = events.next() => {}
+                Ok(()) = background.changed() => {}
+                () = tokio::time::sleep_until(last_call) => {}
+            }
         }
         let left = deadline
             .saturating_duration_since(Instant::now())

@@ -25,7 +25,6 @@ use super::run::run_loops;
 use crate::RuntimeError;
 use crate::core::Core;
 use crate::store::MessageWithParts;
-use crate::supervisor::SessionStopped;
 
 /// The answer to a prompt: the final assistant message, or why there is none.
 pub(crate) type Reply = oneshot::Receiver<Result<MessageWithParts, RuntimeError>>;
@@ -325,10 +324,8 @@ impl Actor for SessionActor {
     }
 
     fn stopped(&mut self, _: &mut Self::Context) {
-        if let Some(supervisor) = self.core.supervisor() {
-            supervisor.do_send(SessionStopped {
-                id: self.id.clone(),
-            });
+        if let Some(children) = self.core.children() {
+            children.stopped(&self.id);
         }
     }
 }

@@ -13,7 +13,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::core::Core;
 use crate::hooks::{self, HookCall};
-use crate::supervisor::SupervisorDelegate;
 
 /// Who makes a call and where: everything a [`ToolContext`] needs but the call's own id.
 pub(crate) struct CallSite<'a> {
@@ -58,13 +57,8 @@ impl CallSite<'_> {
 
 /// What starts the subagents of `session`'s task calls; one serves all calls of a step.
 pub(crate) fn delegate(core: &Arc<Core>, session: &Arc<Session>) -> Option<Arc<dyn Delegate>> {
-    core.supervisor().map(|s| {
-        Arc::new(SupervisorDelegate::new(
-            core.clone(),
-            s.clone(),
-            session.clone(),
-        )) as Arc<dyn Delegate>
-    })
+    core.children()
+        .map(|children| children.clone().delegate(session.clone()))
 }
 
 /// Runs `tool` with the hooks around it: `before` may rewrite the arguments or refuse the call

@@ -15,7 +15,6 @@ use super::writer::Writer;
 use crate::bus::Event;
 use crate::core::Core;
 use crate::permission::{AskOrigin, ToolRef};
-use crate::supervisor::{Hold, clock_of};
 
 /// How far up a parent chain an ask's origin is followed (only a corrupt cycle gets near it).
 const MAX_ORIGIN_DEPTH: usize = 256;
@@ -124,8 +123,8 @@ async fn running_agent(core: &Core, session: &SessionId) -> String {
 
 /// Held while `ctx`'s session waits for a person's reply: its idle clock (and its callers')
 /// stands still meanwhile, as waiting for a person is not idling (the hard cap still runs).
-fn waiting(core: &Core, ctx: &ToolContext) -> Option<Hold> {
-    clock_of(&core.clocks, &ctx.session_id).map(|clock| clock.hold())
+fn waiting(core: &Core, ctx: &ToolContext) -> Option<Box<dyn Send>> {
+    core.children()?.hold_clock(&ctx.session_id)
 }
 
 fn tool_ref(ctx: &ToolContext) -> ToolRef {

@@ -22,7 +22,7 @@ use taskforce_agents::model::{
 use super::writer::{Item, Writer};
 use crate::bus::{Event, SessionStatus};
 use crate::core::Core;
-use crate::runtime::is_alive;
+use crate::owner::is_alive;
 use crate::store::{MessageWithParts, StoreError, Unfinished};
 
 /// What a tool call or an answer that a runtime left unfinished when it died records.

@@ -23,7 +23,6 @@ use crate::RuntimeError;
 use crate::bus::Event;
 use crate::core::Core;
 use crate::store::MessageWithParts;
-use crate::supervisor::task_guard;
 
 /// The message appended for the model when an agent reaches its step limit (reference F20).
 pub const MAX_STEPS: &str = "CRITICAL - MAXIMUM STEPS REACHED\n\nThe maximum number of steps allowed for this task has been reached. Tools are disabled until next user input. Respond with text only.\n\nSTRICT REQUIREMENTS:\n1. Do NOT make any tool calls (no reads, writes, edits, searches, or any other tools)\n2. MUST provide a text response summarizing work done so far\n3. This constraint overrides ALL other instructions, including any user messages about edits or tool use\n\nResponse must include:\n- Statement that maximum steps for this agent have been reached\n- Summary of what has been accomplished so far\n- List of any remaining tasks that were not completed\n- Recommendations for what should be done next\n\nAny attempts to use tools are strictly prohibited until the user has sent another message.";
@@ -113,7 +112,10 @@ pub(crate) async fn run_step(
     };
     // A session that may not delegate is not offered the task tool; a call anyway is routed to
     // it so that the model reads why (see `Processor::task_guarded`).
-    let task_guarded = task_guard(core, session).await.is_some();
+    let task_guarded = match core.children() {
+        Some(children) => children.guard(session).await.is_some(),
+        None => false,
+    };
     let tools: Vec<usize> = if compacting {
         Vec::new()
     } else {

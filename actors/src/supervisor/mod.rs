@@ -1,25 +1,15 @@
 //! The supervisor: starts session actors on a pool of arbiters, keeps the live tree, and
 //! cancels whole subtrees.
 
-mod background;
-mod delegate;
-mod guard;
-mod limits;
-mod timeout;
-
-pub(crate) use background::deliver_pending;
-pub use delegate::SupervisorDelegate;
-pub(crate) use guard::{is_within, session_depth, task_guard};
-pub(crate) use limits::Limits;
-pub(crate) use timeout::{Clocks, Hold, clock_of};
-
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use actix::prelude::*;
 use taskforce_agents::id::SessionId;
+use tokio_util::sync::CancellationToken;
 
 use crate::core::Core;
+use crate::id_map::IdMap;
 use crate::session::{Cancel, RunHandle, Seed, SessionActor, Shutdown};
 
 /// Owns the session actors of one runtime.
@@ -34,6 +24,9 @@ pub struct Supervisor {
     spare: Vec<(SessionId, RunHandle)>,
     /// How many parent-to-child links `children` holds.
     links: usize,
+    /// Children waiting for a running slot before their actor starts (shared with the
+    /// subagents, who add and remove them): cancelling their tree cancels these.
+    queued: Arc<IdMap<CancellationToken>>,
 }
 
 /// A session actor the supervisor started, and where it runs.
@@ -49,8 +42,14 @@ struct LiveSession {
 
 impl Supervisor {
     /// A supervisor placing sessions on `arbiters` new arbiter threads (see [`Activate`]),
-    /// each pinned to its own core when `pin` and there are as many cores as arbiters.
-    pub(crate) fn new(core: Arc<Core>, arbiters: usize, pin: bool) -> Self {
+    /// each pinned to its own core when `pin` and there are as many cores as arbiters; a
+    /// cancelled tree's children in `queued` are cancelled with it.
+    pub(crate) fn new(
+        core: Arc<Core>,
+        arbiters: usize,
+        pin: bool,
+        queued: Arc<IdMap<CancellationToken>>,
+    ) -> Self {
         let count = arbiters.max(1);
         let cores = if pin {
             core_affinity::get_core_ids().filter(|cores| cores.len() == count)
@@ -79,6 +78,7 @@ impl Supervisor {
             next: 0,
             spare: Vec::new(),
             links: 0,
+            queued,
         }
     }
 }
@@ -206,7 +206,6 @@ impl Handler<Forget> for Supervisor {
             kids.retain(|k| !msg.ids.contains(k));
         }
         self.links = self.children.values().map(Vec::len).sum();
-        self.core.limits.forget_trees(&msg.ids);
     }
 }
 
@@ -246,7 +245,7 @@ impl Handler<CancelTree> for Supervisor {
         // with no message each.
         let root = self.live.get(&msg.id).map(|l| l.addr.send(Cancel));
         // Children waiting for a running slot are rare: their map is only searched when some are.
-        let any_queued = !self.core.queued.is_empty();
+        let any_queued = !self.queued.is_empty();
         let mut told = 0;
         let mut descendants = std::mem::take(&mut self.spare);
         // Breadth first, parents before their children (in the order the arbiters end them),
@@ -266,7 +265,6 @@ impl Handler<CancelTree> for Supervisor {
             }
             let queued = any_queued
                 && self
-                    .core
                     .queued
                     .remove(id)
                     .map(|(_, waiting)| waiting.cancel())

@@ -10,6 +10,7 @@ mod config;
 mod disabled;
 mod evaluate;
 mod layers;
+mod request;
 mod rule;
 pub mod wildcard;
 
@@ -18,4 +19,5 @@ pub use config::{PermissionConfig, PermissionValue, expand_home, from_config, fr
 pub use disabled::{disabled, permission_for_tool};
 pub use evaluate::{Evaluation, evaluate, merge};
 pub use layers::Layers;
+pub use request::{AskOrigin, PermissionReply, PermissionRequest, ToolRef};
 pub use rule::{Action, Rule, Ruleset};

@@ -119,7 +119,7 @@ impl Drop for Hold {
 }
 
 /// The running children's clocks by child session, so that their own calls can reach them.
-pub(crate) type Clocks = crate::core::IdMap<Arc<Activity>>;
+pub(crate) type Clocks = crate::id_map::IdMap<Arc<Activity>>;
 
 /// `activity` listed as `child`'s clock while the guard lives.
 pub(crate) struct Listed<'a> {

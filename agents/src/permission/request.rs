@@ -1,8 +1,8 @@
 //! The shapes of permission asks and answers: requests, replies, and where an ask comes from.
 
+use crate::id::{MessageId, PermissionId, SessionId};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use taskforce_agents::id::{MessageId, PermissionId, SessionId};
 
 /// An answer to a permission ask.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

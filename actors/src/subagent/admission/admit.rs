@@ -1,0 +1,108 @@
+//! Admitting one task call: counting a new child in its tree, then waiting for a running slot.
+
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+use taskforce_agents::id::SessionId;
+use taskforce_agents::tool::{ToolContext, ToolError};
+
+use super::{Reservation, Slot};
+use crate::store::Store;
+use crate::subagent::Subagents;
+use crate::subagent::clock::Activity;
+
+/// What a task call holds while its child runs.
+pub(crate) struct Admission {
+    /// The running slot.
+    pub slot: Slot,
+    /// The child's place in its tree's count (new children only).
+    pub reservation: Option<Reservation>,
+}
+
+/// Where a task call stands: its caller, the child it runs, the root of their tree.
+pub(crate) struct Call<'a> {
+    /// The calling session.
+    pub parent: &'a SessionId,
+    /// The child to run.
+    pub child: &'a SessionId,
+    /// The root of their tree.
+    pub root: &'a SessionId,
+    /// Whether the child is new (counted in its tree).
+    pub new: bool,
+    /// The caller's clock, when the caller runs as a child: held while the call waits.
+    pub clock: Option<&'a Arc<Activity>>,
+}
+
+/// Admits a task `call` that starts a new child or resumes one: counts a new child in its tree
+/// (failing at once when the tree is full), then waits for a running slot, showing
+/// `queued: true` on the call's part meanwhile (the caller is not idle while it waits).
+/// Cancelling `ctx.abort` while waiting leaves the queue with `ToolError::Aborted`.
+pub(crate) async fn admit(
+    subagents: &Subagents,
+    ctx: &ToolContext,
+    call: Call<'_>,
+) -> Result<Admission, ToolError> {
+    let limits = &subagents.limits;
+    let reservation = reserve(subagents, call.root, call.new).await?;
+    let waiting = limits.enqueue(call.parent, call.child);
+    if waiting.is_admitted() {
+        let slot = waiting.admitted().await;
+        return Ok(Admission { slot, reservation });
+    }
+    let _busy = call.clock.map(Activity::hold);
+    ctx.metadata(None, queued(true));
+    let slot = tokio::select! {
+        biased;
+        () = ctx.abort.cancelled() => return Err(ToolError::Aborted),
+        slot = waiting.admitted() => slot,
+    };
+    ctx.metadata(None, queued(false));
+    Ok(Admission { slot, reservation })
+}
+
+/// Counts a `new` child in the tree of `root`, failing at once with `SUBAGENT_LIMIT_REACHED`
+/// when the tree is full; resuming a child counts nothing.
+pub(crate) async fn reserve(
+    subagents: &Subagents,
+    root: &SessionId,
+    new: bool,
+) -> Result<Option<Reservation>, ToolError> {
+    if !new {
+        return Ok(None);
+    }
+    let limits = &subagents.limits;
+    if !limits.knows_tree(root) {
+        limits
+            .seeding(root)
+            .get_or_init(|| async {
+                // A call that came just after the count started finds it here.
+                if !limits.knows_tree(root) {
+                    limits.seed_tree(root, stored_descendants(&*subagents.core.store, root).await);
+                }
+            })
+            .await;
+    }
+    Ok(Some(limits.reserve(root)?))
+}
+
+fn queued(on: bool) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("queued".into(), Value::Bool(on));
+    m
+}
+
+/// How many descendants of `root` the store holds.
+async fn stored_descendants(store: &dyn Store, root: &SessionId) -> usize {
+    let mut count = 0;
+    let mut stack = vec![root.clone()];
+    while let Some(id) = stack.pop() {
+        match store.children(&id).await {
+            Ok(kids) => {
+                count += kids.len();
+                stack.extend(kids.into_iter().map(|k| k.id));
+            }
+            Err(e) => tracing::warn!(session = %id, "counting a tree's children failed: {e}"),
+        }
+    }
+    count
+}

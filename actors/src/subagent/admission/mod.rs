@@ -1,0 +1,343 @@
+//! Admission of task calls: how many children may run at once per parent
+//! (`subagent.max_concurrent`) and in the whole runtime (`subagent.max_total`), and how many
+//! children one root session tree may create (`subagent.max_per_session`).
+//!
+//! Calls over a running limit wait in one FIFO queue: whenever a slot frees, the queue is
+//! scanned in arrival order and every waiter whose parent and the runtime both have room is
+//! admitted, so calls of one parent start in the order they were made and a full parent never
+//! holds up another parent's calls. While it waits, the parent's task part shows
+//! `metadata.queued: true`; it turns `false` once the call is admitted. A waiting call that is
+//! cancelled leaves the queue. The run-time timers (`subagent.timeout`, `idle_timeout`) start
+//! only when the call is admitted.
+//!
+//! Nesting never makes a tree wait on itself: a child that holds a slot lends its share of
+//! `max_total` while it waits for task calls of its own (queued or running), so its children
+//! can run in it. When its last call ends it takes its share back before it goes on, ahead of
+//! every new call (it waits only while other work runs, which ends or lends in turn). A child
+//! may thus be running again while the children that ran in its place still finish, briefly
+//! over `max_total` by the ones coming back; `max_concurrent` counts a parent's children,
+//! whoever runs.
+//!
+//! The per-tree count covers the children this runtime created plus, the first time a tree is
+//! seen, the descendants already in the store (read by one walk, which the calls that arrive
+//! meanwhile wait for: a step of 1,000 calls reads the store once, not once per call); a root
+//! this runtime creates starts at zero without a read, and a deleted root's count is dropped. A
+//! call that would pass it fails at once with `SUBAGENT_LIMIT_REACHED`; resuming an existing
+//! child (`session_id`) creates nothing and is not counted.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use taskforce_agents::config::SubagentConfig;
+use taskforce_agents::id::SessionId;
+use taskforce_agents::model::ToolMetadata;
+use taskforce_agents::tool::{TaskError, TaskErrorCode, TaskFailure, ToolError};
+use tokio::sync::{Notify, OnceCell};
+
+mod admit;
+mod guards;
+
+pub(crate) use admit::{Call, admit, reserve};
+pub(crate) use guards::{Aside, Lease, Reservation, Slot, Waiting};
+
+/// Why a task call may not start a child.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LimitError {
+    /// The root tree has created `subagent.max_per_session` children; not retryable in that
+    /// tree.
+    #[error(
+        "this session tree has already created {created} subagents and subagent.max_per_session is {limit}: no more subagents can be started in it; do the remaining work yourself"
+    )]
+    TreeFull {
+        /// How many children the tree created.
+        created: usize,
+        /// The limit.
+        limit: usize,
+    },
+}
+
+impl From<LimitError> for ToolError {
+    fn from(e: LimitError) -> Self {
+        ToolError::Task(Box::new(TaskFailure {
+            error: TaskError::new(TaskErrorCode::SubagentLimitReached, e.to_string()),
+            metadata: ToolMetadata::new(),
+            cause: None,
+        }))
+    }
+}
+
+/// The limits of one runtime and who holds or waits for a slot.
+pub(crate) struct Limits {
+    per_parent: usize,
+    total: usize,
+    per_tree: usize,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// Running children by parent.
+    running: HashMap<SessionId, usize, foldhash::fast::RandomState>,
+    /// Shares of `max_total` in use.
+    total: usize,
+    /// The children holding slots, and which of them wait for calls of their own.
+    holders: HashMap<SessionId, Holder, foldhash::fast::RandomState>,
+    /// Children coming back from their calls (first), then calls waiting for a slot; oldest
+    /// first in each.
+    queue: VecDeque<Ticket>,
+    /// Tickets admitted whose caller has not yet taken its slot.
+    granted: HashSet<u64, foldhash::fast::RandomState>,
+    next: u64,
+    /// Children created (or reserved) by root session.
+    created: HashMap<SessionId, usize, foldhash::fast::RandomState>,
+    /// The store walks under way that start a tree's count (see [`Limits::seeding`]).
+    seeding: HashMap<SessionId, Arc<OnceCell<()>>, foldhash::fast::RandomState>,
+}
+
+struct Ticket {
+    id: u64,
+    kind: Kind,
+    wake: Arc<Notify>,
+}
+
+/// What a ticket waits for.
+enum Kind {
+    /// A slot for `child` under `parent`.
+    Call { parent: SessionId, child: SessionId },
+    /// The share `child` lent while it waited for its calls.
+    Return { child: SessionId },
+}
+
+/// A child that holds slots.
+#[derive(Debug, Default, Clone, Copy)]
+struct Holder {
+    /// Slots held for it (more than one only when calls continue it at once).
+    held: usize,
+    /// Its own task calls under way; while any are, its share is lent.
+    away: usize,
+}
+
+impl Holder {
+    /// Its shares of `max_total` in use.
+    fn units(self) -> usize {
+        if self.away > 0 { 0 } else { self.held }
+    }
+}
+
+impl Limits {
+    /// The limits of `config`.
+    pub(crate) fn new(config: &SubagentConfig) -> Self {
+        Limits {
+            per_parent: config.max_concurrent.max(1) as usize,
+            total: config.max_total.max(1) as usize,
+            per_tree: config.max_per_session.max(1) as usize,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether the tree of `root` has a count yet.
+    pub(crate) fn knows_tree(&self, root: &SessionId) -> bool {
+        self.state().created.contains_key(root)
+    }
+
+    /// Starts the count of `root`'s tree at `stored` unless it has one.
+    pub(crate) fn seed_tree(&self, root: &SessionId, stored: usize) {
+        let mut state = self.state();
+        state.created.entry(root.clone()).or_insert(stored);
+        state.seeding.remove(root);
+    }
+
+    /// Drops the counts of deleted trees.
+    pub(crate) fn forget_trees(&self, roots: &[SessionId]) {
+        let mut state = self.state();
+        for root in roots {
+            state.created.remove(root);
+        }
+    }
+
+    /// The one walk of the store that starts `root`'s count: the calls that need it while it
+    /// runs wait for it instead of walking the tree again each.
+    pub(crate) fn seeding(&self, root: &SessionId) -> Arc<OnceCell<()>> {
+        self.state()
+            .seeding
+            .entry(root.clone())
+            .or_default()
+            .clone()
+    }
+
+    /// Counts one more child in `root`'s tree, or fails when the tree is full. Dropping the
+    /// reservation without [`Reservation::keep`] gives it back.
+    pub(crate) fn reserve(self: &Arc<Self>, root: &SessionId) -> Result<Reservation, LimitError> {
+        let mut state = self.state();
+        let created = state.created.entry(root.clone()).or_insert(0);
+        if *created >= self.per_tree {
+            return Err(LimitError::TreeFull {
+                created: *created,
+                limit: self.per_tree,
+            });
+        }
+        *created += 1;
+        Ok(Reservation {
+            limits: self.clone(),
+            root: Some(root.clone()),
+        })
+    }
+
+    /// Joins the queue for a running slot for `child` under `parent`; admitted at once when
+    /// there is room.
+    pub(crate) fn enqueue(self: &Arc<Self>, parent: &SessionId, child: &SessionId) -> Waiting {
+        let wake = Arc::new(Notify::new());
+        let mut state = self.state();
+        let id = state.next;
+        state.next += 1;
+        state.queue.push_back(Ticket {
+            id,
+            kind: Kind::Call {
+                parent: parent.clone(),
+                child: child.clone(),
+            },
+            wake: wake.clone(),
+        });
+        self.pump(&mut state);
+        Waiting {
+            limits: self.clone(),
+            id,
+            parent: parent.clone(),
+            child: child.clone(),
+            wake,
+            done: false,
+        }
+    }
+
+    /// Lends `caller`'s share while a task call of its own is under way (a caller holding no
+    /// slot, a root, has nothing to lend); the share comes back through [`Aside::back`].
+    pub(crate) fn step_aside(self: &Arc<Self>, caller: &SessionId) -> Aside {
+        let mut state = self.state();
+        let lent = match state.holders.get_mut(caller) {
+            Some(h) => {
+                let before = h.units();
+                h.away += 1;
+                let freed = before - h.units();
+                state.total = state.total.saturating_sub(freed);
+                self.pump(&mut state);
+                true
+            }
+            None => false,
+        };
+        Aside {
+            limits: self.clone(),
+            caller: caller.clone(),
+            done: !lent,
+        }
+    }
+
+    /// Admits every queued ticket that fits, oldest first (returns before calls).
+    fn pump(&self, state: &mut State) {
+        let mut i = 0;
+        while i < state.queue.len() && state.total < self.total {
+            if let Kind::Call { parent, .. } = &state.queue[i].kind
+                && state.running.get(parent).copied().unwrap_or(0) >= self.per_parent
+            {
+                i += 1;
+                continue;
+            }
+            let Some(ticket) = state.queue.remove(i) else {
+                break;
+            };
+            match ticket.kind {
+                Kind::Call { parent, child } => {
+                    *state.running.entry(parent).or_insert(0) += 1;
+                    let h = state.holders.entry(child).or_default();
+                    let before = h.units();
+                    h.held += 1;
+                    state.total += h.units() - before;
+                }
+                Kind::Return { child } => Self::come_back(state, &child),
+            }
+            state.granted.insert(ticket.id);
+            ticket.wake.notify_one();
+        }
+    }
+
+    /// `child`'s last call ended: its share is in use again (the caller checked for room, or
+    /// takes it regardless when its call was cut short).
+    fn come_back(state: &mut State, child: &SessionId) {
+        if let Some(h) = state.holders.get_mut(child) {
+            let before = h.units();
+            h.away = h.away.saturating_sub(1);
+            let after = h.units();
+            state.total += after - before;
+            if h.held == 0 && h.away == 0 {
+                state.holders.remove(child);
+            }
+        }
+    }
+
+    /// Frees a slot of `child` under `parent` and admits whoever fits now.
+    fn release(&self, state: &mut State, parent: &SessionId, child: &SessionId) {
+        if let Some(n) = state.running.get_mut(parent) {
+            *n = n.saturating_sub(1);
+            if *n == 0 {
+                state.running.remove(parent);
+            }
+        }
+        if let Some(h) = state.holders.get_mut(child) {
+            let before = h.units();
+            h.held = h.held.saturating_sub(1);
+            state.total = state.total.saturating_sub(before - h.units());
+            if h.held == 0 && h.away == 0 {
+                state.holders.remove(child);
+            }
+        }
+        self.pump(state);
+    }
+
+    /// Whether `child`'s share can be taken back now: room, and no one coming back before it.
+    fn room_to_return(&self, state: &State) -> bool {
+        state.total < self.total
+            && !state
+                .queue
+                .iter()
+                .any(|t| matches!(t.kind, Kind::Return { .. }))
+    }
+
+    /// Queues `child`'s return behind the returns already waiting, ahead of every call.
+    fn queue_return(state: &mut State, child: &SessionId, wake: Arc<Notify>) -> u64 {
+        let id = state.next;
+        state.next += 1;
+        let at = state
+            .queue
+            .iter()
+            .position(|t| !matches!(t.kind, Kind::Return { .. }))
+            .unwrap_or(state.queue.len());
+        state.queue.insert(
+            at,
+            Ticket {
+                id,
+                kind: Kind::Return {
+                    child: child.clone(),
+                },
+                wake,
+            },
+        );
+        id
+    }
+
+    /// How many children run under `parent` and in total, and how many calls wait.
+    #[cfg(test)]
+    fn counts(&self, parent: &SessionId) -> (usize, usize, usize) {
+        let state = self.state();
+        (
+            state.running.get(parent).copied().unwrap_or(0),
+            state.total,
+            state.queue.len(),
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests;
