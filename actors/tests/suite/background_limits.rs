@@ -301,7 +301,8 @@ async fn a_stalled_background_child_times_out_idle_with_its_output_and_frees_its
     .unwrap();
     let (_env, rt, parent) = start(
         &fake,
-        "[subagent]\nmax_concurrent = 1\ntimeout = \"1h\"\nidle_timeout = \"300ms\"\n",
+        // Long enough that the quick child never idles out on a loaded machine.
+        "[subagent]\nmax_concurrent = 1\ntimeout = \"1h\"\nidle_timeout = \"2s\"\n",
     )
     .await;
     go(&rt, &parent).await;
@@ -337,7 +338,9 @@ async fn a_background_child_stops_at_its_hard_timeout() {
     .unwrap();
     let (_env, rt, parent) = start(
         &fake,
-        "[subagent]\ntimeout = \"300ms\"\nidle_timeout = \"1h\"\n",
+        // Long enough for the child's first words on a loaded machine, far short of its 8 s
+        // answer.
+        "[subagent]\ntimeout = \"2s\"\nidle_timeout = \"1h\"\n",
     )
     .await;
     go(&rt, &parent).await;

@@ -342,15 +342,16 @@ async fn middles_filling_max_total_lend_their_slots_to_their_leaves() {
 
 #[actix_rt::test]
 async fn a_middle_waiting_for_a_slot_or_for_a_working_leaf_is_not_idle() {
-    // max_total = 1 and an idle limit of 300 ms: each leaf streams for about a second while
-    // its middle says nothing (its leaf's activity is its own), and the second middle's call
-    // waits that long for the one slot (waiting on the runtime is not idling).
-    let fake = FakeOpenAi::start(middles_and_leaves(2, 12, Duration::from_millis(80)))
+    // max_total = 1 and an idle limit of 1 s: each leaf streams for about 1.5 s (a word every
+    // 100 ms, far inside the limit even on a loaded machine) while its middle says nothing (its
+    // leaf's activity is its own), and the second middle's call waits that long for the one
+    // slot (waiting on the runtime is not idling).
+    let fake = FakeOpenAi::start(middles_and_leaves(2, 15, Duration::from_millis(100)))
         .await
         .unwrap();
     let env = nesting_env_with(
         &fake.base_url(),
-        "max_depth = 2\nmax_total = 1\nidle_timeout = \"300ms\"\n",
+        "max_depth = 2\nmax_total = 1\nidle_timeout = \"1s\"\n",
     );
     every_middle_answers(&env, 2).await;
     assert_eq!(fake.peak_active(), 1);
@@ -562,7 +563,7 @@ async fn a_call_waits_for_its_childs_background_children_and_answers_with_their_
     // the leaf can run at all.
     let (fake, details) = summed_up(
         || Response::text("leaf found gold").with_delay(Duration::from_millis(20)),
-        "max_depth = 2\nmax_total = 1\nidle_timeout = \"300ms\"\n",
+        "max_depth = 2\nmax_total = 1\nidle_timeout = \"1s\"\n",
         "found gold",
     )
     .await;

@@ -87,9 +87,10 @@ async fn child_was_cancelled(rt: &Runtime, parent: &SessionId) {
 #[actix_rt::test]
 async fn a_stalled_child_hits_the_idle_timeout_with_its_partial_output() {
     let fake = FakeOpenAi::start(one_task(TASK, stalling)).await.unwrap();
+    // Long enough for the partial words to arrive on a loaded machine before the stall.
     let env = Env::new(
         &fake.base_url(),
-        "[subagent]\ntimeout = \"1h\"\nidle_timeout = \"300ms\"\n",
+        "[subagent]\ntimeout = \"1h\"\nidle_timeout = \"1s\"\n",
     );
     let (rt, parent) = run(&env).await;
     let (error, details) = task_error(&rt, &parent).await;
@@ -208,7 +209,9 @@ async fn the_hard_timeout_ends_a_child_waiting_on_a_permission_ask_and_leaves_no
     .unwrap();
     let env = Env::new(
         &fake.base_url(),
-        "[permission]\nbash = \"ask\"\n[subagent]\ntimeout = \"1s\"\nidle_timeout = \"300ms\"\n",
+        // The idle limit leaves the child time to ask on a loaded machine; the hard cap is
+        // three of them.
+        "[permission]\nbash = \"ask\"\n[subagent]\ntimeout = \"3s\"\nidle_timeout = \"1s\"\n",
     );
     let (rt, parent) = run(&env).await;
     let (error, _) = task_error(&rt, &parent).await;
@@ -255,8 +258,9 @@ async fn a_child_waiting_for_a_permission_reply_is_not_idle() {
     let fake = FakeOpenAi::start(tree(1, || bash("echo after-the-wait")))
         .await
         .unwrap();
+    // The idle limit leaves the child time to ask on a loaded machine.
     let config =
-        "[permission]\nbash = \"ask\"\n[subagent]\ntimeout = \"1h\"\nidle_timeout = \"300ms\"\n";
+        "[permission]\nbash = \"ask\"\n[subagent]\ntimeout = \"1h\"\nidle_timeout = \"1s\"\n";
     let env = Env::new(&fake.base_url(), config);
     let rt = env.runtime().await;
     let root = rt.create_session(None, None).await.unwrap();
@@ -266,7 +270,7 @@ async fn a_child_waiting_for_a_permission_reply_is_not_idle() {
     let child = request.session_id.clone();
     // Three idle limits pass with the ask unanswered: the child is still there, waiting.
     assert!(
-        !ends_within(&mut events, &child, Duration::from_millis(900)).await,
+        !ends_within(&mut events, &child, Duration::from_secs(3)).await,
         "a child waiting for a person was ended as idle"
     );
     assert!(
