@@ -1,6 +1,6 @@
 //! `taskforce run`, `taskforce sessions` and `taskforce demo` as a user runs them.
 
-use taskforce_agents::provider::fake_openai::{FakeOpenAi, Response};
+use taskforce_testkit::fake_openai::{FakeOpenAi, Response};
 
 use super::support::Sandbox;
 
@@ -445,7 +445,7 @@ async fn a_background_child_of_a_killed_run_is_reported_interrupted_on_the_next_
     use taskforce_actors::store::{SqliteStore, Store};
     use taskforce_actors::{Runtime, RuntimeOptions};
     use taskforce_agents::config::{LoadOptions, load};
-    use taskforce_agents::provider::fake_openai::Chunk;
+    use taskforce_testkit::fake_openai::Chunk;
 
     let fake = FakeOpenAi::start(|req| {
         let last = last_content(req);
@@ -628,7 +628,7 @@ async fn run_waits_for_its_background_children_and_prints_the_last_answer() {
 }
 
 /// The text of the newest message of `req`.
-fn last_content(req: &taskforce_agents::provider::fake_openai::RecordedRequest) -> String {
+fn last_content(req: &taskforce_testkit::fake_openai::RecordedRequest) -> String {
     req.messages()
         .last()
         .and_then(|m| m["content"].as_str())

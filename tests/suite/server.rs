@@ -23,7 +23,7 @@ use serde_json::Value;
 use taskforce::server::{Server, ServerOptions};
 use taskforce_actors::{Runtime, RuntimeOptions};
 use taskforce_agents::config::{LoadOptions, load};
-use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 
 /// How long any single wait of these tests may take before it fails.
 pub const PATIENCE: Duration = Duration::from_secs(15);

@@ -8,8 +8,8 @@ use taskforce_actors::store::{SqliteStore, Store};
 use taskforce_actors::{PromptInput, Runtime};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::{Message, ToolState};
-use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 use taskforce_agents::tool::background::EXIT_RUNNING;
+use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 
 use super::runtime::{Env, is_child, task_call, tool_parts};
 use super::wait::{until, until_idle};

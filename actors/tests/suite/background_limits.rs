@@ -12,7 +12,7 @@ use taskforce_actors::bus::{BusItem, Event, Filter};
 use taskforce_actors::{PromptInput, Runtime};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::ToolState;
-use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 
 use super::background::{call, deliveries, outputs_of, tool_results, wait_for_messages};
 use super::runtime::{Env, is_child, tool_parts};

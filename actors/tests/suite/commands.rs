@@ -7,8 +7,8 @@ use taskforce_actors::store::MessageWithParts;
 use taskforce_actors::{HookCall, Hooks, PartInput, PromptInput, RuntimeError};
 use taskforce_agents::model::{Message, PartKind, ToolState};
 use taskforce_agents::provider::ModelRequest;
-use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 use taskforce_agents::tool::ToolOutput;
+use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 
 use super::runtime::{Env, delegating, is_child, tool_parts};
 

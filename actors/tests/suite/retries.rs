@@ -8,7 +8,7 @@ use futures::StreamExt;
 use taskforce_actors::bus::{BusItem, Event, Filter, SessionStatus};
 use taskforce_actors::{PromptInput, Runtime};
 use taskforce_agents::model::{Message, PartKind};
-use taskforce_agents::provider::fake_openai::{Chunk, FakeOpenAi, Response};
+use taskforce_testkit::fake_openai::{Chunk, FakeOpenAi, Response};
 
 use super::runtime::{Env, expect_cancelled, prompt_in_background};
 use super::wait::until;

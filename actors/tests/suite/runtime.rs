@@ -13,7 +13,7 @@ use taskforce_agents::config::{LoadOptions, load};
 use taskforce_agents::id::{MessageId, PartId, SessionId};
 use taskforce_agents::model::{Message, PartKind, ToolState, ToolStatus};
 use taskforce_agents::model::{Part, Session, Todo};
-use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 
 use super::wait::{until, until_first_child_runs, until_idle};
 

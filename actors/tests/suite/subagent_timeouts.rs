@@ -10,7 +10,7 @@ use serde_json::Value;
 use taskforce_actors::{PromptInput, Runtime};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::{Message, ToolState};
-use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 
 use futures::StreamExt;
 use taskforce_actors::bus::{BusItem, Event, Filter, Subscription};

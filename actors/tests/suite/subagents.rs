@@ -11,8 +11,8 @@ use taskforce_actors::store::MessageWithParts;
 use taskforce_actors::{PromptInput, Runtime, RuntimeError};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::{Message, PartKind, Session, ToolMetadata, ToolState};
-use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 use taskforce_agents::tool::{TaskEnvelope, TaskErrorCode, TaskMode};
+use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 
 use super::runtime::{
     Env, child_id_in, expect_cancelled, is_child, prompt_in_background, task_call, tool_parts,

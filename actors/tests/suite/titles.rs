@@ -6,7 +6,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use taskforce_actors::PromptInput;
 use taskforce_actors::bus::{BusItem, Event, Filter};
-use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 
 use super::runtime::{Env, is_child, task_call};
 

@@ -1,7 +1,7 @@
 //! Permission asks over HTTP: listing, replying (current and deprecated routes), unknown ids.
 
 use serde_json::{Value, json};
-use taskforce_agents::provider::fake_openai::{RecordedRequest, Response};
+use taskforce_testkit::fake_openai::{RecordedRequest, Response};
 use tokio::task::JoinHandle;
 
 use super::{Harness, PATIENCE, array, harness, text_of};

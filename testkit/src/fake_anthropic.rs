@@ -1,8 +1,8 @@
-//! A fake Anthropic Messages API server on 127.0.0.1 for tests and demos.
+//! A fake Anthropic Messages API server on 127.0.0.1 for tests.
 //!
 //! [`FakeAnthropic::start`] binds a random local port and answers every HTTP request with what a
 //! handler closure returns for it; every request is recorded ([`RecordedRequest`]: method, path,
-//! headers, JSON body). It shares the HTTP machinery of [`fake_openai`](super::fake_openai) and
+//! headers, JSON body). It shares the HTTP machinery of [`fake_openai`](crate::fake_openai) and
 //! speaks Anthropic's wire format: streams are `event: <type>` / `data: <json>` frames
 //! (`message_start`, `content_block_start` for `text` / `thinking` / `tool_use`,
 //! `content_block_delta` with `text_delta` / `thinking_delta` / `signature_delta` /
@@ -16,7 +16,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
-//! use taskforce_agents::provider::fake_anthropic::{FakeAnthropic, Response};
+//! use taskforce_testkit::fake_anthropic::{FakeAnthropic, Response};
 //! let server = FakeAnthropic::start(|_req| Response::text("Hello there")).await?;
 //! // point an `anthropic` provider at server.base_url()
 //! # Ok(()) }
@@ -29,10 +29,11 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::Usage;
-use super::fake_openai::{self, FakeOpenAi};
+use taskforce_agents::provider::Usage;
 
-pub use super::fake_openai::{Chunk, RecordedRequest};
+use crate::fake_openai::{self, FakeOpenAi};
+
+pub use crate::fake_openai::{Chunk, RecordedRequest};
 
 /// The signature the fake puts on thinking blocks.
 pub const FAKE_SIGNATURE: &str = "fake-signature";

@@ -1,4 +1,4 @@
-//! A fake OpenAI-compatible server on 127.0.0.1 for tests and demos.
+//! A fake OpenAI-compatible server on 127.0.0.1 for tests.
 //!
 //! [`FakeOpenAi::start`] binds a random local port and answers every HTTP request with what a
 //! handler closure returns for it; every request is recorded (method, path, headers, JSON body)
@@ -17,7 +17,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
-//! use taskforce_agents::provider::fake_openai::{FakeOpenAi, Response};
+//! use taskforce_testkit::fake_openai::{FakeOpenAi, Response};
 //! let server = FakeOpenAi::start(|_req| Response::text("Hello there")).await?;
 //! // point an `openai` provider at server.base_url()
 //! # Ok(()) }
