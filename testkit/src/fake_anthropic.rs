@@ -24,14 +24,15 @@
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
 use taskforce_agents::provider::Usage;
 
-use crate::fake_openai::{self, FakeOpenAi};
+use crate::fake_openai::server::pop_or;
+use crate::fake_openai::{self, FakeOpenAi, halves};
 
 pub use crate::fake_openai::{Chunk, RecordedRequest};
 
@@ -104,12 +105,7 @@ impl Response {
         }
         for (id, name, input) in calls {
             frames.push(tool_use_start(index, id, name));
-            let mid = (0..=input.len() / 2)
-                .rev()
-                .find(|i| input.is_char_boundary(*i))
-                .unwrap_or(0);
-            let (a, b) = input.split_at(mid);
-            for piece in [a, b].into_iter().filter(|p| !p.is_empty()) {
+            for piece in halves(input) {
                 frames.push(input_json_delta(index, piece));
             }
             frames.push(block_stop(index));
@@ -390,13 +386,9 @@ impl FakeAnthropic {
     pub async fn queue(responses: Vec<Response>) -> std::io::Result<FakeAnthropic> {
         let queue = Mutex::new(VecDeque::from(responses));
         FakeAnthropic::start(move |_| {
-            queue
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .pop_front()
-                .unwrap_or_else(|| {
-                    Response::error(500, "api_error", "FakeAnthropic: no scripted response left")
-                })
+            pop_or(&queue, || {
+                Response::error(500, "api_error", "FakeAnthropic: no scripted response left")
+            })
         })
         .await
     }

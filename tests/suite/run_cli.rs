@@ -1,6 +1,7 @@
 //! `taskforce run`, `taskforce sessions` and `taskforce demo` as a user runs them.
 
 use taskforce_testkit::fake_openai::{FakeOpenAi, Response};
+use taskforce_testkit::script::last_content;
 
 use super::support::Sandbox;
 
@@ -625,15 +626,6 @@ async fn run_waits_for_its_background_children_and_prints_the_last_answer() {
             .is_some_and(|c| c.contains("status=\"completed\"") && c.contains("found gold"))
     });
     assert!(answered, "the parent saw the child's result");
-}
-
-/// The text of the newest message of `req`.
-fn last_content(req: &taskforce_testkit::fake_openai::RecordedRequest) -> String {
-    req.messages()
-        .last()
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_string()
 }
 
 /// A `task` call starting a `general` child in the background.
