@@ -15,8 +15,8 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use support::Bench;
-use taskforce::agents::provider::fake_openai::{Chunk, FakeOpenAi, Response};
 use taskforce::server::{Server, ServerOptions};
+use taskforce_testkit::fake_openai::{Chunk, FakeOpenAi, Response};
 
 fn env_or(name: &str, default: u64) -> u64 {
     std::env::var(name)

@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use taskforce::actors::{Runtime, RuntimeOptions};
 use taskforce::agents::config::{LoadOptions, load};
+use taskforce_testkit::Sandbox;
 
 /// The allocator of the `taskforce` binary, so that the benchmarks measure what it runs.
 #[global_allocator]
@@ -15,7 +16,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// A project on disk configured with the scripted provider playing `script`.
 pub struct Bench {
-    _dir: tempfile::TempDir,
+    sandbox: Sandbox,
     pub project: PathBuf,
     pub data: PathBuf,
     env: BTreeMap<String, String>,
@@ -23,34 +24,26 @@ pub struct Bench {
 
 impl Bench {
     pub fn new(script: &serde_json::Value) -> Bench {
-        let dir = tempfile::tempdir().expect("tempdir");
-        let project = dir.path().join("project");
-        std::fs::create_dir_all(project.join(".git")).expect("project");
-        std::fs::write(project.join("notes.txt"), "hello\nfrom\nthe\nbench\n").expect("notes");
-        let script_path = dir.path().join("script.json");
+        let sandbox = Sandbox::new();
+        sandbox.file("notes.txt", "hello\nfrom\nthe\nbench\n");
+        let script_path = sandbox.root().join("script.json");
         std::fs::write(&script_path, script.to_string()).expect("script");
-        std::fs::write(
-            project.join("taskforce.toml"),
-            format!(
-                "model = \"scripted/bench\"\n[provider.scripted]\ntype = \"scripted\"\nscript = \"{}\"\n[subagent]\nmax_concurrent = 1000\nmax_total = 100000\nmax_per_session = 100000\n",
-                script_path.display()
-            ),
-        )
-        .expect("config");
-        let mut env = BTreeMap::new();
-        env.insert("HOME".into(), dir.path().join("home").display().to_string());
+        sandbox.config(&format!(
+            "model = \"scripted/bench\"\n[provider.scripted]\ntype = \"scripted\"\nscript = \"{}\"\n[subagent]\nmax_concurrent = 1000\nmax_total = 100000\nmax_per_session = 100000\n",
+            script_path.display()
+        ));
         Bench {
-            data: dir.path().join("data"),
-            project,
-            env,
-            _dir: dir,
+            project: sandbox.project.clone(),
+            data: sandbox.data.clone(),
+            env: sandbox.hermetic_env(),
+            sandbox,
         }
     }
 
     /// A project on disk whose `taskforce.toml` is `config` as is.
     pub fn configured(config: &str) -> Bench {
         let bench = Bench::new(&serde_json::json!({"rules": []}));
-        std::fs::write(bench.project.join("taskforce.toml"), config).expect("config");
+        bench.sandbox.config(config);
         bench
     }
 

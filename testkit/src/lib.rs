@@ -1,6 +1,14 @@
-//! Shared test fixtures of taskforce (a dev-dependency only): waiting on state and on events
-//! instead of sleeping for a guessed time.
+//! Shared test fixtures of taskforce (a dev-dependency only): fake OpenAI and Anthropic
+//! servers speaking the streaming wire formats, scripted answers for them, a throwaway project
+//! on disk, and waiting on state and on events instead of sleeping for a guessed time.
 
+pub mod fake_anthropic;
+pub mod fake_openai;
+#[cfg(feature = "runtime")]
+pub mod runtime;
+pub mod sandbox;
+pub mod script;
 pub mod wait;
 
+pub use sandbox::Sandbox;
 pub use wait::{PATIENCE, eventually, eventually_async, next_millisecond, until_event};

@@ -207,7 +207,7 @@ fn claude_agent_alias_warnings_go_to_stderr() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn create_writes_the_agent_the_model_designed() {
-    use taskforce_agents::provider::fake_openai::{FakeOpenAi, Response};
+    use taskforce_testkit::fake_openai::{FakeOpenAi, Response};
     let fake = FakeOpenAi::queue(vec![Response::text(
         r#"{"identifier": "changelog-writer", "whenToUse": "Use this agent when a release needs notes.", "systemPrompt": "You write changelogs."}"#,
     )])

@@ -6,7 +6,7 @@ use std::process::Stdio;
 use taskforce_actors::session::STOPPED;
 use taskforce_actors::store::{SessionFilter, SqliteStore, Store};
 use taskforce_agents::id::SessionId;
-use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 
 use super::run_cli::configure;
 use super::stop_cli::{data_dir, lock_files};

@@ -1,29 +1,22 @@
 //! `GET /doc` serves the OpenAPI 3.1 document generated from the handlers, and `openapi.json`
 //! at the repository root is its committed copy. `TASKFORCE_BLESS=1` rewrites the file.
 
-use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde_json::Value;
 use taskforce::actors::{Runtime, RuntimeOptions};
 use taskforce::agents::config::{LoadOptions, load};
 use taskforce::server::{Server, ServerOptions};
+use taskforce_testkit::Sandbox;
 
-async fn serve() -> (String, tempfile::TempDir) {
-    let dir = tempfile::tempdir().unwrap();
-    let project = dir.path().join("project");
-    std::fs::create_dir_all(project.join(".git")).unwrap();
-    std::fs::write(
-        project.join("taskforce.toml"),
-        "model = \"scripted/echo\"\n",
-    )
-    .unwrap();
-    let mut env = BTreeMap::new();
-    env.insert("HOME".to_string(), dir.path().display().to_string());
+async fn serve() -> (String, Sandbox) {
+    let sandbox = Sandbox::new();
+    sandbox.config("model = \"scripted/echo\"\n");
+    let env = sandbox.hermetic_env();
     let loaded = load(&LoadOptions {
-        cwd: project,
+        cwd: sandbox.project.clone(),
         config_file: None,
-        data_dir: Some(dir.path().join("data")),
+        data_dir: Some(sandbox.data.clone()),
         env: env.clone(),
     })
     .unwrap();
@@ -41,7 +34,7 @@ async fn serve() -> (String, tempfile::TempDir) {
     .unwrap();
     let url = format!("http://{}", server.local_addr().unwrap());
     tokio::spawn(server.run_until(std::future::pending()));
-    (url, dir)
+    (url, sandbox)
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -1,6 +1,7 @@
 //! `taskforce run`, `taskforce sessions` and `taskforce demo` as a user runs them.
 
-use taskforce_agents::provider::fake_openai::{FakeOpenAi, Response};
+use taskforce_testkit::fake_openai::{FakeOpenAi, Response};
+use taskforce_testkit::script::last_content;
 
 use super::support::Sandbox;
 
@@ -445,7 +446,7 @@ async fn a_background_child_of_a_killed_run_is_reported_interrupted_on_the_next_
     use taskforce_actors::store::{SqliteStore, Store};
     use taskforce_actors::{Runtime, RuntimeOptions};
     use taskforce_agents::config::{LoadOptions, load};
-    use taskforce_agents::provider::fake_openai::Chunk;
+    use taskforce_testkit::fake_openai::Chunk;
 
     let fake = FakeOpenAi::start(|req| {
         let last = last_content(req);
@@ -625,15 +626,6 @@ async fn run_waits_for_its_background_children_and_prints_the_last_answer() {
             .is_some_and(|c| c.contains("status=\"completed\"") && c.contains("found gold"))
     });
     assert!(answered, "the parent saw the child's result");
-}
-
-/// The text of the newest message of `req`.
-fn last_content(req: &taskforce_agents::provider::fake_openai::RecordedRequest) -> String {
-    req.messages()
-        .last()
-        .and_then(|m| m["content"].as_str())
-        .unwrap_or_default()
-        .to_string()
 }
 
 /// A `task` call starting a `general` child in the background.

@@ -1,7 +1,7 @@
 //! Nothing the binary writes to stderr, at any verbosity, shows a provider key, a header
 //! value or a URL credential, even when the provider echoes them back.
 
-use taskforce_agents::provider::fake_openai::{FakeOpenAi, Response};
+use taskforce_testkit::fake_openai::{FakeOpenAi, Response};
 
 use super::support::Sandbox;
 

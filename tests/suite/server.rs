@@ -11,7 +11,6 @@ mod sessions;
 mod sse;
 mod streaming;
 
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::time::Duration;
@@ -23,7 +22,8 @@ use serde_json::Value;
 use taskforce::server::{Server, ServerOptions};
 use taskforce_actors::{Runtime, RuntimeOptions};
 use taskforce_agents::config::{LoadOptions, load};
-use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_testkit::Sandbox;
+use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 
 /// How long any single wait of these tests may take before it fails.
 pub const PATIENCE: Duration = Duration::from_secs(15);
@@ -73,34 +73,23 @@ impl Builder {
         model: impl Fn(&RecordedRequest) -> Response + Send + Sync + 'static,
     ) -> Harness {
         let fake = FakeOpenAi::start(model).await.unwrap();
-        let dir = tempfile::tempdir().unwrap();
-        let project = dir.path().join("project");
-        let home = dir.path().join("home");
-        std::fs::create_dir_all(project.join(".git")).unwrap();
-        std::fs::create_dir_all(&home).unwrap();
-        std::fs::write(project.join("notes.txt"), "hello from the project\n").unwrap();
-        std::fs::write(
-            project.join("taskforce.toml"),
-            format!(
-                "model = \"fake/gpt-test\"\nsmall_model = \"scripted/echo\"\n{}\n[provider.fake]\ntype = \"openai\"\nbase_url = \"{}\"\napi_key = \"sk-test-secret\"\n",
-                self.config,
-                fake.base_url()
-            ),
-        )
-        .unwrap();
+        let sandbox = Sandbox::new();
+        sandbox.file("notes.txt", "hello from the project\n");
+        sandbox.config(&format!(
+            "model = \"fake/gpt-test\"\nsmall_model = \"scripted/echo\"\n{}\n[provider.fake]\ntype = \"openai\"\nbase_url = \"{}\"\napi_key = \"sk-test-secret\"\n",
+            self.config,
+            fake.base_url()
+        ));
         for (rel, text) in &self.files {
-            let path = project.join(rel);
-            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-            std::fs::write(path, text).unwrap();
+            sandbox.file(rel, text);
         }
-        let served = serve(&dir, &project, &home, &self.options).await;
+        let served = serve(&sandbox, &self.options).await;
         Harness {
             stop: Some(served.stop),
             served: Some(served.served),
             addr: served.addr,
-            dir,
-            project,
-            home,
+            project: sandbox.project.clone(),
+            sandbox,
             options: self.options,
             fake,
             runtime: served.runtime,
@@ -111,24 +100,18 @@ impl Builder {
     }
 }
 
-/// Starts a runtime on `dir`'s data directory for `project` and a server over it; answers the
-/// runtime and the server's base URL.
-async fn serve(
-    dir: &tempfile::TempDir,
-    project: &std::path::Path,
-    home: &std::path::Path,
-    server: &ServerOptions,
-) -> Served {
-    let mut env = BTreeMap::new();
-    env.insert("HOME".to_string(), home.display().to_string());
+/// Starts a runtime on `sandbox`'s data directory for its project and a server over it;
+/// answers the runtime and the server's base URL.
+async fn serve(sandbox: &Sandbox, server: &ServerOptions) -> Served {
+    let mut env = sandbox.hermetic_env();
     env.insert(
         "PATH".to_string(),
         std::env::var("PATH").unwrap_or_default(),
     );
     let loaded = load(&LoadOptions {
-        cwd: project.to_path_buf(),
+        cwd: sandbox.project.clone(),
         config_file: None,
-        data_dir: Some(dir.path().join("data")),
+        data_dir: Some(sandbox.data.clone()),
         env: env.clone(),
     })
     .unwrap();
@@ -167,11 +150,10 @@ struct Served {
 
 /// A running server with its runtime and fake model.
 pub struct Harness {
-    /// The temporary directory holding the project, home and data directory.
-    dir: tempfile::TempDir,
+    /// The project, home and data directories.
+    sandbox: Sandbox,
     /// The project directory.
     pub project: PathBuf,
-    home: PathBuf,
     options: ServerOptions,
     /// The fake model.
     pub fake: FakeOpenAi,
@@ -243,7 +225,7 @@ impl Harness {
     pub async fn restart(mut self) -> Harness {
         self.runtime.shutdown().await;
         drop(self.stop.take());
-        let served = serve(&self.dir, &self.project, &self.home, &self.options).await;
+        let served = serve(&self.sandbox, &self.options).await;
         self.runtime = served.runtime;
         self.base = served.base;
         self.addr = served.addr;

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use taskforce_actors::store::{SessionFilter, SqliteStore, Store};
 use taskforce_agents::model::ToolState;
-use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 
 use super::run_cli::configure;
 use super::support::Sandbox;

@@ -1,10 +1,10 @@
 //! Running the binary in a throwaway home and project, with a clean environment.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 pub struct Sandbox {
-    _dir: tempfile::TempDir,
+    dirs: taskforce_testkit::Sandbox,
     pub home: PathBuf,
     pub project: PathBuf,
     env: Vec<(String, String)>,
@@ -25,23 +25,17 @@ impl Output {
 
 impl Sandbox {
     pub fn new() -> Sandbox {
-        let dir = tempfile::tempdir().unwrap();
-        let home = dir.path().join("home");
-        let project = dir.path().join("project");
-        std::fs::create_dir_all(&home).unwrap();
-        std::fs::create_dir_all(project.join(".git")).unwrap();
+        let dirs = taskforce_testkit::Sandbox::new();
         Sandbox {
-            _dir: dir,
-            home,
-            project,
+            home: dirs.home.clone(),
+            project: dirs.project.clone(),
             env: Vec::new(),
+            dirs,
         }
     }
 
     pub fn file(&self, rel: &str, text: &str) -> PathBuf {
-        let path = self.project.join(rel);
-        write(&path, text);
-        path
+        self.dirs.file(rel, text)
     }
 
     pub fn env(&mut self, key: &str, value: &str) -> &mut Self {
@@ -89,9 +83,4 @@ impl Sandbox {
         assert_eq!(out.status, 0, "stderr: {}", out.stderr);
         out
     }
-}
-
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
 }

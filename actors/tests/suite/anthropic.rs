@@ -9,7 +9,7 @@ use taskforce_actors::store::MessageWithParts;
 use taskforce_actors::{PromptInput, Runtime};
 use taskforce_agents::model::{Message, PartKind, ToolState};
 use taskforce_agents::provider::Usage;
-use taskforce_agents::provider::fake_anthropic::{
+use taskforce_testkit::fake_anthropic::{
     self as fa, FAKE_SIGNATURE, FakeAnthropic, RecordedRequest, Response,
 };
 

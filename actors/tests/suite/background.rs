@@ -3,16 +3,16 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
 use taskforce_actors::store::{SqliteStore, Store};
 use taskforce_actors::{PromptInput, Runtime};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::{Message, ToolState};
-use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 use taskforce_agents::tool::background::EXIT_RUNNING;
+use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_testkit::runtime::{until, until_idle};
+use taskforce_testkit::script::{is_child, last_content, task_call, tool_results};
 
-use super::runtime::{Env, is_child, task_call, tool_parts};
-use super::wait::{until, until_idle};
+use super::runtime::{Env, tool_parts};
 
 pub(super) const BACKGROUND: &str =
     r#"{"description":"Dig","prompt":"Dig deep","subagent_type":"general","background":true}"#;
@@ -26,25 +26,6 @@ pub(super) fn session_in(text: &str) -> Option<String> {
             .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
             .collect(),
     )
-}
-
-/// The text of the newest message of `req`.
-pub(super) fn last_content(req: &RecordedRequest) -> String {
-    req.messages()
-        .last()
-        .map(|m| match &m["content"] {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        })
-        .unwrap_or_default()
-}
-
-/// How many tool results `req` carries.
-pub(super) fn tool_results(req: &RecordedRequest) -> usize {
-    req.messages()
-        .iter()
-        .filter(|m| m["role"] == "tool")
-        .count()
 }
 
 /// The child id named in `req`'s first tool result (the background task's answer).

@@ -12,10 +12,11 @@ use taskforce_actors::bus::{BusItem, Event, Filter};
 use taskforce_actors::{PromptInput, Runtime};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::ToolState;
-use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_testkit::script::{is_child, tool_results};
 
-use super::background::{call, deliveries, outputs_of, tool_results, wait_for_messages};
-use super::runtime::{Env, is_child, tool_parts};
+use super::background::{call, deliveries, outputs_of, wait_for_messages};
+use super::runtime::{Env, tool_parts};
 
 fn background(name: &str) -> String {
     format!(

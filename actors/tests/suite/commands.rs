@@ -7,18 +7,11 @@ use taskforce_actors::store::MessageWithParts;
 use taskforce_actors::{HookCall, Hooks, PartInput, PromptInput, RuntimeError};
 use taskforce_agents::model::{Message, PartKind, ToolState};
 use taskforce_agents::provider::ModelRequest;
-use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 use taskforce_agents::tool::ToolOutput;
+use taskforce_testkit::fake_openai::{FakeOpenAi, Response};
+use taskforce_testkit::script::{delegating, is_child, last_content};
 
-use super::runtime::{Env, delegating, is_child, tool_parts};
-
-/// The text of the last message of a recorded request.
-fn last_content(req: &RecordedRequest) -> String {
-    req.messages()
-        .last()
-        .map(|m| m["content"].to_string())
-        .unwrap_or_default()
-}
+use super::runtime::{Env, tool_parts};
 
 fn user_parts(messages: &[MessageWithParts]) -> Vec<Vec<&'static str>> {
     messages

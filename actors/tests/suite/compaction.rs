@@ -4,7 +4,7 @@
 use taskforce_actors::PromptInput;
 use taskforce_actors::bus::{BusItem, Event, Filter};
 use taskforce_agents::model::{Message, PartKind};
-use taskforce_agents::provider::fake_openai::{Chunk, FakeOpenAi, RecordedRequest, Response};
+use taskforce_testkit::fake_openai::{Chunk, FakeOpenAi, RecordedRequest, Response};
 
 use super::runtime::Env;
 

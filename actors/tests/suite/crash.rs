@@ -16,10 +16,10 @@ use taskforce_actors::store::MessageWithParts;
 use taskforce_actors::{PromptInput, Runtime};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::{Message, PartKind, ToolState};
-use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_testkit::runtime::until;
 
 use super::runtime::{Env, options_at};
-use super::wait::until;
 
 /// The test the dying process runs (with the environment below); a no-op anywhere else.
 const CHILD_TEST: &str = "suite::crash::a_runtime_that_dies_mid_run";

@@ -4,15 +4,16 @@
 
 use std::time::Duration;
 
-use futures::StreamExt;
-use serde_json::{Value, json};
-use taskforce_actors::bus::{BusItem, Event, Filter, Subscription};
-use taskforce_actors::permission::{PermissionReply, PermissionRequest};
+use serde_json::json;
+use taskforce_actors::bus::Filter;
+use taskforce_actors::permission::PermissionReply;
 use taskforce_actors::store::MessageWithParts;
 use taskforce_actors::{PromptInput, Runtime, RuntimeError};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::{Message, ToolState};
-use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_testkit::runtime::next_ask;
+use taskforce_testkit::script::{bash, first_user};
 use tokio::task::JoinHandle;
 
 use super::runtime::{Env, child_id_in, tool_parts};
@@ -24,19 +25,6 @@ fn guarded(permission: &str) -> String {
     )
 }
 
-/// The text of the first user message of a request: who is asking (the root's prompt or a
-/// task's prompt).
-fn first_user(req: &RecordedRequest) -> String {
-    req.messages()
-        .iter()
-        .find(|m| m["role"] == "user")
-        .map(|m| match &m["content"] {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        })
-        .unwrap_or_default()
-}
-
 fn task(prompt: &str, session_id: Option<&str>) -> Response {
     let mut args = json!({"description": "Do it", "prompt": prompt, "subagent_type": "general"});
     if let Some(id) = session_id {
@@ -45,11 +33,6 @@ fn task(prompt: &str, session_id: Option<&str>) -> Response {
         args["subagent_type"] = json!("explore");
     }
     Response::tool_calls(&[("call_task", "task", &args.to_string())])
-}
-
-pub(super) fn bash(command: &str) -> Response {
-    let args = json!({"command": command, "description": "run it"}).to_string();
-    Response::tool_calls(&[("call_bash", "bash", &args)])
 }
 
 fn write(path: &str) -> Response {
@@ -227,21 +210,6 @@ async fn a_caller_denied_edit_cannot_write_through_general() {
     let child = descendant(&rt, &root, 1).await;
     assert_hidden_below_root(&fake, &tool_error(&rt, &child, "write").await, "write");
     assert!(!env.project().join("escaped.txt").exists());
-}
-
-/// The next `permission.asked` event.
-pub(super) async fn next_ask(events: &mut Subscription) -> PermissionRequest {
-    loop {
-        match tokio::time::timeout(Duration::from_secs(10), events.next()).await {
-            Ok(Some(BusItem::Event(e))) => {
-                if let Event::PermissionAsked(request) = &e.event {
-                    return (**request).clone();
-                }
-            }
-            Ok(Some(BusItem::Lagged(n))) => panic!("lagged by {n}"),
-            other => panic!("no permission ask came: {other:?}"),
-        }
-    }
 }
 
 #[actix_rt::test]

@@ -3,7 +3,7 @@
 
 use taskforce_agents::agent::{GENERATE_PROMPT, Registry};
 use taskforce_agents::config::{LoadOptions, load};
-use taskforce_agents::provider::fake_openai::{FakeOpenAi, Response};
+use taskforce_testkit::fake_openai::{FakeOpenAi, Response};
 
 use super::runtime::Env;
 

@@ -19,4 +19,3 @@ mod subagent_parallel;
 mod subagent_timeouts;
 mod subagents;
 mod titles;
-mod wait;

@@ -15,10 +15,11 @@ use taskforce_agents::id::{MessageId, PartId, PermissionId, SessionId};
 use taskforce_agents::model::{
     AssistantError, Message, ModelRef, Part, Session, TextPart, Todo, TodoPriority, UserMessage,
 };
-use taskforce_agents::provider::fake_openai::{FakeOpenAi, Response};
+use taskforce_testkit::fake_openai::{FakeOpenAi, Response};
+use taskforce_testkit::script::{call_then, delegating};
 use utoipa::OpenApi;
 
-use super::runtime::{Env, delegating};
+use super::runtime::Env;
 
 /// The schemas the server names; everything they reference is collected with them.
 #[derive(OpenApi)]
@@ -382,19 +383,14 @@ async fn openapi_a_delegating_run_validates() {
 #[actix_rt::test]
 async fn openapi_a_permission_ask_validates() {
     let doc = document();
-    let fake = FakeOpenAi::start(
-        |req: &taskforce_agents::provider::fake_openai::RecordedRequest| {
-            if req.last_role() == Some("user") {
-                Response::tool_calls(&[(
-                    "call_bash_1",
-                    "bash",
-                    r#"{"command":"echo hi","description":"Say hi"}"#,
-                )])
-            } else {
-                Response::text("Refused, as asked.")
-            }
-        },
-    )
+    let fake = FakeOpenAi::start(call_then(
+        Response::tool_calls(&[(
+            "call_bash_1",
+            "bash",
+            r#"{"command":"echo hi","description":"Say hi"}"#,
+        )]),
+        "Refused, as asked.",
+    ))
     .await
     .unwrap();
     let env = Env::new(&fake.base_url(), "\n[permission]\nbash = \"ask\"\n");

@@ -5,15 +5,17 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use taskforce_actors::bus::{BusItem, Event, Filter, Subscription};
-use taskforce_actors::permission::{PermissionReply, PermissionRequest};
+use taskforce_actors::permission::PermissionReply;
 use taskforce_actors::store::MessageWithParts;
 use taskforce_actors::{PromptInput, Runtime, RuntimeError};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::ToolState;
-use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_testkit::runtime::next_ask;
+use taskforce_testkit::script::{bash, call_then, delegating, is_child, last_user_text};
 use tokio::task::JoinHandle;
 
-use super::runtime::{Env, delegating, is_child, tool_parts};
+use super::runtime::{Env, tool_parts};
 
 const ASK_BASH: &str = "[permission]\nbash = \"ask\"\n";
 
@@ -22,13 +24,7 @@ fn bash_then(
     command: &'static str,
     answer: &'static str,
 ) -> impl Fn(&RecordedRequest) -> Response + Send + Sync + 'static {
-    move |req| {
-        if req.last_role() == Some("user") {
-            Response::tool_calls(&[("call_bash", "bash", &bash_args(command))])
-        } else {
-            Response::text(answer)
-        }
-    }
+    call_then(bash(command), answer)
 }
 
 fn bash_args(command: &str) -> String {
@@ -51,21 +47,6 @@ async fn finished(running: JoinHandle<Result<MessageWithParts, RuntimeError>>) -
         .expect("the prompt was answered")
         .unwrap()
         .unwrap()
-}
-
-/// The next `permission.asked` event.
-async fn next_ask(events: &mut Subscription) -> PermissionRequest {
-    loop {
-        match tokio::time::timeout(Duration::from_secs(10), events.next()).await {
-            Ok(Some(BusItem::Event(e))) => {
-                if let Event::PermissionAsked(request) = &e.event {
-                    return (**request).clone();
-                }
-            }
-            Ok(Some(BusItem::Lagged(n))) => panic!("lagged by {n}"),
-            other => panic!("no permission ask came: {other:?}"),
-        }
-    }
 }
 
 /// Every event still buffered, after a short wait.
@@ -361,16 +342,6 @@ async fn a_childs_ask_reaches_the_roots_subscriber_with_its_path() {
         panic!("the task completed")
     };
     assert!(task.output.starts_with("the child listed the files"));
-}
-
-/// The text of the last user message a request carries.
-fn last_user_text(req: &RecordedRequest) -> String {
-    req.messages()
-        .iter()
-        .rev()
-        .find(|m| m["role"] == "user")
-        .map(|m| m["content"].to_string())
-        .unwrap_or_default()
 }
 
 #[actix_rt::test]

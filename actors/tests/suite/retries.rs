@@ -8,10 +8,10 @@ use futures::StreamExt;
 use taskforce_actors::bus::{BusItem, Event, Filter, SessionStatus};
 use taskforce_actors::{PromptInput, Runtime};
 use taskforce_agents::model::{Message, PartKind};
-use taskforce_agents::provider::fake_openai::{Chunk, FakeOpenAi, Response};
+use taskforce_testkit::fake_openai::{Chunk, FakeOpenAi, Response};
+use taskforce_testkit::runtime::until;
 
 use super::runtime::{Env, expect_cancelled, prompt_in_background};
-use super::wait::until;
 
 /// A server answering from `script` by request number, then with `fallback`.
 async fn server(script: Vec<Response>, fallback: Response) -> (FakeOpenAi, Arc<AtomicUsize>) {

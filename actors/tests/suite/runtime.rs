@@ -13,15 +13,15 @@ use taskforce_agents::config::{LoadOptions, load};
 use taskforce_agents::id::{MessageId, PartId, SessionId};
 use taskforce_agents::model::{Message, PartKind, ToolState, ToolStatus};
 use taskforce_agents::model::{Part, Session, Todo};
-use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 
-use super::wait::{until, until_first_child_runs, until_idle};
+use taskforce_testkit::Sandbox;
+use taskforce_testkit::runtime::{until, until_first_child_runs, until_idle};
+use taskforce_testkit::script::{delegating, is_child, task_call};
 
+/// A sandboxed project configured for the runtime.
 pub struct Env {
-    _dir: tempfile::TempDir,
-    project: PathBuf,
-    data: PathBuf,
-    home: PathBuf,
+    sandbox: Sandbox,
 }
 
 impl Env {
@@ -33,52 +33,39 @@ impl Env {
 
     /// A project whose `taskforce.toml` is `config`.
     pub fn with_config(config: &str) -> Env {
-        let dir = tempfile::tempdir().unwrap();
-        let project = dir.path().join("project");
-        let home = dir.path().join("home");
-        std::fs::create_dir_all(project.join(".git")).unwrap();
-        std::fs::create_dir_all(&home).unwrap();
-        std::fs::write(project.join("notes.txt"), "hello from the project\n").unwrap();
-        std::fs::write(project.join("taskforce.toml"), config).unwrap();
-        Env {
-            data: dir.path().join("data"),
-            project,
-            home,
-            _dir: dir,
-        }
+        let sandbox = Sandbox::new();
+        sandbox.file("notes.txt", "hello from the project\n");
+        sandbox.config(config);
+        Env { sandbox }
     }
 
     /// Writes `text` to `rel` below the project.
     pub fn file(&self, rel: &str, text: &str) {
-        let path = self.project.join(rel);
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, text).unwrap();
+        self.sandbox.file(rel, text);
     }
 
     /// The project directory.
     pub fn project(&self) -> PathBuf {
-        self.project.clone()
+        self.sandbox.project.clone()
     }
 
     /// The environment the runtime sees: only `HOME`, pointing into the sandbox.
     pub fn hermetic_env(&self) -> BTreeMap<String, String> {
-        let mut env = BTreeMap::new();
-        env.insert("HOME".to_string(), self.home.display().to_string());
-        env
+        self.sandbox.hermetic_env()
     }
 
     /// Runtime options for this project, with a hermetic environment.
     pub fn options(&self) -> RuntimeOptions {
-        self.options_in(&self.project)
+        self.options_in(&self.sandbox.project)
     }
 
     /// Runtime options for another project with the same configuration beside this one,
     /// sharing its data directory.
     pub fn neighbour_options(&self) -> RuntimeOptions {
-        let neighbour = self.project.with_file_name("neighbour");
+        let neighbour = self.sandbox.project.with_file_name("neighbour");
         std::fs::create_dir_all(neighbour.join(".git")).unwrap();
         std::fs::copy(
-            self.project.join("taskforce.toml"),
+            self.sandbox.project.join("taskforce.toml"),
             neighbour.join("taskforce.toml"),
         )
         .unwrap();
@@ -86,17 +73,17 @@ impl Env {
     }
 
     fn options_in(&self, project: &std::path::Path) -> RuntimeOptions {
-        options_at(project, &self.data, &self.home)
+        options_at(project, &self.sandbox.data, &self.sandbox.home)
     }
 
     /// The data directory.
     pub fn data(&self) -> PathBuf {
-        self.data.clone()
+        self.sandbox.data.clone()
     }
 
     /// The home directory the runtime sees.
     pub fn home(&self) -> PathBuf {
-        self.home.clone()
+        self.sandbox.home.clone()
     }
 
     pub async fn runtime(&self) -> Runtime {
@@ -149,32 +136,6 @@ pub async fn expect_cancelled(
         .expect(what)
         .unwrap();
     assert!(matches!(result, Err(RuntimeError::Cancelled)), "{result:?}");
-}
-
-pub fn is_child(req: &RecordedRequest) -> bool {
-    !req.tool_names().contains(&"task")
-}
-
-/// A fake model for one delegation: a child answers `child`; a parent calls the task tool with
-/// `args` on a user turn, then answers `parent`.
-pub fn delegating(
-    args: &'static str,
-    child: &'static str,
-    parent: &'static str,
-) -> impl Fn(&RecordedRequest) -> Response + Send + Sync + 'static {
-    move |req| {
-        if is_child(req) {
-            Response::text(child)
-        } else if req.last_role() == Some("user") {
-            task_call(args)
-        } else {
-            Response::text(parent)
-        }
-    }
-}
-
-pub fn task_call(args: &str) -> Response {
-    Response::tool_calls(&[("call_task_1", "task", args)])
 }
 
 fn text_of(message: &MessageWithParts) -> String {
@@ -1008,7 +969,7 @@ async fn a_crashed_child_becomes_an_error_result_for_its_parent() {
     .unwrap();
     let env = Env::new(&fake.base_url(), "");
     let options = env.options();
-    let store = taskforce_actors::store::SqliteStore::open(&env.data)
+    let store = taskforce_actors::store::SqliteStore::open(&env.data())
         .await
         .unwrap();
     // A store that panics when asked to save a `general` agent's answer: a child that crashes.
@@ -1104,7 +1065,7 @@ async fn a_delegated_prompt_commits_a_steps_end_with_the_next_steps_opening() {
     .await
     .unwrap();
     let env = Env::new(&fake.base_url(), "");
-    let store = SqliteStore::open(&env.data).await.unwrap();
+    let store = SqliteStore::open(&env.data()).await.unwrap();
     let commits: Arc<std::sync::Mutex<Vec<Vec<String>>>> = Arc::default();
     let seen = commits.clone();
     let watch: OnCommit = Box::new(move |sessions, messages, parts| {
@@ -1274,7 +1235,7 @@ async fn concurrent_task_calls_count_a_stored_tree_from_the_store_once() {
     let s = earlier.create_session(None, None).await.unwrap();
     earlier.shutdown().await;
     let store = WatchedStore::new(
-        SqliteStore::open(&env.data).await.unwrap(),
+        SqliteStore::open(&env.data()).await.unwrap(),
         Box::new(|_, _, _| {}),
     );
     let rt = Runtime::start_with_store(env.options(), store.clone())

@@ -7,7 +7,7 @@ use futures::StreamExt;
 use taskforce_actors::PromptInput;
 use taskforce_actors::bus::{BusItem, Event, Filter};
 use taskforce_agents::model::{Part, PartKind};
-use taskforce_agents::provider::fake_openai::{FakeOpenAi, Response};
+use taskforce_testkit::fake_openai::{FakeOpenAi, Response};
 
 use super::runtime::Env;
 

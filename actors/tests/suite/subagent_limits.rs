@@ -12,10 +12,10 @@ use taskforce_actors::bus::{BusItem, Event, Filter};
 use taskforce_actors::{PromptInput, Runtime};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::{Message, PartKind, ToolState};
-use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_testkit::script::{is_child, last_content};
 
-use super::background::last_content;
-use super::runtime::{Env, is_child, tool_parts};
+use super::runtime::{Env, tool_parts};
 use super::subagents::nesting_env_with;
 
 /// A model call making `n` task calls at once (`part 1` .. `part n`).

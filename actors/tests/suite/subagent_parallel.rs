@@ -6,9 +6,10 @@ use std::time::Duration;
 use taskforce_actors::{PromptInput, Runtime};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::ToolState;
-use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_testkit::script::{is_child, task_call};
 
-use super::runtime::{Env, is_child, task_call, tool_parts};
+use super::runtime::{Env, tool_parts};
 
 const THREE: &str = r#"{"tasks":[
     {"description":"part one","prompt":"look at part 1","subagent_type":"explore"},

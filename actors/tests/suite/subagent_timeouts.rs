@@ -10,14 +10,16 @@ use serde_json::Value;
 use taskforce_actors::{PromptInput, Runtime};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::{Message, ToolState};
-use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 
 use futures::StreamExt;
 use taskforce_actors::bus::{BusItem, Event, Filter, Subscription};
 use taskforce_actors::permission::PermissionReply;
+use taskforce_testkit::runtime::next_ask;
+use taskforce_testkit::script::{bash, is_child, task_call};
 
-use super::delegated_permissions::{bash, finished, go, next_ask, tree};
-use super::runtime::{Env, is_child, task_call, tool_parts};
+use super::delegated_permissions::{finished, go, tree};
+use super::runtime::{Env, tool_parts};
 
 /// A fake where the parent makes one task call with `args` and the child answers `child()`.
 fn one_task(

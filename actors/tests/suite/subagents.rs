@@ -11,13 +11,12 @@ use taskforce_actors::store::MessageWithParts;
 use taskforce_actors::{PromptInput, Runtime, RuntimeError};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::{Message, PartKind, Session, ToolMetadata, ToolState};
-use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 use taskforce_agents::tool::{TaskEnvelope, TaskErrorCode, TaskMode};
+use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_testkit::runtime::{until, until_first_child_runs, until_idle};
+use taskforce_testkit::script::{is_child, task_call};
 
-use super::runtime::{
-    Env, child_id_in, expect_cancelled, is_child, prompt_in_background, task_call, tool_parts,
-};
-use super::wait::{until, until_first_child_runs, until_idle};
+use super::runtime::{Env, child_id_in, expect_cancelled, prompt_in_background, tool_parts};
 
 const GENERAL: &str =
     r#"{"description":"Look around","prompt":"Find the answer","subagent_type":"general"}"#;

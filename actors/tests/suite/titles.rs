@@ -6,9 +6,10 @@ use std::time::Duration;
 use futures::StreamExt;
 use taskforce_actors::PromptInput;
 use taskforce_actors::bus::{BusItem, Event, Filter};
-use taskforce_agents::provider::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_testkit::script::{is_child, task_call};
 
-use super::runtime::{Env, is_child, task_call};
+use super::runtime::Env;
 
 fn env(fake: &FakeOpenAi) -> Env {
     Env::with_config(&format!(

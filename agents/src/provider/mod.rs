@@ -1,7 +1,7 @@
 //! Model providers: the `LanguageModel` trait, the provider-neutral request and event types,
 //! and the adapters (`openai`, `anthropic`, `scripted`), the [`Providers`] registry built from
-//! the configuration, [`cost`] accounting, and [`fake_openai`] / [`fake_anthropic`], local fake
-//! endpoints for tests.
+//! the configuration and [`cost`] accounting. Fake HTTP endpoints for tests live in the
+//! `taskforce-testkit` crate.
 //!
 //! A model call is `LanguageModel::stream(request)`: a stream of [`ModelEvent`]s ending with
 //! [`ModelEvent::Finish`]. Dropping the stream cancels the call (an HTTP adapter drops its
@@ -10,8 +10,6 @@
 pub mod anthropic;
 mod cost;
 mod error;
-pub mod fake_anthropic;
-pub mod fake_openai;
 mod http;
 pub mod openai;
 mod registry;

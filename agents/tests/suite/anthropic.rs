@@ -7,11 +7,11 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::json;
 use taskforce_agents::model::ModelRef;
-use taskforce_agents::provider::fake_anthropic::{self as fa, FakeAnthropic, Response};
 use taskforce_agents::provider::{
     AnthropicModel, AnthropicProvider, AnthropicSettings, ChatMessage, FinishReason, LanguageModel,
     ModelEvent, ModelRequest, ModelStream, ProviderError, Providers, Role, ToolSpec, Usage,
 };
+use taskforce_testkit::fake_anthropic::{self as fa, FakeAnthropic, Response};
 
 use super::fixture::Fixture;
 

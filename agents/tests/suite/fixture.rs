@@ -5,9 +5,10 @@ use std::path::{Path, PathBuf};
 
 use taskforce_agents::agent::Registry;
 use taskforce_agents::config::{ConfigError, LoadOptions, LoadedConfig, load};
+use taskforce_testkit::Sandbox;
 
 pub struct Fixture {
-    _dir: tempfile::TempDir,
+    sandbox: Sandbox,
     pub home: PathBuf,
     pub project: PathBuf,
     pub env: BTreeMap<String, String>,
@@ -17,30 +18,24 @@ pub struct Fixture {
 impl Fixture {
     /// An empty home and an empty git project.
     pub fn new() -> Fixture {
-        let dir = tempfile::tempdir().unwrap();
-        let home = dir.path().join("home");
-        let project = dir.path().join("project");
-        std::fs::create_dir_all(&home).unwrap();
-        std::fs::create_dir_all(project.join(".git")).unwrap();
-        let mut env = BTreeMap::new();
-        env.insert("HOME".to_string(), home.display().to_string());
+        let sandbox = Sandbox::new();
         Fixture {
-            _dir: dir,
-            home,
-            project,
-            env,
+            home: sandbox.home.clone(),
+            project: sandbox.project.clone(),
+            env: sandbox.hermetic_env(),
             config_file: None,
+            sandbox,
         }
     }
 
     /// Writes `text` to `rel` below the project.
     pub fn project_file(&self, rel: &str, text: &str) -> PathBuf {
-        write(&self.project.join(rel), text)
+        self.sandbox.file(rel, text)
     }
 
     /// Writes `text` to `rel` below the home directory.
     pub fn home_file(&self, rel: &str, text: &str) -> PathBuf {
-        write(&self.home.join(rel), text)
+        self.sandbox.home_file(rel, text)
     }
 
     pub fn set_env(&mut self, key: &str, value: &str) {
@@ -76,10 +71,4 @@ impl Fixture {
             Err(e) => e.to_string(),
         }
     }
-}
-
-fn write(path: &Path, text: &str) -> PathBuf {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-    path.to_path_buf()
 }

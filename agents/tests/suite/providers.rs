@@ -9,12 +9,12 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use taskforce_agents::config::{Config, CostConfig};
 use taskforce_agents::model::ModelRef;
-use taskforce_agents::provider::fake_openai::{Chunk, FakeOpenAi, Response};
 use taskforce_agents::provider::{
     ChatMessage, Content, FinishReason, LanguageModel, ModelEvent, ModelRequest, ModelStream,
     OpenAiModel, OpenAiProvider, OpenAiSettings, ProviderError, Providers, Role, Script,
     ScriptedModel, ToolSpec, Usage, cost,
 };
+use taskforce_testkit::fake_openai::{Chunk, FakeOpenAi, Response};
 
 use super::fixture::Fixture;
 

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use taskforce_agents::id::MessageId;
-use taskforce_agents::provider::fake_openai::Response;
+use taskforce_testkit::fake_openai::Response;
 
 use super::{Sse, answers, array, harness, stalls, text_of};
 

@@ -1,28 +1,28 @@
 //! Permission asks over HTTP: listing, replying (current and deprecated routes), unknown ids.
 
 use serde_json::{Value, json};
-use taskforce_agents::provider::fake_openai::{RecordedRequest, Response};
+use taskforce_testkit::fake_openai::{RecordedRequest, Response};
+use taskforce_testkit::script::call_then;
 use tokio::task::JoinHandle;
 
 use super::{Harness, PATIENCE, array, harness, text_of};
 
 /// Calls bash on a user turn; answers with what the tool returned otherwise.
-fn bash_then_answer(req: &RecordedRequest) -> Response {
-    if req.last_role() == Some("user") {
+fn bash_then_answer() -> impl Fn(&RecordedRequest) -> Response + Send + Sync + 'static {
+    call_then(
         Response::tool_calls(&[(
             "call_bash_1",
             "bash",
             r#"{"command":"echo approved","description":"Say approved"}"#,
-        )])
-    } else {
-        Response::text("bash finished")
-    }
+        )]),
+        "bash finished",
+    )
 }
 
 async fn asking() -> Harness {
     harness()
         .config("[permission]\nbash = \"ask\"\n")
-        .start(bash_then_answer)
+        .start(bash_then_answer())
         .await
 }
 

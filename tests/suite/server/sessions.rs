@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use taskforce_agents::provider::fake_openai::Response;
+use taskforce_testkit::fake_openai::Response;
 
 use super::{Sse, answers, array, harness, id_of, stalls, text_of};
 
@@ -480,15 +480,13 @@ async fn deleting_a_busy_session_cancels_its_prompt_and_it_stays_gone() {
 #[tokio::test(flavor = "multi_thread")]
 async fn summarize_writes_a_summary_the_next_prompt_starts_from() {
     let h = harness()
-        .start(
-            |req: &taskforce_agents::provider::fake_openai::RecordedRequest| {
-                if req.contains("You summarize a conversation") {
-                    Response::text("SUMMARY-OF-WORK")
-                } else {
-                    Response::text("answer")
-                }
-            },
-        )
+        .start(|req: &taskforce_testkit::fake_openai::RecordedRequest| {
+            if req.contains("You summarize a conversation") {
+                Response::text("SUMMARY-OF-WORK")
+            } else {
+                Response::text("answer")
+            }
+        })
         .await;
     let s = h.session_id().await;
     h.prompt(&s, "the first question").await;

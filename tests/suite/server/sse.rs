@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use serde_json::json;
-use taskforce_agents::provider::fake_openai::Response;
+use taskforce_testkit::fake_openai::Response;
 
 use super::{EventId, Frame, Harness, Sse, answers, harness, id_of};
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use super::{Frame, Sse, harness, id_of};
-use taskforce_agents::provider::fake_openai::Response;
+use taskforce_testkit::fake_openai::Response;
 
 /// The frames of one prompt's answer on `/event`, up to the session's `session.idle`.
 async fn answer_frames(reply: Response) -> Vec<Frame> {

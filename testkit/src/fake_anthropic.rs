@@ -1,8 +1,8 @@
-//! A fake Anthropic Messages API server on 127.0.0.1 for tests and demos.
+//! A fake Anthropic Messages API server on 127.0.0.1 for tests.
 //!
 //! [`FakeAnthropic::start`] binds a random local port and answers every HTTP request with what a
 //! handler closure returns for it; every request is recorded ([`RecordedRequest`]: method, path,
-//! headers, JSON body). It shares the HTTP machinery of [`fake_openai`](super::fake_openai) and
+//! headers, JSON body). It shares the HTTP machinery of [`fake_openai`](crate::fake_openai) and
 //! speaks Anthropic's wire format: streams are `event: <type>` / `data: <json>` frames
 //! (`message_start`, `content_block_start` for `text` / `thinking` / `tool_use`,
 //! `content_block_delta` with `text_delta` / `thinking_delta` / `signature_delta` /
@@ -16,7 +16,7 @@
 //!
 //! ```no_run
 //! # async fn demo() -> std::io::Result<()> {
-//! use taskforce_agents::provider::fake_anthropic::{FakeAnthropic, Response};
+//! use taskforce_testkit::fake_anthropic::{FakeAnthropic, Response};
 //! let server = FakeAnthropic::start(|_req| Response::text("Hello there")).await?;
 //! // point an `anthropic` provider at server.base_url()
 //! # Ok(()) }
@@ -24,15 +24,17 @@
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
-use std::sync::{Mutex, PoisonError};
+use std::sync::Mutex;
 use std::time::Duration;
 
 use serde_json::{Value, json};
 
-use super::Usage;
-use super::fake_openai::{self, FakeOpenAi};
+use taskforce_agents::provider::Usage;
 
-pub use super::fake_openai::{Chunk, RecordedRequest};
+use crate::fake_openai::server::pop_or;
+use crate::fake_openai::{self, FakeOpenAi, halves};
+
+pub use crate::fake_openai::{Chunk, RecordedRequest};
 
 /// The signature the fake puts on thinking blocks.
 pub const FAKE_SIGNATURE: &str = "fake-signature";
@@ -103,12 +105,7 @@ impl Response {
         }
         for (id, name, input) in calls {
             frames.push(tool_use_start(index, id, name));
-            let mid = (0..=input.len() / 2)
-                .rev()
-                .find(|i| input.is_char_boundary(*i))
-                .unwrap_or(0);
-            let (a, b) = input.split_at(mid);
-            for piece in [a, b].into_iter().filter(|p| !p.is_empty()) {
+            for piece in halves(input) {
                 frames.push(input_json_delta(index, piece));
             }
             frames.push(block_stop(index));
@@ -389,13 +386,9 @@ impl FakeAnthropic {
     pub async fn queue(responses: Vec<Response>) -> std::io::Result<FakeAnthropic> {
         let queue = Mutex::new(VecDeque::from(responses));
         FakeAnthropic::start(move |_| {
-            queue
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .pop_front()
-                .unwrap_or_else(|| {
-                    Response::error(500, "api_error", "FakeAnthropic: no scripted response left")
-                })
+            pop_or(&queue, || {
+                Response::error(500, "api_error", "FakeAnthropic: no scripted response left")
+            })
         })
         .await
     }
