@@ -1,0 +1,354 @@
+//! Committing a batch of upserts: all together in as few statements as the rows allow, all or
+//! none; when that fails, row by row in the same order, so that only the faulty rows report an
+//! error.
+//!
+//! A batch is written table by table, parents first (sessions, then messages, then parts, each
+//! in queue order, so that a later upsert of a row wins), in one transaction when it takes more
+//! than one statement.
+
+use sqlx::{Connection, SqliteConnection};
+
+use crate::store::StoreError;
+
+use super::statements::{Table, chunks, run_chunk, run_upsert};
+use super::upsert::Upsert;
+
+/// Writes upserts (`None` entries are barriers) all together, all or nothing; when that fails,
+/// one by one, so that only the rows at fault report an error. Returns one result per entry.
+pub(super) async fn apply<'a>(
+    conn: &mut SqliteConnection,
+    entries: impl Iterator<Item = Option<&'a Upsert>>,
+) -> Vec<Result<(), StoreError>> {
+    let entries: Vec<Option<&Upsert>> = entries.collect();
+    let mut results: Vec<Result<(), StoreError>> = (0..entries.len()).map(|_| Ok(())).collect();
+    let upserts: Vec<&Upsert> = entries.iter().flatten().copied().collect();
+    let Err(error) = run_batch(conn, &upserts).await else {
+        return results;
+    };
+    if let [upsert] = upserts.as_slice() {
+        if let Some(i) = entries.iter().position(Option::is_some) {
+            results[i] = Err(upsert.failed(error));
+        }
+        return results;
+    }
+    // In the batch's order of application, so that a row whose parent is in the batch still
+    // finds it.
+    for table in Table::ALL {
+        for (i, entry) in entries.iter().enumerate() {
+            if let Some(upsert) = entry
+                && upsert.table() == table
+            {
+                results[i] = run_upsert(conn, upsert).await.map_err(|e| upsert.failed(e));
+            }
+        }
+    }
+    results
+}
+
+/// Writes upserts all or none: per table (sessions, then messages, then parts), in multi-row
+/// statements of a few fixed sizes, inside one transaction unless one statement does it.
+async fn run_batch(conn: &mut SqliteConnection, upserts: &[&Upsert]) -> Result<(), sqlx::Error> {
+    let mut tables: [Vec<&Upsert>; 3] = Default::default();
+    for upsert in upserts {
+        tables[upsert.table() as usize].push(upsert);
+    }
+    let statements: usize = tables.iter().map(|rows| chunks(rows.len()).count()).sum();
+    if statements <= 1 {
+        for (table, rows) in Table::ALL.into_iter().zip(&tables) {
+            for (_, chunk) in chunks(rows.len()) {
+                run_chunk(conn, table, rows, chunk).await?;
+            }
+        }
+        return Ok(());
+    }
+    let mut tx = conn.begin().await?;
+    for (table, rows) in Table::ALL.into_iter().zip(&tables) {
+        let mut rest = rows.as_slice();
+        for (taken, chunk) in chunks(rows.len()) {
+            let (head, tail) = rest.split_at(taken);
+            if let Err(error) = run_chunk(&mut tx, table, head, chunk).await {
+                let _ = tx.rollback().await;
+                return Err(error);
+            }
+            rest = tail;
+        }
+    }
+    tx.commit().await
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::str::FromStr;
+
+    use sqlx::ConnectOptions;
+    use sqlx::sqlite::SqliteConnectOptions;
+    use taskforce_agents::id::MessageId;
+    use taskforce_agents::model::{
+        AssistantMessage, Message, MessagePath, ModelRef, Part, PartKind, TextPart, UserMessage,
+    };
+
+    use taskforce_agents::id::SessionId;
+    use taskforce_agents::model::Session;
+
+    use super::super::open::MIGRATOR;
+    use super::super::writer::MAX_BATCH;
+    use super::*;
+
+    /// A fresh in-memory database with the store's schema and foreign keys on.
+    async fn db() -> SqliteConnection {
+        let mut conn = SqliteConnectOptions::from_str("sqlite::memory:")
+            .unwrap()
+            .foreign_keys(true)
+            .connect()
+            .await
+            .unwrap();
+        MIGRATOR.run(&mut conn).await.unwrap();
+        conn
+    }
+
+    fn session(title: &str) -> Upsert {
+        Upsert::of_session(&Session::new("proj", "/srv/p", title, 1_000)).unwrap()
+    }
+
+    fn message(session: &str) -> Upsert {
+        let session = SessionId::from_str(session).unwrap();
+        let user: Message =
+            UserMessage::new(session, "build", ModelRef::new("scripted", "echo"), 1_001).into();
+        Upsert::of_message(&user, None).unwrap()
+    }
+
+    fn reply(session: &str, parent: &str) -> Upsert {
+        let path = MessagePath {
+            cwd: PathBuf::from("/srv/p"),
+            root: PathBuf::from("/srv/p"),
+        };
+        let assistant: Message = AssistantMessage::new(
+            SessionId::from_str(session).unwrap(),
+            MessageId::from_str(parent).unwrap(),
+            "build",
+            &ModelRef::new("scripted", "echo"),
+            path,
+            1_002,
+        )
+        .into();
+        Upsert::of_message(&assistant, None).unwrap()
+    }
+
+    fn part(session: &str, message: &str, text: &str) -> Part {
+        Part::new(
+            SessionId::from_str(session).unwrap(),
+            MessageId::from_str(message).unwrap(),
+            TextPart::new(text),
+        )
+    }
+
+    fn upsert(part: &Part) -> Upsert {
+        Upsert::of_part(part).unwrap()
+    }
+
+    fn id(upsert: &Upsert) -> &str {
+        match upsert {
+            Upsert::Session { id, .. } | Upsert::Message { id, .. } | Upsert::Part { id, .. } => id,
+        }
+    }
+
+    /// The rows of `table` as (id, parent columns, data), ordered by id.
+    async fn rows(conn: &mut SqliteConnection, table: &str) -> Vec<(String, String, String)> {
+        let parents = match table {
+            "session" => "coalesce(parent_id, '') || '/' || title_folded",
+            "message" => "session_id",
+            _ => "message_id || '/' || session_id",
+        };
+        sqlx::query_as(&format!(
+            "SELECT id, {parents}, data FROM {table} ORDER BY id"
+        ))
+        .fetch_all(conn)
+        .await
+        .unwrap()
+    }
+
+    /// The text of a stored text part.
+    fn text(data: &str) -> String {
+        let part: Part = serde_json::from_str(data).unwrap();
+        match part.kind {
+            PartKind::Text(t) => t.text,
+            other => panic!("not a text part: {other:?}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_batch_applies_parents_first_and_a_faulty_row_fails_alone() {
+        let mut conn = db().await;
+        let (s1, s2) = (session("First"), session("Second"));
+        let (m1, m2) = (message(id(&s1)), message(id(&s2)));
+        let p1 = upsert(&part(id(&s1), id(&m1), "one"));
+        let p2 = upsert(&part(id(&s2), id(&m2), "two"));
+        let orphan = upsert(&part(id(&s1), MessageId::new().as_str(), "orphan"));
+        let ghost = message(SessionId::new().as_str());
+        let mut renamed = Session::new("proj", "/srv/p", "Renamed ÉTÉ", 2_000);
+        renamed.id = SessionId::from_str(id(&s1)).unwrap();
+        let renamed = Upsert::of_session(&renamed).unwrap();
+        // Children before their parents, faulty rows in the middle, a barrier, a rename last.
+        let batch = [
+            Some(&p1),
+            Some(&m1),
+            Some(&s1),
+            None,
+            Some(&orphan),
+            Some(&s2),
+            Some(&ghost),
+            Some(&m2),
+            Some(&p2),
+            Some(&renamed),
+        ];
+        let results = apply(&mut conn, batch.into_iter()).await;
+        let failed: Vec<usize> = (0..results.len())
+            .filter(|&i| results[i].is_err())
+            .collect();
+        assert_eq!(failed, vec![4, 6], "{results:?}");
+        for (i, faulty) in [(4, &orphan), (6, &ghost)] {
+            let Err(StoreError::Database(error)) = &results[i] else {
+                panic!("{:?}", results[i]);
+            };
+            assert!(error.contains(id(faulty)), "{error}");
+            assert!(error.contains("FOREIGN KEY"), "{error}");
+        }
+
+        let sessions = rows(&mut conn, "session").await;
+        assert_eq!(sessions.len(), 2);
+        let first = sessions.iter().find(|s| s.0 == id(&s1)).unwrap();
+        assert_eq!(
+            first.1, "/renamed été",
+            "the last upsert wins, title folded"
+        );
+        let messages = rows(&mut conn, "message").await;
+        assert_eq!(messages.iter().map(|m| m.0.as_str()).collect::<Vec<_>>(), {
+            let mut ids = vec![id(&m1), id(&m2)];
+            ids.sort();
+            ids
+        });
+        let parts = rows(&mut conn, "part").await;
+        let mut expected = vec![id(&p1), id(&p2)];
+        expected.sort();
+        assert_eq!(
+            parts.iter().map(|p| p.0.as_str()).collect::<Vec<_>>(),
+            expected
+        );
+    }
+
+    #[tokio::test]
+    async fn a_batch_bigger_than_a_statement_keeps_the_last_upsert_of_each_row() {
+        let mut conn = db().await;
+        let s = session("big");
+        let m = message(id(&s));
+        let mut parts: Vec<Part> = (0..60)
+            .map(|i| part(id(&s), id(&m), &format!("{i}")))
+            .collect();
+        let mut batch = vec![s, m];
+        // Every part 6 times, round robin, so that each appears in several statements and
+        // several times in one.
+        for round in 0..6 {
+            for (i, p) in parts.iter_mut().enumerate() {
+                if let PartKind::Text(t) = &mut p.kind {
+                    t.text = format!("part {i} round {round}");
+                }
+                batch.push(upsert(p));
+            }
+        }
+        // And the messages of other sessions, more than a statement holds.
+        for i in 0..300 {
+            let other = session(&format!("other {i}"));
+            batch.push(message(id(&other)));
+            batch.push(other);
+        }
+        assert!(batch.len() <= MAX_BATCH);
+        let results = apply(&mut conn, batch.iter().map(Some)).await;
+        assert!(results.iter().all(Result::is_ok));
+
+        let stored = rows(&mut conn, "part").await;
+        assert_eq!(stored.len(), 60);
+        for (i, p) in parts.iter().enumerate() {
+            let row = stored.iter().find(|r| r.0 == p.id.as_str()).unwrap();
+            assert_eq!(text(&row.2), format!("part {i} round 5"));
+        }
+        assert_eq!(rows(&mut conn, "message").await.len(), 301);
+        assert_eq!(rows(&mut conn, "session").await.len(), 301);
+    }
+
+    #[tokio::test]
+    async fn a_row_may_move_to_other_parents() {
+        let mut conn = db().await;
+        let (s1, s2) = (session("one"), session("two"));
+        let (m1, m2) = (message(id(&s1)), message(id(&s2)));
+        let mut moving = part(id(&s1), id(&m1), "before");
+        let stays = part(id(&s1), id(&m1), "stays");
+        let batch = [&s1, &s2, &m1, &m2, &upsert(&moving), &upsert(&stays)];
+        assert!(
+            apply(&mut conn, batch.into_iter().map(Some))
+                .await
+                .iter()
+                .all(Result::is_ok)
+        );
+
+        // In a batch of one statement, then alone: the part moves to m2, the message to s2.
+        moving.message_id = MessageId::from_str(id(&m2)).unwrap();
+        moving.session_id = SessionId::from_str(id(&s2)).unwrap();
+        if let PartKind::Text(t) = &mut moving.kind {
+            t.text = "after".into();
+        }
+        let batch = [upsert(&moving), upsert(&stays)];
+        assert!(
+            apply(&mut conn, batch.iter().map(Some))
+                .await
+                .iter()
+                .all(Result::is_ok)
+        );
+        let reply = reply(id(&s1), id(&m1));
+        assert!(run_upsert(&mut conn, &reply).await.is_ok());
+        let Upsert::Message {
+            id: reply_id,
+            data,
+            owner,
+            ..
+        } = &reply
+        else {
+            unreachable!()
+        };
+        let moved = Upsert::Message {
+            id: reply_id.clone(),
+            session: id(&s2).to_string(),
+            created: 1_002,
+            owner: owner.clone(),
+            data: data.replace(id(&s1), id(&s2)),
+        };
+        assert!(run_upsert(&mut conn, &moved).await.is_ok());
+
+        let parts = rows(&mut conn, "part").await;
+        let row = parts.iter().find(|r| r.0 == moving.id.as_str()).unwrap();
+        assert_eq!(row.1, format!("{}/{}", id(&m2), id(&s2)));
+        assert_eq!(text(&row.2), "after");
+        let row = parts.iter().find(|r| r.0 == stays.id.as_str()).unwrap();
+        assert_eq!(row.1, format!("{}/{}", id(&m1), id(&s1)));
+        let messages = rows(&mut conn, "message").await;
+        let row = messages.iter().find(|r| &r.0 == reply_id).unwrap();
+        assert_eq!(&row.1, id(&s2));
+
+        // A move to a parent that does not exist fails, and leaves the row as it was.
+        let mut lost = moving.clone();
+        lost.message_id = MessageId::new();
+        let results = apply(&mut conn, [Some(&upsert(&lost))].into_iter()).await;
+        assert!(results[0].is_err());
+        let parts = rows(&mut conn, "part").await;
+        let row = parts.iter().find(|r| r.0 == moving.id.as_str()).unwrap();
+        assert_eq!(text(&row.2), "after");
+    }
+
+    #[tokio::test]
+    async fn barriers_alone_write_nothing() {
+        let mut conn = db().await;
+        let results = apply(&mut conn, [None, None].into_iter()).await;
+        assert_eq!(results.len(), 2);
+        assert!(results.iter().all(Result::is_ok));
+    }
+}

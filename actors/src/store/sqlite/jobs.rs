@@ -1,0 +1,116 @@
+//! What callers queue for the writer task: [`Job`]s, each an upsert to commit with its batch,
+//! several upserts sure to share one, domain values to encode and commit, or a write that
+//! needs the connection to itself.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use sqlx::SqliteConnection;
+use taskforce_agents::model::{Message, Part, Session};
+use tokio::sync::oneshot;
+
+use crate::store::StoreError;
+
+use super::upsert::{Upsert, rows_lossy};
+
+/// A write that needs the connection to itself (its own transaction); it answers by itself.
+pub(super) type Exclusive =
+    Box<dyn for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, ()> + Send + 'static>;
+
+/// An upsert (or, without one, a barrier) committed with its batch; `done` hears of it.
+#[derive(Debug)]
+pub(super) struct Batched {
+    pub upsert: Option<Upsert>,
+    pub done: Option<oneshot::Sender<Result<(), StoreError>>>,
+}
+
+/// A queued write for the writer task.
+pub(super) enum Job {
+    /// Committed with the other upserts queued beside it.
+    Batched(Batched),
+    /// Several upserts that are sure to share a batch.
+    Many(Vec<Batched>),
+    /// Run alone, after the batch before it is committed.
+    Exclusive(Exclusive),
+    /// Sessions, messages and parts nobody waits for, encoded by the writer when it takes them
+    /// (so that the caller does not spend the time), then committed like `Many`.
+    Values(Box<Values>),
+}
+
+/// Domain values queued to be stored together, sessions first, then messages, then parts.
+#[derive(Debug, Default)]
+pub(super) struct Values {
+    pub sessions: Vec<Session>,
+    pub messages: Vec<Arc<Message>>,
+    pub parts: Vec<Arc<Part>>,
+    /// The runtime writing through the store, when named (see `SqliteStore::set_runtime`).
+    pub runtime: Option<Arc<str>>,
+}
+
+impl Values {
+    /// How many rows they make.
+    pub fn len(&self) -> usize {
+        self.sessions.len() + self.messages.len() + self.parts.len()
+    }
+
+    /// Their rows, ready to commit; a value that cannot be encoded is logged and left out.
+    pub(super) fn into_batched(self) -> Vec<Batched> {
+        let runtime = self.runtime.as_ref();
+        rows_lossy(&self.sessions, &self.messages, &self.parts, runtime)
+            .into_iter()
+            .map(|row| Batched {
+                upsert: Some(row),
+                done: None,
+            })
+            .collect()
+    }
+}
+
+/// Why a job was refused: the writer task is gone.
+const CLOSED: &str = "the store is closed";
+
+impl Job {
+    /// How many writes the job counts for while it is pending.
+    pub(super) fn writes(&self) -> usize {
+        match self {
+            Job::Batched(_) | Job::Exclusive(_) => 1,
+            Job::Many(v) => v.len(),
+            Job::Values(v) => v.len(),
+        }
+    }
+
+    /// Somebody waits for this job: it is committed without lingering.
+    pub(super) fn urgent(&self) -> bool {
+        match self {
+            Job::Exclusive(_) => true,
+            Job::Batched(b) => b.done.is_some(),
+            Job::Many(v) => v.iter().any(|b| b.done.is_some()),
+            Job::Values(_) => false,
+        }
+    }
+
+    /// The error for this job refused by a closed store.
+    pub(super) fn closed(self) -> StoreError {
+        match self {
+            Job::Batched(Batched {
+                upsert: Some(upsert),
+                ..
+            }) => StoreError::Database(format!("{}: {CLOSED}", upsert.context())),
+            _ => StoreError::Database(CLOSED.into()),
+        }
+    }
+}
+
+impl std::fmt::Debug for Job {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Job::Batched(Batched { upsert: None, .. }) => f.write_str("Batched(barrier)"),
+            Job::Batched(Batched {
+                upsert: Some(u), ..
+            }) => write!(f, "Batched({:?} of session {})", u.table(), u.session()),
+            Job::Many(v) => write!(f, "Many({})", v.len()),
+            Job::Exclusive(_) => f.write_str("Exclusive"),
+            Job::Values(v) => write!(f, "Values({})", v.len()),
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! Opening the store: the database file and its connections (one to write, a few to read, one
+//! to checkpoint), the schema migrations under a lock shared with other processes, and the
+//! writer and checkpoint tasks.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+use std::time::Duration;
+
+use sqlx::ConnectOptions;
+use sqlx::migrate::Migrator;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
+use tokio::sync::Mutex as AsyncMutex;
+use tokio::sync::mpsc;
+
+use crate::store::StoreError;
+
+use super::SqliteStore;
+use super::checkpoint::checkpoint;
+use super::reads::Readers;
+use super::unflushed::Unflushed;
+use super::writer::write_batches;
+
+/// The file beside the database that one process at a time locks to apply the migrations.
+const MIGRATION_LOCK: &str = "taskforce.db.migrate-lock";
+
+/// The schema migrations in `actors/migrations`, embedded at compile time.
+pub(super) static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
+
+/// How long a statement waits for a lock held by another connection before failing.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// How many read connections the store keeps at most.
+const READERS: usize = 4;
+
+impl SqliteStore {
+    /// Opens (creating if needed) `<data_dir>/taskforce.db` and brings its schema up to date.
+    pub async fn open(data_dir: &Path) -> Result<SqliteStore, StoreError> {
+        let path = data_dir.join(Self::FILE_NAME);
+        let open_error = |message: String| StoreError::Open {
+            path: path.display().to_string(),
+            message,
+        };
+        tokio::fs::create_dir_all(data_dir).await.map_err(|e| {
+            open_error(format!(
+                "cannot create the data directory {}: {e}",
+                data_dir.display()
+            ))
+        })?;
+
+        let base = SqliteConnectOptions::new()
+            .filename(&path)
+            .foreign_keys(true)
+            .synchronous(SqliteSynchronous::Normal)
+            .busy_timeout(BUSY_TIMEOUT);
+
+        let writer_options = base
+            .clone()
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            // Checkpoints (which fsync) run in the background, not inside a write.
+            .pragma("wal_autocheckpoint", "0")
+            .optimize_on_close(true, None);
+        // Two processes opening a new database at once must not both create its tables, nor
+        // switch it to WAL at the same moment (that answers "database is locked" at once, with
+        // no busy wait): the first connection and the migrations run under an exclusive lock on
+        // a file beside the database.
+        let lock_path = data_dir.join(MIGRATION_LOCK);
+        let migrating = tokio::task::spawn_blocking(move || {
+            let file = std::fs::OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&lock_path)?;
+            file.lock()?;
+            Ok::<_, std::io::Error>(file)
+        })
+        .await
+        .map_err(|e| open_error(format!("cannot lock the database for its migrations: {e}")))?
+        .map_err(|e| open_error(format!("cannot lock the database for its migrations: {e}")))?;
+        let mut writer = writer_options
+            .connect()
+            .await
+            .map_err(|e| open_error(format!("cannot open the database: {e}")))?;
+        MIGRATOR
+            .run(&mut writer)
+            .await
+            .map_err(|e| open_error(format!("cannot apply the migrations: {e}")))?;
+        drop(migrating);
+
+        let read_options = base.clone().pragma("query_only", "ON");
+        let mut conns = Vec::with_capacity(READERS);
+        for _ in 0..READERS {
+            let conn = read_options
+                .connect()
+                .await
+                .map_err(|e| open_error(format!("cannot open read connections: {e}")))?;
+            conns.push(AsyncMutex::new(conn));
+        }
+
+        tracing::debug!(path = %path.display(), "opened the store");
+        let (queue, jobs) = mpsc::unbounded_channel();
+        let conn = Arc::new(AsyncMutex::new(writer));
+        let pending = Arc::new(AtomicUsize::new(0));
+        let unflushed = Arc::new(Unflushed::default());
+        tokio::spawn(write_batches(
+            conn.clone(),
+            pending.clone(),
+            unflushed.clone(),
+            jobs,
+        ));
+        let checkpointer = base
+            .connect()
+            .await
+            .map_err(|e| open_error(format!("cannot open the checkpoint connection: {e}")))?;
+        tokio::spawn(checkpoint(checkpointer, queue.downgrade()));
+        Ok(SqliteStore {
+            path,
+            readers: Arc::new(Readers::new(conns)),
+            queue,
+            conn,
+            pending,
+            unflushed,
+            runtime: Arc::default(),
+        })
+    }
+}

@@ -1,0 +1,223 @@
+//! [`Upsert`]: one row of a session, message or part to insert or replace, made from its domain
+//! value with its column values ready to bind (the JSON of `data` is made once, here).
+
+use std::sync::Arc;
+
+use sqlx::Arguments;
+use sqlx::sqlite::SqliteArguments;
+use taskforce_agents::model::{Message, Part, Session};
+
+use crate::store::StoreError;
+
+use super::rows::{database, encode, to_sql};
+use super::statements::Table;
+
+/// One row to insert or replace, with its bound values ready.
+#[derive(Debug)]
+pub(super) enum Upsert {
+    Session {
+        id: String,
+        parent: Option<String>,
+        project: String,
+        title: String,
+        /// The title case-folded, for the `title_folded` column.
+        folded: String,
+        created: i64,
+        updated: i64,
+        data: String,
+    },
+    Message {
+        id: String,
+        session: String,
+        created: i64,
+        /// The runtime writing the message while it is an unfinished answer, else `None`.
+        owner: Option<Arc<str>>,
+        data: String,
+    },
+    Part {
+        id: String,
+        message: String,
+        session: String,
+        data: String,
+    },
+}
+
+impl Upsert {
+    /// A session's row.
+    pub(super) fn of_session(session: &Session) -> Result<Upsert, StoreError> {
+        Ok(Upsert::Session {
+            id: session.id.to_string(),
+            parent: session.parent_id.as_ref().map(ToString::to_string),
+            project: session.project_id.clone(),
+            title: session.title.clone(),
+            folded: session.title.to_lowercase(),
+            created: to_sql(session.time.created),
+            updated: to_sql(session.time.updated),
+            data: encode("session", session.id.as_str(), session)?,
+        })
+    }
+
+    /// A message's row; an unfinished answer names the runtime writing it (`runtime`, else
+    /// nobody: '').
+    pub(super) fn of_message(
+        message: &Message,
+        runtime: Option<&Arc<str>>,
+    ) -> Result<Upsert, StoreError> {
+        let id = message.id().as_str();
+        let unfinished = message
+            .as_assistant()
+            .is_some_and(|a| a.time.completed.is_none());
+        Ok(Upsert::Message {
+            id: id.to_string(),
+            session: message.session_id().to_string(),
+            created: to_sql(message.created()),
+            owner: unfinished.then(|| runtime.cloned().unwrap_or_else(|| Arc::from(""))),
+            data: encode("message", id, message)?,
+        })
+    }
+
+    /// A part's row.
+    pub(super) fn of_part(part: &Part) -> Result<Upsert, StoreError> {
+        Ok(Upsert::Part {
+            id: part.id.to_string(),
+            message: part.message_id.to_string(),
+            session: part.session_id.to_string(),
+            data: encode("part", part.id.as_str(), part)?,
+        })
+    }
+
+    /// The session the row belongs to.
+    pub(super) fn session(&self) -> &str {
+        match self {
+            Upsert::Session { id, .. } => id,
+            Upsert::Message { session, .. } | Upsert::Part { session, .. } => session,
+        }
+    }
+
+    /// What was being done, to prefix an error of this row with.
+    pub(super) fn context(&self) -> String {
+        match self {
+            Upsert::Session { id, .. } => format!("cannot store session {id}"),
+            Upsert::Message { id, session, .. } => {
+                format!("cannot store message {id} of session {session}")
+            }
+            Upsert::Part { id, message, .. } => {
+                format!("cannot store part {id} of message {message}")
+            }
+        }
+    }
+
+    /// The table the row goes to.
+    pub(super) fn table(&self) -> Table {
+        match self {
+            Upsert::Session { .. } => Table::Session,
+            Upsert::Message { .. } => Table::Message,
+            Upsert::Part { .. } => Table::Part,
+        }
+    }
+
+    /// Appends the row's values to `args`, in the column order of its table's statement.
+    pub(super) fn bind<'q>(&'q self, args: &mut SqliteArguments<'q>) -> Result<(), sqlx::Error> {
+        let encode = sqlx::Error::Encode;
+        match self {
+            Upsert::Session {
+                id,
+                parent,
+                project,
+                title,
+                folded,
+                created,
+                updated,
+                data,
+            } => {
+                args.add(id.as_str()).map_err(encode)?;
+                args.add(parent.as_deref()).map_err(encode)?;
+                args.add(project.as_str()).map_err(encode)?;
+                args.add(title.as_str()).map_err(encode)?;
+                args.add(folded.as_str()).map_err(encode)?;
+                args.add(*created).map_err(encode)?;
+                args.add(*updated).map_err(encode)?;
+                args.add(data.as_str()).map_err(encode)?;
+            }
+            Upsert::Message {
+                id,
+                session,
+                created,
+                owner,
+                data,
+            } => {
+                args.add(id.as_str()).map_err(encode)?;
+                args.add(session.as_str()).map_err(encode)?;
+                args.add(*created).map_err(encode)?;
+                args.add(owner.as_deref()).map_err(encode)?;
+                args.add(data.as_str()).map_err(encode)?;
+            }
+            Upsert::Part {
+                id,
+                message,
+                session,
+                data,
+            } => {
+                args.add(id.as_str()).map_err(encode)?;
+                args.add(message.as_str()).map_err(encode)?;
+                args.add(session.as_str()).map_err(encode)?;
+                args.add(data.as_str()).map_err(encode)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// A [`StoreError`] for this row failing with `error`.
+    pub(super) fn failed(&self, error: sqlx::Error) -> StoreError {
+        database(self.context())(error)
+    }
+}
+
+/// The rows of sessions, messages and parts, in that order; `runtime` is the one writing
+/// through the store, when named.
+pub(super) fn rows(
+    sessions: &[&Session],
+    messages: &[&Message],
+    parts: &[&Part],
+    runtime: Option<&Arc<str>>,
+) -> Result<Vec<Upsert>, StoreError> {
+    let mut rows = Vec::with_capacity(sessions.len() + messages.len() + parts.len());
+    for session in sessions {
+        rows.push(Upsert::of_session(session)?);
+    }
+    for message in messages {
+        rows.push(Upsert::of_message(message, runtime)?);
+    }
+    for part in parts {
+        rows.push(Upsert::of_part(part)?);
+    }
+    Ok(rows)
+}
+
+/// The rows of what can be encoded among sessions, messages and parts; the rest is logged
+/// (for writes nobody waits for, where there is nobody to tell).
+pub(super) fn rows_lossy(
+    sessions: &[Session],
+    messages: &[Arc<Message>],
+    parts: &[Arc<Part>],
+    runtime: Option<&Arc<str>>,
+) -> Vec<Upsert> {
+    let logged = |e: StoreError| tracing::warn!("a queued write was dropped: {e}");
+    let mut out = Vec::with_capacity(sessions.len() + messages.len() + parts.len());
+    out.extend(
+        sessions
+            .iter()
+            .filter_map(|s| Upsert::of_session(s).map_err(logged).ok()),
+    );
+    out.extend(
+        messages
+            .iter()
+            .filter_map(|m| Upsert::of_message(m, runtime).map_err(logged).ok()),
+    );
+    out.extend(
+        parts
+            .iter()
+            .filter_map(|p| Upsert::of_part(p).map_err(logged).ok()),
+    );
+    out
+}
