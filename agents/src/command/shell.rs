@@ -1,4 +1,4 @@
-//! `` !`cmd` `` in a command template: replaced by the command's output (reference §7 S9).
+//! `` !`cmd` `` in a command template: replaced by the command's output.
 //!
 //! Each `` !`cmd` `` (a non-empty run without backticks between the backticks) runs with
 //! `sh -c` in the session directory, one after another in order, and is replaced by its

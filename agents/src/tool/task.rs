@@ -1,5 +1,5 @@
 //! `task {description, prompt, subagent_type, session_id?, task_id?, command?}`: runs a subagent
-//! in a child session through the runtime's [`Delegate`](super::Delegate) (reference §2 F1–F12).
+//! in a child session through the runtime's [`Delegate`](super::Delegate).
 
 use std::time::Duration;
 
