@@ -6,7 +6,7 @@
 //! approval allows (or an ask that forces the question) publishes `permission.asked` and waits
 //! for a reply; all allowed is allowed. A plain reject also rejects the session's other pending asks;
 //! "always" approves the request's `always` patterns and resolves the session's other pending
-//! asks they now allow (reference §3.7).
+//! asks they now allow.
 //!
 //! Beyond OpenCode: approvals belong to the project and are kept in the store, so they survive
 //! a restart (OpenCode loads them but never writes them back). Because an approval may be much

@@ -1,5 +1,5 @@
-//! Compaction end to end (reference §8.3, S12): a step that overflows the context is followed
-//! by a summary from the hidden compaction agent; the model then sees the history from there.
+//! Compaction end to end: a step that overflows the context is followed by a summary from the
+//! hidden compaction agent; the model then sees the history from there.
 
 use taskforce_actors::PromptInput;
 use taskforce_actors::bus::{BusItem, Event, Filter};

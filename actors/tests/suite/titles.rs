@@ -1,5 +1,5 @@
-//! Session titles (reference §8.4, F24): the hidden title agent names a root session on the
-//! small model after its first real message; children and named sessions keep their titles.
+//! Session titles: the hidden title agent names a root session on the small model after its
+//! first real message; children and named sessions keep their titles.
 
 use std::time::Duration;
 

@@ -1,4 +1,4 @@
-//! The rules every agent starts from (reference §3.8).
+//! The rules every agent starts from.
 
 use std::path::Path;
 

@@ -1,4 +1,4 @@
-//! Agent generation (seed 004, `Agent.generate`): the request that asks a model for a new
+//! Agent generation (OpenCode's `Agent.generate`): the request that asks a model for a new
 //! agent from a description, the checks on its answer, and the markdown file it becomes.
 
 use serde::{Deserialize, Serialize};

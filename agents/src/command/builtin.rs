@@ -1,4 +1,4 @@
-//! Commands every configuration has: `review` (reference §8.13).
+//! Commands every configuration has: `review`.
 //!
 //! A config table or markdown file with the same name replaces a built-in command.
 

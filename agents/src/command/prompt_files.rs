@@ -1,5 +1,5 @@
 //! Files and directories referenced in a prompt, as the pieces of the user message that carry
-//! them (reference §8.9).
+//! them.
 //!
 //! For a file the model sees what the read tool would have shown it: a synthetic note that the
 //! read tool was called, the tool's output, then the original file part. A directory gets the

@@ -1,4 +1,4 @@
-//! `@path` and `@agent` references in a prompt text (reference §7 S10).
+//! `@path` and `@agent` references in a prompt text.
 //!
 //! A reference is `@` followed by a run of characters that are not whitespace, a backtick or a
 //! comma. The `@` must start the text or follow a character that is not alphanumeric, `_` or a

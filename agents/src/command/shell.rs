@@ -1,4 +1,4 @@
-//! `` !`cmd` `` in a command template: replaced by the command's output (reference §7 S9).
+//! `` !`cmd` `` in a command template: replaced by the command's output.
 //!
 //! Each `` !`cmd` `` (a non-empty run without backticks between the backticks) runs with
 //! `sh -c` in the session directory, one after another in order, and is replaced by its
@@ -15,7 +15,6 @@
 //! user rejects) does not run and is replaced by the error text like a failed one.
 
 use std::path::Path;
-use std::process::Stdio;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -23,7 +22,7 @@ use serde_json::{Map, Value};
 
 use super::template::{Piece, expand_pieces};
 use crate::permission::{PermissionAsk, PermissionError};
-use crate::tool::{BashScope, bash_asks, kill_group};
+use crate::tool::{BashScope, bash_asks, kill_group, shell_command};
 
 /// Answers the permission asks of a template's commands.
 #[async_trait]
@@ -108,16 +107,7 @@ async fn permitted(command: &str, shell: ShellContext<'_>) -> Result<(), Permiss
 
 /// Runs `command` with `sh -c` in `cwd`: its stdout without trailing newlines, or the error text.
 async fn run(command: &str, cwd: &Path, timeout: Duration) -> Result<String, String> {
-    let mut cmd = tokio::process::Command::new("sh");
-    cmd.arg("-c")
-        .arg(command)
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    #[cfg(unix)]
-    cmd.process_group(0);
+    let mut cmd = shell_command(command, cwd);
     let child = cmd
         .spawn()
         .map_err(|e| format!("failed to start `{command}` in {}: {e}", cwd.display()))?;

@@ -285,10 +285,10 @@ mod tests {
         items.iter().map(|i| i.to_string()).collect()
     }
 
-    // --- §7 S8 examples ---
+    // --- placeholders and arguments ---
 
     #[test]
-    fn s8_highest_placeholder_swallows_the_rest() {
+    fn the_highest_placeholder_takes_the_remaining_arguments() {
         assert_eq!(
             expand("Review $1 then $2", "a b c d"),
             "Review a then b c d"
@@ -296,22 +296,22 @@ mod tests {
     }
 
     #[test]
-    fn s8_missing_argument_becomes_empty_and_result_is_trimmed() {
+    fn a_missing_argument_becomes_empty_and_the_result_is_trimmed() {
         assert_eq!(expand("A $1 B $3", "one"), "A one B");
     }
 
     #[test]
-    fn s8_no_placeholder_appends_arguments_on_a_new_line() {
+    fn without_placeholders_the_arguments_follow_on_a_new_line() {
         assert_eq!(expand("Do it", "extra words"), "Do it\nextra words");
     }
 
     #[test]
-    fn s8_arguments_placeholder_takes_the_raw_string() {
+    fn the_arguments_placeholder_takes_the_raw_string() {
         assert_eq!(expand("Fix $ARGUMENTS now", "x  y"), "Fix x  y now");
     }
 
     #[test]
-    fn s8_quoted_argument_is_grouped_and_unquoted() {
+    fn a_quoted_argument_is_one_argument_without_its_quotes() {
         assert_eq!(expand("Q $1", "\"hello world\" z"), "Q hello world z");
     }
 

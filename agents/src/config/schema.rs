@@ -1,4 +1,4 @@
-//! The typed shape of taskforce's configuration (DESIGN.md §6).
+//! The typed shape of taskforce's configuration.
 
 use std::fmt;
 use std::path::PathBuf;
@@ -194,7 +194,7 @@ pub struct CostConfig {
     pub cache_write: f64,
 }
 
-/// Compaction of long sessions (reference §8.3).
+/// Compaction of long sessions: when and how a session's history is summarized.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct CompactionConfig {

@@ -1,6 +1,6 @@
 //! The domain model: sessions, messages, parts and tool states, in OpenCode's JSON shapes.
 //!
-//! Every type serializes to exactly the JSON OpenCode v1.1.65 stores and sends (reference §5.3):
+//! Every type serializes to exactly the JSON OpenCode v1.1.65 stores and sends:
 //! camel-case ids such as `sessionID`, `type`/`status`/`role`/`name` tags, absent optionals
 //! omitted. Times are epoch milliseconds (`u64`), costs are `f64` dollars.
 

@@ -1,4 +1,4 @@
-//! The config form of permissions and its translation to rules (`fromConfig`, reference §3.2).
+//! The config form of permissions and its translation to rules (`fromConfig`).
 //!
 //! In a config file, `permission` is either a bare action (`"ask"`, meaning `{"*": "ask"}`) or a
 //! map `{permission: action | {pattern: action}}`. **The written key order is kept** (in the outer
@@ -456,10 +456,10 @@ mod tests {
         PermissionValue::Patterns(entries.iter().map(|(p, a)| (p.to_string(), *a)).collect())
     }
 
-    // ---- fromConfig (P8–P10) ----
+    // ---- translation to rules (`fromConfig`) ----
 
     #[test]
-    fn p8_action_string_gives_star_rule() {
+    fn an_action_string_gives_a_star_rule() {
         assert_eq!(
             from_config(&json(r#"{"bash": "allow"}"#), None),
             [r("bash", "*", Allow)]
@@ -467,7 +467,7 @@ mod tests {
     }
 
     #[test]
-    fn p9_insertion_order_no_sorting() {
+    fn rules_keep_the_written_order_unsorted() {
         let config =
             json(r#"{"bash": {"*": "allow", "rm": "deny"}, "edit": "allow", "webfetch": "ask"}"#);
         assert_eq!(
@@ -494,7 +494,7 @@ mod tests {
     }
 
     #[test]
-    fn p10_home_expansion() {
+    fn a_leading_tilde_expands_to_home() {
         let home = PathBuf::from("/home/tester");
         let home = Some(home.as_path());
         let config = json(r#"{"external_directory": {"~/projects/*": "allow"}}"#);
@@ -802,7 +802,7 @@ mod tests {
     }
 
     #[test]
-    fn a10_legacy_tools_then_explicit_permission() {
+    fn legacy_tools_map_to_rules_and_explicit_permission_overrides_them() {
         let tools: IndexMap<String, bool> =
             [("bash".to_string(), false), ("read".to_string(), false)]
                 .into_iter()

@@ -1,4 +1,4 @@
-//! Hiding tools from the model (`PermissionNext.disabled`, reference §3.6).
+//! Hiding tools from the model (`PermissionNext.disabled`).
 
 use super::rule::{Action, Rule};
 use super::wildcard::matches;
@@ -48,7 +48,7 @@ mod tests {
     }
 
     #[test]
-    fn d1_deny_all_hides_everything() {
+    fn deny_all_hides_every_tool() {
         let rules = [r("*", "*", Deny)];
         assert_eq!(
             disabled(["bash", "edit", "read"], &rules),
@@ -57,20 +57,20 @@ mod tests {
     }
 
     #[test]
-    fn d2_later_allow_keeps_a_tool_visible() {
+    fn a_later_allow_keeps_a_tool_visible() {
         let rules = [r("*", "*", Deny), r("bash", "*", Allow)];
         assert_eq!(disabled(["bash", "edit", "read"], &rules), ["edit", "read"]);
     }
 
     #[test]
-    fn d4_from_config_task_deny() {
+    fn a_configured_task_deny_all_hides_task() {
         let config: PermissionConfig = serde_json::from_str(r#"{"task": {"*": "deny"}}"#).unwrap();
         let rules = from_config(&config, None);
         assert_eq!(disabled(["task"], &rules), ["task"]);
     }
 
     #[test]
-    fn d6_edit_family_maps_to_edit() {
+    fn edit_write_patch_and_multiedit_are_hidden_by_an_edit_deny() {
         let rules = [r("edit", "*", Deny)];
         assert_eq!(
             disabled(
@@ -86,7 +86,7 @@ mod tests {
 
     #[test]
     fn only_the_last_rule_counts_and_pattern_is_not_matched() {
-        // A later non-"*" allow keeps the tool visible (§3.6 example).
+        // A later allow of one pattern keeps the tool visible, though `*` is denied.
         let config: PermissionConfig =
             serde_json::from_str(r#"{"task": {"*": "deny", "ops": "allow"}}"#).unwrap();
         assert!(disabled(["task"], &from_config(&config, None)).is_empty());

@@ -1,4 +1,4 @@
-//! Evaluation (last match wins, default `ask`) and merge (plain concatenation), reference §3.3–3.4.
+//! Evaluation (last match wins, default `ask`) and merge (plain concatenation).
 
 use super::rule::{Action, Rule, Ruleset};
 use super::wildcard::matches;
@@ -56,7 +56,7 @@ mod tests {
     }
 
     #[test]
-    fn p1_nothing_matches_means_ask() {
+    fn nothing_matching_means_ask() {
         let e = evaluate("bash", "rm", &[]);
         assert_eq!(e.action, Ask);
         assert_eq!(e.rule, None);
@@ -72,7 +72,7 @@ mod tests {
     }
 
     #[test]
-    fn p2_pure_last_match_wins() {
+    fn the_last_matching_rule_wins_within_and_across_rulesets() {
         let rules = [r("bash", "*", Allow), r("bash", "rm", Deny)];
         let e = evaluate("bash", "rm", &[&rules]);
         assert_eq!(e.action, Deny);
@@ -87,7 +87,7 @@ mod tests {
     }
 
     #[test]
-    fn p3_specificity_plays_no_part() {
+    fn a_more_specific_pattern_does_not_beat_a_later_rule() {
         let rules = [
             r("edit", "src/components/*", Allow),
             r("edit", "src/*", Deny),
@@ -96,7 +96,7 @@ mod tests {
     }
 
     #[test]
-    fn p5_permission_field_is_a_wildcard() {
+    fn the_permission_field_is_a_wildcard() {
         let rules = [r("mcp_*", "*", Allow)];
         assert_eq!(eval("mcp_server_tool", "x", &rules), Allow);
         assert_eq!(eval("bash", "x", &rules), Ask);
@@ -105,7 +105,7 @@ mod tests {
     }
 
     #[test]
-    fn p11_merge_is_concatenation() {
+    fn merge_is_concatenation_in_order() {
         let a = [r("bash", "*", Allow)];
         let b = [r("bash", "*", Deny)];
         assert_eq!(
@@ -121,7 +121,7 @@ mod tests {
     }
 
     #[test]
-    fn p12_task_configs() {
+    fn task_permission_configs_decide_by_agent_name() {
         let rules = config(r#"{"task": {"*": "allow", "code-reviewer": "deny"}}"#);
         assert_eq!(eval("task", "general", &rules), Allow);
         assert_eq!(eval("task", "code-reviewer", &rules), Deny);

@@ -2,7 +2,7 @@
 //! what a bash command line runs.
 //!
 //! Pure functions only. Evaluation is last-match-wins over the concatenation of rulesets,
-//! and the default when nothing matches is `ask` (reference §3).
+//! and the default when nothing matches is `ask`, as in OpenCode's `PermissionNext`.
 
 mod ask;
 pub mod bash;

@@ -1,4 +1,4 @@
-//! Wildcard matching with exactly OpenCode's semantics (`util/wildcard.ts`, reference §3.5).
+//! Wildcard matching with exactly OpenCode's semantics (`util/wildcard.ts`).
 //!
 //! - `*` matches any run of characters, including `/` and newlines (there is no `**`).
 //! - `?` matches exactly one character (one Unicode scalar value; OpenCode's JS regex counts
@@ -108,14 +108,14 @@ mod tests {
     }
 
     #[test]
-    fn w1_trailing_space_star_matches_bare_prefix() {
+    fn trailing_space_star_also_matches_the_bare_prefix() {
         assert!(matches("ls", "ls *"));
         assert!(matches("ls -la", "ls *"));
         assert!(!matches("lsof", "ls *"));
     }
 
     #[test]
-    fn w2_git_star() {
+    fn git_star_matches_git_and_its_subcommands_only() {
         assert!(matches("git", "git *"));
         assert!(matches("git status", "git *"));
         assert!(matches("git status --short", "git *"));
@@ -123,7 +123,7 @@ mod tests {
     }
 
     #[test]
-    fn w4_question_mark_star_and_newlines() {
+    fn question_mark_is_one_character_and_star_crosses_slashes_and_newlines() {
         assert!(matches("a.b", "a?b"));
         assert!(matches("aXb", "a?b"));
         assert!(!matches("ab", "a?b"));
@@ -135,7 +135,7 @@ mod tests {
     }
 
     #[test]
-    fn w5_regex_metacharacters_are_literal() {
+    fn regex_metacharacters_are_literal() {
         assert!(matches("a+b", "a+b"));
         assert!(!matches("aab", "a+b"));
         assert!(!matches("ab", "a+b"));

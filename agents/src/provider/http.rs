@@ -52,6 +52,24 @@ pub(crate) struct Wire {
     pub events: fn(String, Body) -> ModelStream,
 }
 
+impl Wire {
+    /// The wire format named `call`, with its request `body`, the meaning of an error status
+    /// (`on_status`) and its answer's `events`.
+    pub const fn new(
+        call: &'static str,
+        body: fn(&str, &ModelRequest) -> Value,
+        on_status: fn(&str, u16, &HeaderMap, String) -> ProviderError,
+        events: fn(String, Body) -> ModelStream,
+    ) -> Self {
+        Wire {
+            call,
+            body,
+            on_status,
+            events,
+        }
+    }
+}
+
 /// One streamed model call of `model_id` to `endpoint` in `wire`'s format.
 pub(crate) async fn stream_call(
     endpoint: Endpoint<'_>,

@@ -7,6 +7,7 @@
 //! [`ModelEvent::Finish`]. Dropping the stream cancels the call (an HTTP adapter drops its
 //! connection).
 
+mod adapter;
 pub mod anthropic;
 mod cost;
 mod error;
@@ -17,9 +18,8 @@ pub mod scripted;
 pub(crate) mod sse;
 mod types;
 
-pub use anthropic::{AnthropicModel, AnthropicProvider, AnthropicSettings};
+pub use adapter::{HttpModel, HttpProvider, HttpSettings};
 pub use cost::cost;
-pub use openai::{OpenAiModel, OpenAiProvider, OpenAiSettings};
 pub use registry::{DEFAULT_SCRIPT, Providers, SCRIPTED_PROVIDER};
 pub use scripted::{Script, ScriptError, ScriptedModel};
 
@@ -29,3 +29,23 @@ pub use types::{
     ChatMessage, Content, FinishReason, LanguageModel, ModelEvent, ModelRequest, ModelStream, Role,
     ToolSpec, Usage,
 };
+
+/// The OpenAI-compatible kind of [`HttpProvider`] (chat completions).
+#[derive(Debug, Clone, Copy)]
+pub enum OpenAi {}
+/// Where and how to reach an OpenAI-compatible endpoint.
+pub type OpenAiSettings = HttpSettings;
+/// One configured OpenAI-compatible provider: an HTTP client shared by all its models.
+pub type OpenAiProvider = HttpProvider<OpenAi>;
+/// One model of an [`OpenAiProvider`].
+pub type OpenAiModel = HttpModel<OpenAi>;
+
+/// The Anthropic kind of [`HttpProvider`] (the Messages API).
+#[derive(Debug, Clone, Copy)]
+pub enum Anthropic {}
+/// Where and how to reach the Messages API.
+pub type AnthropicSettings = HttpSettings;
+/// One configured Anthropic provider: an HTTP client shared by all its models.
+pub type AnthropicProvider = HttpProvider<Anthropic>;
+/// One model of an [`AnthropicProvider`].
+pub type AnthropicModel = HttpModel<Anthropic>;

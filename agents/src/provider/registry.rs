@@ -19,11 +19,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use indexmap::IndexMap;
 
-use super::anthropic::{AnthropicModel, AnthropicProvider};
 use super::cost::cost;
-use super::openai::{OpenAiModel, OpenAiProvider};
 use super::scripted::{BUILTIN_SCRIPTS, Script, ScriptedModel};
-use super::{LanguageModel, ProviderError, Usage};
+use super::{
+    AnthropicModel, AnthropicProvider, LanguageModel, OpenAiModel, OpenAiProvider, ProviderError,
+    Usage,
+};
 use crate::config::{Config, ModelConfig, ProviderConfig, ProviderKind};
 use crate::model::ModelRef;
 
@@ -81,25 +82,16 @@ impl Providers {
                     ),
                 })?;
             let entry = match kind {
-                ProviderKind::Openai => match OpenAiProvider::from_config(id, provider, env) {
-                    Ok(p) => Entry::OpenAi(Arc::new(p)),
-                    // A missing key only matters when the provider is used.
-                    Err(e @ ProviderError::Config { .. }) if is_missing_key(provider, env) => {
-                        Entry::Unavailable(e)
-                    }
-                    Err(e) => return Err(e),
-                },
-                ProviderKind::Anthropic => {
-                    match AnthropicProvider::from_config(id, provider, env) {
-                        Ok(p) => Entry::Anthropic(Arc::new(p)),
-                        Err(e @ ProviderError::Config { .. })
-                            if AnthropicProvider::is_missing_key(provider, env) =>
-                        {
-                            Entry::Unavailable(e)
-                        }
-                        Err(e) => return Err(e),
-                    }
-                }
+                ProviderKind::Openai => usable_later(
+                    OpenAiProvider::from_config(id, provider, env)
+                        .map(|p| Entry::OpenAi(Arc::new(p))),
+                    OpenAiProvider::is_missing_key(provider, env),
+                )?,
+                ProviderKind::Anthropic => usable_later(
+                    AnthropicProvider::from_config(id, provider, env)
+                        .map(|p| Entry::Anthropic(Arc::new(p))),
+                    AnthropicProvider::is_missing_key(provider, env),
+                )?,
                 ProviderKind::Scripted => {
                     let spec = provider.script.as_deref().unwrap_or(DEFAULT_SCRIPT);
                     let script = Script::load(spec).map_err(|e| ProviderError::Config {
@@ -197,13 +189,17 @@ impl Providers {
     }
 }
 
-/// Whether an OpenAI provider's setup fails only because its key variable is not set.
-fn is_missing_key(config: &ProviderConfig, env: &BTreeMap<String, String>) -> bool {
-    config.api_key.is_none()
-        && config
-            .api_key_env
-            .as_ref()
-            .is_some_and(|var| env.get(var).is_none_or(|v| v.trim().is_empty()))
+/// The entry of an HTTP provider whose setup gave `made`: a setup that failed only because the
+/// key is missing (`missing_key`) gives an entry that fails when used, as a missing key only
+/// matters then; any other failure fails the whole set.
+fn usable_later(
+    made: Result<Entry, ProviderError>,
+    missing_key: bool,
+) -> Result<Entry, ProviderError> {
+    match made {
+        Err(e @ ProviderError::Config { .. }) if missing_key => Ok(Entry::Unavailable(e)),
+        made => made,
+    }
 }
 
 #[cfg(test)]

@@ -6,15 +6,13 @@
 //! [`EXIT_RUNNING`] as `exitCode` (the run has no exit code yet). When the child ends, the runtime
 //! delivers [`task_result_text`] into the parent as a synthetic user message.
 
-use std::sync::Arc;
-
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::envelope::{TaskEnvelope, TaskResult, TaskUsage};
 use super::redact::redact;
 use super::truncate::{self, Direction, MAX_BYTES, MAX_LINES};
-use super::{Delegate, SubagentRequest, ToolContext, ToolError, ToolOutput};
+use super::{SubagentRequest, ToolContext, ToolError, ToolOutput};
 use crate::id::SessionId;
 use crate::model::ToolMetadata;
 
@@ -171,38 +169,6 @@ pub(crate) fn started(
         ),
         metadata,
     }
-}
-
-/// The arguments of `task_status` and `task_cancel`: one child session.
-#[derive(Debug, Deserialize)]
-struct ChildArgs {
-    session_id: String,
-}
-
-/// The JSON schema of `task_status` and `task_cancel`: `{session_id}`.
-pub(crate) fn child_parameters() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "session_id": {"type": "string", "description": "The child's session id (from the task tool's <task_metadata>)"}
-        },
-        "required": ["session_id"]
-    })
-}
-
-/// The child session named by a `{session_id}` call of `tool`, and the delegate that can reach
-/// it; a clear error when the argument is wrong or subagents are not available.
-pub(crate) fn child_call(
-    tool: &str,
-    args: Value,
-    ctx: &ToolContext,
-) -> Result<(SessionId, Arc<dyn Delegate>), ToolError> {
-    let args: ChildArgs = super::run::parse_args(tool, args)?;
-    let child = session_arg(tool, &args.session_id)?;
-    let Some(delegate) = ctx.delegate.clone() else {
-        return Err(ToolError::Failed("subagents are not available here".into()));
-    };
-    Ok((child, delegate))
 }
 
 /// Parses a `{session_id}` argument into a session id, or a clear error.

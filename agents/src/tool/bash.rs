@@ -11,6 +11,7 @@
 //! command's prefix from [`command_prefix`] plus `" *"`. The ask's metadata keeps the command
 //! as written.
 
+use std::path::Path;
 use std::pin::Pin;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
@@ -217,6 +218,22 @@ impl Drop for GroupGuard {
     }
 }
 
+/// `sh -c command` in `cwd`, its output piped and no input, leading a process group of its own
+/// (so [`kill_group`] reaches what it starts) and killed when dropped.
+pub(crate) fn shell_command(command: &str, cwd: &Path) -> tokio::process::Command {
+    let mut cmd = tokio::process::Command::new("sh");
+    cmd.arg("-c")
+        .arg(command)
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    #[cfg(unix)]
+    cmd.process_group(0);
+    cmd
+}
+
 /// Kills the process group led by `pid`.
 pub(crate) async fn kill_group(pid: Option<u32>) {
     if let Some(pid) = pid {
@@ -273,16 +290,7 @@ async fn run_command(
     ctx: &ToolContext,
     description: Option<&str>,
 ) -> Result<Run, ToolError> {
-    let mut cmd = tokio::process::Command::new("sh");
-    cmd.arg("-c")
-        .arg(command)
-        .current_dir(&ctx.directory)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    #[cfg(unix)]
-    cmd.process_group(0);
+    let mut cmd = shell_command(command, &ctx.directory);
     let mut child = cmd.spawn().map_err(|e| {
         ToolError::Failed(format!(
             "Failed to start the command in {}: {e}",

@@ -6,7 +6,7 @@ mod access;
 pub mod background;
 mod bash;
 mod bash_asks;
-pub(crate) use bash::kill_group;
+pub(crate) use bash::{kill_group, shell_command};
 mod context;
 mod edit;
 /// The task tool's result envelope (kept with the model: tool parts hold it typed).
@@ -20,9 +20,9 @@ pub mod redact;
 mod registry;
 mod run;
 mod task;
-mod task_cancel;
+mod task_child;
 mod task_parallel;
-mod task_status;
+mod task_start;
 #[cfg(test)]
 mod testing;
 mod todo;
@@ -46,8 +46,7 @@ pub use read::ReadTool;
 pub use registry::{builtin_tools, find_tool, tool};
 pub use run::{ToolArgs, resolve_tool_name, run_tool};
 pub use task::TaskTool;
-pub use task_cancel::TaskCancelTool;
-pub use task_status::TaskStatusTool;
+pub use task_child::TaskChildTool;
 pub use todo::{TodoReadTool, TodoWriteTool};
 pub use write::WriteTool;
 

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use super::{
-    BUILTIN_TOOLS, BashTool, EditTool, GlobTool, GrepTool, ListTool, ReadTool, TaskCancelTool,
-    TaskStatusTool, TaskTool, TodoReadTool, TodoWriteTool, Tool, WriteTool,
+    BUILTIN_TOOLS, BashTool, EditTool, GlobTool, GrepTool, ListTool, ReadTool, TaskChildTool,
+    TaskTool, TodoReadTool, TodoWriteTool, Tool, WriteTool,
 };
 
 /// Every built-in tool, in [`BUILTIN_TOOLS`] order.
@@ -25,8 +25,8 @@ pub fn tool(id: &str) -> Option<Arc<dyn Tool>> {
         "todowrite" => Arc::new(TodoWriteTool),
         "todoread" => Arc::new(TodoReadTool),
         "task" => Arc::new(TaskTool),
-        "task_status" => Arc::new(TaskStatusTool),
-        "task_cancel" => Arc::new(TaskCancelTool),
+        "task_status" => Arc::new(TaskChildTool::STATUS),
+        "task_cancel" => Arc::new(TaskChildTool::CANCEL),
         _ => return None,
     };
     Some(tool)

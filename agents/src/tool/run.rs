@@ -71,8 +71,8 @@ fn json_kind(value: &Value) -> &'static str {
 
 /// Runs one call of `tool`: parses `args`, executes, stops with [`ToolError::Aborted`] as soon
 /// as `ctx.abort` is cancelled (dropping the execution, unless the tool
-/// [handles the abort](Tool::handles_abort) itself), then truncates the output (reference
-/// §8.6) unless the tool already set `truncated` in its metadata.
+/// [handles the abort](Tool::handles_abort) itself), then truncates the output (see
+/// [`truncate`](super::truncate)) unless the tool already set `truncated` in its metadata.
 pub async fn run_tool(
     tool: &dyn Tool,
     args: impl Into<ToolArgs>,

@@ -1,5 +1,5 @@
 //! `task {description, prompt, subagent_type, session_id?, task_id?, command?}`: runs a subagent
-//! in a child session through the runtime's [`Delegate`](super::Delegate) (reference §2 F1–F12).
+//! in a child session through the runtime's [`Delegate`](super::Delegate).
 
 use std::time::Duration;
 
@@ -14,6 +14,7 @@ use super::envelope::{
 use super::redact::{redact, redact_in_place, redact_titles, would_redact};
 use super::run::parse_args;
 use super::task_parallel;
+use super::task_start::{ask_to_start, startable};
 use super::truncate::{self, Direction, MAX_BYTES, MAX_LINES};
 use super::{
     SubagentOutcome, SubagentRequest, SubagentStatus, TaskFailure, Tool, ToolContext, ToolError,
@@ -21,7 +22,7 @@ use super::{
 };
 use crate::agent::{AgentInfo, Registry};
 use crate::model::{ToolInput, ToolMetadata};
-use crate::permission::{self, Action, PermissionAsk};
+use crate::permission::{self, Action};
 
 const ID: &str = "task";
 
@@ -66,35 +67,6 @@ pub(super) fn timeout_arg(seconds: Option<f64>) -> Result<Option<Duration>, Task
             format!("timeout must be a positive number of seconds, got {s}"),
         )),
     }
-}
-
-/// The agent named `name`, if the task tool may start it: known, a subagent (a primary agent
-/// only when the user asked for it, as a command's subtask) and not `disable_task`.
-pub(super) fn startable<'a>(ctx: &'a ToolContext, name: &str) -> Result<&'a AgentInfo, TaskError> {
-    let Some(agent) = ctx.registry.get(name) else {
-        return Err(TaskError::new(
-            TaskErrorCode::UnknownAgent,
-            format!("Unknown agent type: {name} is not a valid agent type"),
-        ));
-    };
-    if !agent.is_subagent() && !ctx.bypass_agent_check {
-        return Err(TaskError::new(
-            TaskErrorCode::UnknownAgent,
-            format!(
-                "Agent {name} is a primary agent, not a subagent: the task tool starts only the subagents it lists"
-            ),
-        ));
-    }
-    if agent.disable_task {
-        return Err(TaskError::new(
-            TaskErrorCode::SubagentDisabled,
-            format!(
-                "Agent {} may not be started by the task tool (disable_task: true)",
-                agent.name
-            ),
-        ));
-    }
-    Ok(agent)
 }
 
 /// One line per agent the task tool may start for `caller`: every non-primary agent (hidden
@@ -192,37 +164,8 @@ impl Tool for TaskTool {
             Ok(t) => t,
             Err(error) => return Err(failure(envelope, error, None, ToolMetadata::new())),
         };
-        if !ctx.bypass_agent_check {
-            let mut metadata = Map::new();
-            metadata.insert(
-                "description".into(),
-                Value::String(args.description.clone()),
-            );
-            metadata.insert(
-                "subagent_type".into(),
-                Value::String(args.subagent_type.clone()),
-            );
-            let ask = ctx.ask(PermissionAsk {
-                permission: "task".into(),
-                patterns: vec![args.subagent_type.clone()],
-                always: vec!["*".into()],
-                force_ask: false,
-                metadata,
-            });
-            let asked = tokio::select! {
-                biased;
-                () = ctx.abort.cancelled() => Err(ToolError::Aborted),
-                r = ask => r,
-            };
-            if let Err(e) = asked {
-                let code = if e.is_aborted() {
-                    TaskErrorCode::SubagentCancelled
-                } else {
-                    TaskErrorCode::PermissionDenied
-                };
-                let error = TaskError::new(code, e.to_string());
-                return Err(failure(envelope, error, Some(e), ToolMetadata::new()));
-            }
+        if let Err((error, e)) = ask_to_start(ctx, &args.description, &args.subagent_type).await {
+            return Err(failure(envelope, error, Some(e), ToolMetadata::new()));
         }
         let agent = match startable(ctx, &args.subagent_type) {
             Ok(agent) => agent,

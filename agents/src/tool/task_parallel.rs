@@ -26,7 +26,8 @@ use super::envelope::{
     EXIT_FAILED, TaskEnvelope, TaskError, TaskErrorCode, TaskMode, TaskResult, TaskUsage,
 };
 use super::run::parse_args;
-use super::task::{child_result, delegation_error, failure, startable, timeout_arg};
+use super::task::{child_result, delegation_error, failure, timeout_arg};
+use super::task_start::{ask_to_start, startable};
 use super::truncate::{self, Direction, MAX_BYTES, MAX_LINES};
 use super::{Delegate, SubagentRequest, ToolContext, ToolError, ToolHost, ToolOutput};
 use crate::id::SessionId;
@@ -148,30 +149,8 @@ async fn run_one(
         text: String::new(),
         error: Some(error),
     };
-    if !ctx.bypass_agent_check {
-        let mut metadata = Map::new();
-        metadata.insert("description".into(), json!(one.description));
-        metadata.insert("subagent_type".into(), json!(one.subagent_type));
-        let ask = ctx.ask(PermissionAsk {
-            permission: "task".into(),
-            patterns: vec![one.subagent_type.clone()],
-            always: vec!["*".into()],
-            force_ask: false,
-            metadata,
-        });
-        let asked = tokio::select! {
-            biased;
-            () = ctx.abort.cancelled() => Err(ToolError::Aborted),
-            r = ask => r,
-        };
-        if let Err(e) = asked {
-            let code = if e.is_aborted() {
-                TaskErrorCode::SubagentCancelled
-            } else {
-                TaskErrorCode::PermissionDenied
-            };
-            return refused(TaskError::new(code, e.to_string()));
-        }
+    if let Err((error, _)) = ask_to_start(ctx, &one.description, &one.subagent_type).await {
+        return refused(error);
     }
     let agent = match startable(ctx, &one.subagent_type) {
         Ok(agent) => agent,

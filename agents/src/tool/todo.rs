@@ -1,4 +1,4 @@
-//! `todowrite {todos}` and `todoread {}`: the session's todo list (reference §8.7).
+//! `todowrite {todos}` and `todoread {}`: the session's todo list.
 
 use async_trait::async_trait;
 use serde::Deserialize;

@@ -1,4 +1,4 @@
-//! Tool output truncation (reference §8.6): outputs over 2000 lines or 50 KB keep their head,
+//! Tool output truncation: outputs over 2000 lines or 50 KB keep their head,
 //! the full text is saved to `<data_dir>/tool-output/tool_<id>`, and a hint tells the model how
 //! to get at the rest.
 

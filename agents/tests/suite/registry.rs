@@ -1,4 +1,4 @@
-//! Resolved agents: the built-in rulesets (reference §7 A-family) and every override rule.
+//! Resolved agents: the built-in agents' rulesets and every way configuration overrides them.
 
 use taskforce_agents::agent::{AgentError, AgentMode, Registry, RuleOrigin};
 use taskforce_agents::permission::Action::{self, Allow, Ask, Deny};
@@ -20,7 +20,7 @@ fn with_config(toml: &str) -> Registry {
 }
 
 #[test]
-fn a1_a2_build_defaults() {
+fn build_allows_tools_but_asks_for_env_files_and_outside_directories() {
     let f = Fixture::new();
     let r = f.registry();
     for p in ["edit", "bash", "task", "webfetch"] {
@@ -53,7 +53,7 @@ fn a1_a2_build_defaults() {
 }
 
 #[test]
-fn a3_plan_denies_edits_but_its_plans() {
+fn plan_denies_edits_except_its_plan_files() {
     let r = Fixture::new().registry();
     assert_eq!(decide(&r, "plan", "edit", "*"), Deny);
     assert_eq!(decide(&r, "plan", "edit", "src/a.ts"), Deny);
@@ -71,7 +71,7 @@ fn a3_plan_denies_edits_but_its_plans() {
 }
 
 #[test]
-fn a4_general_and_explore() {
+fn general_has_no_todos_and_explore_cannot_edit_or_delegate() {
     let r = Fixture::new().registry();
     assert_eq!(decide(&r, "general", "todowrite", "*"), Deny);
     assert_eq!(decide(&r, "general", "todoread", "*"), Deny);
@@ -100,7 +100,7 @@ fn a4_general_and_explore() {
 }
 
 #[test]
-fn a6_hidden_agents_deny_all_but_tool_output() {
+fn hidden_agents_deny_everything_but_reading_tool_output() {
     let f = Fixture::new();
     let r = f.registry();
     let output = f
@@ -124,7 +124,7 @@ fn a6_hidden_agents_deny_all_but_tool_output() {
 }
 
 #[test]
-fn a8_a9_global_then_agent_rules() {
+fn agent_rules_come_after_global_rules_and_record_their_origin() {
     let r = with_config(
         "[permission]\nbash = \"deny\"\n[agent.build.permission.bash]\n\"rm -rf *\" = \"deny\"\n\"git *\" = \"allow\"\n",
     );
@@ -144,7 +144,7 @@ fn a8_a9_global_then_agent_rules() {
 }
 
 #[test]
-fn a10_legacy_tools_maps() {
+fn legacy_tools_keys_map_to_rules_and_explicit_permission_wins() {
     let r = with_config(
         "[agent.build.tools]\nbash = false\nread = false\n[agent.plan.tools]\nwrite = false\n[agent.general]\ntools = { bash = false }\npermission = { bash = \"ask\" }\n",
     );
@@ -165,7 +165,7 @@ fn a10_legacy_tools_maps() {
 }
 
 #[test]
-fn a12_disable_removes_even_builtins() {
+fn disable_removes_even_a_builtin_agent() {
     let r = with_config("[agent.explore]\ndisable = true\n");
     assert!(r.get("explore").is_none());
     assert!(!r.names().contains(&"explore".to_string()));
@@ -176,7 +176,7 @@ fn a12_disable_removes_even_builtins() {
 }
 
 #[test]
-fn a13_a15_custom_agents() {
+fn custom_agents_keep_model_sampling_and_options_and_start_from_defaults() {
     let r = with_config(
         "[provider.openai]\n[agent.my_custom_agent]\nmodel = \"openai/gpt-4\"\ntemperature = 0.5\ntop_p = 0.9\noptions = { reasoningEffort = \"high\", random_property = \"hello\" }\n",
     );
@@ -198,7 +198,7 @@ fn a13_a15_custom_agents() {
 }
 
 #[test]
-fn a14_a18_steps_and_native_overrides() {
+fn steps_and_description_override_a_builtin_agent() {
     let r = with_config(
         "[agent.build]\nsteps = 50\ndescription = \"Mine\"\n[agent.plan]\nmaxSteps = 100\n",
     );
@@ -211,7 +211,7 @@ fn a14_a18_steps_and_native_overrides() {
 }
 
 #[test]
-fn a16_unknown_agents() {
+fn an_unknown_agent_is_an_error_naming_the_known_ones() {
     let r = Fixture::new().registry();
     assert!(r.get("does_not_exist").is_none());
     let err = r.require("does_not_exist").unwrap_err().to_string();
@@ -222,7 +222,7 @@ fn a16_unknown_agents() {
 }
 
 #[test]
-fn a19_a20_markdown_agents() {
+fn markdown_agents_are_named_by_path_and_modes_default_to_primary() {
     let f = Fixture::new();
     f.project_file(
         ".opencode/agent/review/security.md",

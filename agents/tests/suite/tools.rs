@@ -1055,7 +1055,7 @@ async fn task_unknown_agent_fails_without_delegating() {
         "UNKNOWN_AGENT: Unknown agent type: nobody is not a valid agent type"
     );
     assert!(env.requests().is_empty());
-    // The permission check comes first (F3).
+    // The permission check comes first.
     assert_eq!(env.asks()[0].patterns, vec!["nobody"]);
 }
 

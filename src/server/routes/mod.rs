@@ -1,4 +1,4 @@
-//! The route table (reference §5.2).
+//! The route table: every HTTP route the server answers, by path and method.
 
 pub(crate) mod global;
 pub(crate) mod message;

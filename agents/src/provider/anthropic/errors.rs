@@ -3,13 +3,11 @@
 //! Anthropic's error body is `{"type": "error", "error": {"type": …, "message": …}}`; the same
 //! object comes as an `error` event when a stream fails after it started.
 
-use std::time::SystemTime;
-
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
 use crate::provider::ProviderError;
-use crate::provider::openai::errors::retry_after;
+use crate::provider::openai::errors::status_error;
 
 /// Phrases Anthropic uses when a request does not fit the context window (lowercase).
 const OVERFLOW_PHRASES: &[&str] = &[
@@ -29,23 +27,9 @@ pub(crate) fn from_status(
     body: String,
 ) -> ProviderError {
     let (kind, message) = parse(&body);
-    match status {
-        401 | 403 => ProviderError::Auth {
-            provider: provider.to_string(),
-            message: message.unwrap_or_else(|| body.trim().to_string()),
-        },
-        400 | 413 if is_overflow(kind.as_deref(), message.as_deref(), &body) => {
-            ProviderError::ContextOverflow {
-                message: message.unwrap_or_else(|| body.trim().to_string()),
-            }
-        }
-        _ => ProviderError::Http {
-            provider: provider.to_string(),
-            status,
-            body,
-            retry_after: retry_after(headers, SystemTime::now()),
-        },
-    }
+    let overflow = is_overflow(kind.as_deref(), message.as_deref(), &body);
+    let message = |body: &str| message.unwrap_or_else(|| body.trim().to_string());
+    status_error(provider, status, headers, body, message, overflow)
 }
 
 /// The error for an `error` event in the stream; its `error.type` stands for a status.

@@ -2,7 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::provider::openai::request::{data_url_text, is_textual};
+use crate::provider::openai::request::file_text;
 use crate::provider::{ChatMessage, Content, ModelRequest, Role};
 
 /// `max_tokens` when the model's `output` limit is not configured (the API requires one).
@@ -233,24 +233,7 @@ fn file_block(mime: &str, url: &str, filename: Option<&str>) -> Value {
             return json!({"type": kind, "source": {"type": "url", "url": url}});
         }
     }
-    let name = filename.unwrap_or("attachment");
-    if is_textual(mime)
-        && let Some(text) = data_url_text(url)
-    {
-        return json!({
-            "type": "text",
-            "text": format!("<file name=\"{name}\" type=\"{mime}\">\n{text}\n</file>"),
-        });
-    }
-    let location = if url.starts_with("data:") {
-        String::new()
-    } else {
-        format!(" at {url}")
-    };
-    json!({
-        "type": "text",
-        "text": format!("[Attached file: {name} ({mime}){location}]"),
-    })
+    file_text(mime, url, filename)
 }
 
 /// The base64 data of a `data:…;base64,` URL.

@@ -332,7 +332,7 @@ fn finish_reason(reason: &str) -> FinishReason {
     }
 }
 
-/// The start of a payload, for error messages.
+/// How a Messages stream is decoded: nothing follows `message_stop`.
 impl SseDecoder for Decoder {
     fn feed(&mut self, data: &str, out: &mut VecDeque<ModelEvent>) -> Result<bool, ProviderError> {
         self.data(data, out)?;

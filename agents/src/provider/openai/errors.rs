@@ -25,13 +25,28 @@ pub(crate) fn from_status(
     headers: &HeaderMap,
     body: String,
 ) -> ProviderError {
+    let overflow = mentions_overflow(&body);
+    status_error(provider, status, headers, body, message_of, overflow)
+}
+
+/// The error a status stands for, as every adapter reads it: 401/403 → `Auth` and a 400/413
+/// whose body talks about the context length (`overflow`) → `ContextOverflow`, both with the
+/// `message` the body gives; any other → `Http` with the body and the wait the headers ask for.
+pub(crate) fn status_error(
+    provider: &str,
+    status: u16,
+    headers: &HeaderMap,
+    body: String,
+    message: impl FnOnce(&str) -> String,
+    overflow: bool,
+) -> ProviderError {
     match status {
         401 | 403 => ProviderError::Auth {
             provider: provider.to_string(),
-            message: message_of(&body),
+            message: message(&body),
         },
-        400 | 413 if mentions_overflow(&body) => ProviderError::ContextOverflow {
-            message: message_of(&body),
+        400 | 413 if overflow => ProviderError::ContextOverflow {
+            message: message(&body),
         },
         _ => ProviderError::Http {
             provider: provider.to_string(),

@@ -118,24 +118,7 @@ fn file_part(mime: &str, url: &str, filename: Option<&str>) -> Value {
     if mime.starts_with("image/") {
         return json!({"type": "image_url", "image_url": {"url": url}});
     }
-    let name = filename.unwrap_or("attachment");
-    if is_textual(mime)
-        && let Some(text) = data_url_text(url)
-    {
-        return json!({
-            "type": "text",
-            "text": format!("<file name=\"{name}\" type=\"{mime}\">\n{text}\n</file>"),
-        });
-    }
-    let location = if url.starts_with("data:") {
-        String::new()
-    } else {
-        format!(" at {url}")
-    };
-    json!({
-        "type": "text",
-        "text": format!("[Attached file: {name} ({mime}){location}]"),
-    })
+    file_text(mime, url, filename)
 }
 
 /// An assistant message: text (or null) and its tool calls.
@@ -178,8 +161,31 @@ fn arguments(input: &Value) -> String {
     }
 }
 
+/// A file as a text part (both wire formats write text parts alike): its content inline when it
+/// is text at hand in a `data:` URL, else a note naming the file.
+pub(in crate::provider) fn file_text(mime: &str, url: &str, filename: Option<&str>) -> Value {
+    let name = filename.unwrap_or("attachment");
+    if is_textual(mime)
+        && let Some(text) = data_url_text(url)
+    {
+        return json!({
+            "type": "text",
+            "text": format!("<file name=\"{name}\" type=\"{mime}\">\n{text}\n</file>"),
+        });
+    }
+    let location = if url.starts_with("data:") {
+        String::new()
+    } else {
+        format!(" at {url}")
+    };
+    json!({
+        "type": "text",
+        "text": format!("[Attached file: {name} ({mime}){location}]"),
+    })
+}
+
 /// Whether a file of this MIME type is text a model can read inline.
-pub(in crate::provider) fn is_textual(mime: &str) -> bool {
+fn is_textual(mime: &str) -> bool {
     let mime = mime.split(';').next().unwrap_or("").trim();
     mime.starts_with("text/")
         || matches!(
@@ -195,7 +201,7 @@ pub(in crate::provider) fn is_textual(mime: &str) -> bool {
 }
 
 /// The text of a `data:` URL (base64 or plain), when it is UTF-8.
-pub(in crate::provider) fn data_url_text(url: &str) -> Option<String> {
+fn data_url_text(url: &str) -> Option<String> {
     let rest = url.strip_prefix("data:")?;
     let (meta, data) = rest.split_once(',')?;
     if meta.ends_with(";base64") {

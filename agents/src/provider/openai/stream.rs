@@ -317,7 +317,7 @@ fn map_usage(u: &WireUsage) -> Usage {
     }
 }
 
-/// The start of a payload, for error messages.
+/// How a chat completions stream is decoded: `[DONE]` ends it.
 impl SseDecoder for Decoder {
     fn feed(&mut self, data: &str, out: &mut VecDeque<ModelEvent>) -> Result<bool, ProviderError> {
         if data == "[DONE]" {
