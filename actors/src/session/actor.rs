@@ -6,22 +6,19 @@
 //! cancelled, answered with the cancellation error. An actor with nothing to do stops itself
 //! after an idle period; the supervisor starts it again from the store on the next message.
 
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex};
 
 use actix::prelude::*;
-use taskforce_agents::agent::AgentInfo;
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::Session;
-use taskforce_agents::permission::Layers;
-use taskforce_agents::provider::ToolSpec;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::PromptInput;
 use super::exclusive::{Job, run_job};
+use super::input::PromptInput;
 use super::relay::spawn_relay;
 use super::run::run_loops;
+use super::state::{LoopState, lock};
 use crate::RuntimeError;
 use crate::core::Core;
 use crate::store::MessageWithParts;
@@ -38,79 +35,6 @@ pub struct Seed {
     pub empty: bool,
     /// It is not stored yet: its row goes to disk with its first message (new children).
     pub unsaved: bool,
-}
-
-/// Queued prompts, their waiters, the running loop's token, and the actor's memory of its
-/// session. The actor is the only writer of its session's messages, so what it remembers is
-/// what the store holds; after a failed loop the history is dropped and read again.
-#[derive(Default)]
-pub(crate) struct LoopState {
-    /// The session.
-    pub session: Option<Arc<Session>>,
-    /// The session's messages as stored, when known.
-    pub history: Option<Vec<MessageWithParts>>,
-    /// The session row is not stored yet.
-    pub unsaved: bool,
-    pub queue: VecDeque<PromptInput>,
-    pub waiters: Vec<oneshot::Sender<Result<MessageWithParts, RuntimeError>>>,
-    pub running: Option<CancellationToken>,
-    /// Since when no loop or job has run: when the last ended, else when the actor's memory
-    /// was made.
-    pub idle_since: Option<tokio::time::Instant>,
-    /// The session whose task call the running loop was started by, when known: the loop ends
-    /// with that call (its token is a child of the call's, or relayed from it).
-    pub tied_to: Option<SessionId>,
-    /// The task relaying the parent's call's cancel to the running loop, when the call runs
-    /// on another arbiter.
-    pub relay: Option<tokio::task::AbortHandle>,
-    /// The rules the last step ran under: kept across steps and loops while neither the agent
-    /// nor the session changes.
-    pub rules: Option<MergedRules>,
-    /// The tools the last step offered, as the model is told of them: kept while neither the
-    /// agent nor the offered tools change, so that a step's request shares them.
-    pub specs: Option<OfferedTools>,
-}
-
-/// The tool specs offered to an agent's model.
-pub(crate) struct OfferedTools {
-    pub agent: Arc<AgentInfo>,
-    /// Their places in `core.tools`.
-    pub tools: Vec<usize>,
-    pub specs: Arc<Vec<ToolSpec>>,
-}
-
-/// An agent's and a session's rules, merged, over the session's callers' rules.
-pub(crate) struct MergedRules {
-    pub agent: Arc<AgentInfo>,
-    pub session: Arc<Session>,
-    pub rules: Layers,
-}
-
-impl LoopState {
-    /// The running loop is over: no token, no tie to a parent's call, no relay.
-    pub(crate) fn end_run(&mut self) {
-        self.running = None;
-        self.idle_since = Some(tokio::time::Instant::now());
-        self.tied_to = None;
-        if let Some(relay) = self.relay.take() {
-            relay.abort();
-        }
-    }
-
-    /// When no run goes on and prompts wait: a new run's token, set as the running one.
-    pub(crate) fn next_run(&mut self) -> Option<CancellationToken> {
-        if self.running.is_some() || self.queue.is_empty() {
-            return None;
-        }
-        let token = CancellationToken::new();
-        self.running = Some(token.clone());
-        Some(token)
-    }
-}
-
-/// Locks the loop state, tolerating a poisoned lock (its data stays consistent).
-pub(crate) fn lock(state: &Mutex<LoopState>) -> MutexGuard<'_, LoopState> {
-    state.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
 /// One live session.
@@ -504,27 +428,5 @@ mod tests {
         // Idle for the whole period, or longer: it stops now.
         assert_eq!(idle_left(false, period, period), None);
         assert_eq!(idle_left(false, Duration::from_secs(5), period), None);
-    }
-
-    #[tokio::test]
-    async fn an_ended_run_stops_its_relay() {
-        let upstream = CancellationToken::new();
-        let token = CancellationToken::new();
-        let mut state = LoopState {
-            running: Some(token.clone()),
-            tied_to: Some(SessionId::new()),
-            relay: Some(spawn_relay(upstream.clone(), token.clone())),
-            ..LoopState::default()
-        };
-        state.end_run();
-        assert!(state.running.is_none() && state.tied_to.is_none() && state.relay.is_none());
-        for _ in 0..3 {
-            tokio::task::yield_now().await;
-        }
-        upstream.cancel();
-        for _ in 0..3 {
-            tokio::task::yield_now().await;
-        }
-        assert!(!token.is_cancelled(), "an ended run's token is left alone");
     }
 }

@@ -1,6 +1,6 @@
-//! Compaction (reference §8.3, S12): when a step overflows the model's context, or on request,
-//! the hidden `compaction` agent summarizes the conversation; the model then sees the history
-//! from that summary on. Pruning clears the output of old tool calls.
+//! Compaction: when a step overflows the model's context, or on request, the hidden
+//! `compaction` agent summarizes the conversation; the model then sees the history from that
+//! summary on. Pruning clears the output of old tool calls.
 
 use taskforce_agents::id::now_ms;
 use taskforce_agents::model::{Message, ModelRef, PartKind, Tokens, ToolState};
@@ -24,7 +24,7 @@ const PRUNE_PROTECT: u64 = 40_000;
 const PRUNE_MINIMUM: u64 = 20_000;
 
 /// Whether a step that used `tokens` overflowed a model with `context` and `output` limits
-/// (S12): usable = context − min(output, 32,000); overflow at or above it. No context limit:
+/// (room for the reply is kept): usable = context − min(output, 32,000); overflow at or above it. No context limit:
 /// never.
 pub fn overflows(tokens: &Tokens, context: Option<u64>, output: Option<u64>) -> bool {
     let Some(context) = context.filter(|c| *c > 0) else {

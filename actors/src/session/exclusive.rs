@@ -1,15 +1,15 @@
 //! Work a session does outside its agent loop but with the session to itself: a user's shell
-//! command (reference §8.8) and a message stored without a reply (`noReply`).
+//! command and a message stored without a reply (`noReply`).
 
 use std::sync::{Arc, Mutex};
 
 use taskforce_agents::id::SessionId;
 use tokio_util::sync::CancellationToken;
 
-use super::actor::{LoopState, lock};
-use super::run::load;
+use super::input::{PromptInput, create_user_message};
 use super::shell::{ShellInput, run_shell};
-use super::{PromptInput, Writer, create_user_message};
+use super::state::{LoopState, load, lock};
+use super::writer::Writer;
 use crate::RuntimeError;
 use crate::bus::SessionStatus;
 use crate::core::Core;

@@ -1,11 +1,11 @@
-//! The stored conversation as the model sees it (reference §8.11).
+//! The stored conversation as the model sees it.
 
 use serde_json::Value;
 use taskforce_agents::id::MessageId;
 use taskforce_agents::model::{JsonObject, Message, ModelRef, PartKind, ReasoningPart, ToolState};
 use taskforce_agents::provider::{ChatMessage, Content, Role};
 
-use super::processor::REASONING_PROVIDER;
+use super::part::REASONING_PROVIDER;
 use crate::store::MessageWithParts;
 
 /// What an interrupted tool call reads as.
@@ -150,7 +150,7 @@ fn signature(r: &ReasoningPart) -> Option<String> {
         .map(str::to_string)
 }
 
-/// A user message that arrived while the agent was working (reference F22).
+/// A user message that arrived while the agent was working.
 fn queued(text: &str) -> String {
     format!(
         "<system-reminder>\nThe user sent the following message:\n{text}\n\nPlease address this message and continue with your tasks.\n</system-reminder>"

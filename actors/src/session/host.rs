@@ -10,7 +10,7 @@ use taskforce_agents::model::{Message, PartKind, Todo, ToolMetadata, ToolState};
 use taskforce_agents::permission::{AskDecision, Layers, PermissionAsk, PermissionError};
 use taskforce_agents::tool::{ToolContext, ToolError, ToolHost};
 
-use super::processor::SharedPart;
+use super::part::SharedPart;
 use super::writer::Writer;
 use crate::bus::Event;
 use crate::core::Core;
@@ -37,8 +37,8 @@ impl SessionToolHost {
         }
     }
 
-    /// Asks `doom_loop` for a call repeated too often, against the agent's rules (S14) under
-    /// the session's callers' rules.
+    /// Asks `doom_loop` for a call repeated too often, against the agent's own rules (not the
+    /// session's) under the session's callers' rules.
     pub async fn ask_doom_loop(
         &self,
         ctx: &ToolContext,

@@ -227,7 +227,7 @@ async fn user_message(
                         source: None,
                     },
                 )));
-                // F19: the model is told to delegate; a denied agent is vouched for by the user.
+                // An `@agent` mention: the model is told to delegate; a denied agent is vouched for by the user.
                 let denied = evaluate("task", &name, &[&agent.permission]).action == Action::Deny;
                 let mut hint = format!(
                     " Use the above message and context to generate a prompt and call the task tool with subagent: {name}"

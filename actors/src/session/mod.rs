@@ -3,20 +3,26 @@
 mod actor;
 mod call;
 mod compaction;
+mod dispatch;
 mod environment;
 mod exclusive;
 mod history;
 mod host;
 mod input;
+mod part;
 mod processor;
 mod recover;
 mod relay;
+mod retry;
 mod run;
 mod shell;
+mod state;
 mod step;
 mod streaming;
 mod subtask;
 mod title;
+mod tool_end;
+mod turn;
 mod writer;
 
 pub use actor::{
@@ -36,6 +42,5 @@ pub use title::{TITLE_REQUEST, clean_title, is_default_title};
 pub(crate) use actor::{Reply, RunHandle};
 pub(crate) use environment::civil_from_days as civil_date;
 pub(crate) use host::ask_origin;
-pub(crate) use input::{create_user_message, hold_user_message};
 pub(crate) use recover::repair_dead_runs;
-pub(crate) use writer::{Held, Writer};
+pub(crate) use writer::Writer;

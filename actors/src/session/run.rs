@@ -1,4 +1,4 @@
-//! The agent loop of one session (reference §8.1, without compaction and titles).
+//! The agent loop of one session: prompts in, steps until each is answered, answers out.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
@@ -6,18 +6,17 @@ use std::sync::{Arc, Mutex};
 use futures::FutureExt;
 
 use taskforce_agents::id::SessionId;
-use taskforce_agents::model::{AssistantError, Message, Session};
+use taskforce_agents::model::{AssistantError, Message};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::actor::{LoopState, lock};
 use super::compaction::{CONTINUE, needs_compaction, pending_compaction, prune};
-use super::recover::{has_unfinished, repair_dead_runs};
+use super::input::{PartInput, PromptInput, create_user_message, hold_user_message};
+use super::state::{LoopState, Run, load, lock};
 use super::step::{StepOutcome, run_step};
 use super::subtask::{pending_subtask, run_subtask};
 use super::title::ensure_title;
-use super::writer::Item;
-use super::{Held, PartInput, PromptInput, Writer, create_user_message, hold_user_message};
+use super::writer::{Held, Item, Writer};
 use crate::RuntimeError;
 use crate::bus::{Event, SessionStatus};
 use crate::core::Core;
@@ -90,17 +89,14 @@ async fn run_loop(
     let result = async {
         loop {
             let mut held = Held::default();
-            let result = drive(
-                &core,
-                &writer,
-                &session,
-                &state,
-                &token,
-                &mut messages,
-                &mut unsaved,
-                &mut held,
-            )
-            .await;
+            let run = Run {
+                core: &core,
+                writer: &writer,
+                session: &session,
+                state: &state,
+                token: &token,
+            };
+            let result = drive(&run, &mut messages, &mut unsaved, &mut held).await;
             // The last step's end (or a user message no step took) has no commit to go with.
             let result = match (result, writer.flush(&mut held).await) {
                 (Ok(_), Err(e)) => Err(e.into()),
@@ -153,7 +149,7 @@ async fn run_loop(
             error: Some(Box::new(AssistantError::unknown(e.to_string()))),
         });
     }
-    // Old tool output is cleared once the turn is done (reference §8.3, `compaction.prune`).
+    // Old tool output is cleared once the turn is done (when `compaction.prune` is on).
     if core.config.compaction.prune && result.is_ok() {
         let changed = prune(&mut messages);
         if !changed.is_empty() {
@@ -183,48 +179,6 @@ async fn run_loop(
     // of them once it sees the idle.
     writer.status(&session, SessionStatus::Idle);
     finish(&state, result);
-}
-
-/// The session, its history and whether its row is unsaved: from the actor's memory (the history
-/// is taken out; the caller puts it back when done), else from the store.
-pub(crate) async fn load(
-    core: &Arc<Core>,
-    id: &SessionId,
-    state: &Mutex<LoopState>,
-) -> Result<(Arc<Session>, Vec<MessageWithParts>, bool), RuntimeError> {
-    let (known, remembered, unsaved) = {
-        let mut state = lock(state);
-        (
-            state.session.clone(),
-            state.history.take(),
-            std::mem::take(&mut state.unsaved),
-        )
-    };
-    let session = match known {
-        Some(s) => s,
-        None => match core.store.session(id).await? {
-            Some(s) => {
-                let s = Arc::new(s);
-                lock(state).session = Some(s.clone());
-                s
-            }
-            None => return Err(RuntimeError::SessionNotFound(id.to_string())),
-        },
-    };
-    let messages = match remembered {
-        Some(h) => h,
-        None => {
-            let stored = core.store.messages(id).await?;
-            // An answer left unfinished by a runtime that died is ended before the loop
-            // builds on it.
-            if has_unfinished(&stored) && !repair_dead_runs(core, Some(id)).await.is_empty() {
-                core.store.messages(id).await?
-            } else {
-                stored
-            }
-        }
-    };
-    Ok((session, messages, unsaved))
 }
 
 /// A runtime-made user message with `parts`, under the agent and model of the newest user
@@ -263,17 +217,19 @@ fn finish(state: &Mutex<LoopState>, result: Result<MessageWithParts, RuntimeErro
 /// is in `messages`. User messages and each step's end are held for the next step's opening
 /// commit (written first where something else comes next); what is still held when it returns
 /// is the caller's to write.
-#[allow(clippy::too_many_arguments)]
 async fn drive(
-    core: &Arc<Core>,
-    writer: &Writer,
-    session: &Arc<Session>,
-    state: &Mutex<LoopState>,
-    token: &CancellationToken,
+    run: &Run<'_>,
     messages: &mut Vec<MessageWithParts>,
     unsaved: &mut bool,
     held: &mut Held,
 ) -> Result<usize, RuntimeError> {
+    let Run {
+        core,
+        writer,
+        session,
+        state,
+        token,
+    } = *run;
     let mut step = 0u32;
     let mut titled = false;
     loop {
@@ -311,11 +267,10 @@ async fn drive(
             }
             continue;
         }
-        // A compaction request waiting for its summary runs first (reference §8.3).
+        // A compaction request waiting for its summary runs first.
         if let Some(auto) = pending_compaction(messages) {
             step += 1;
-            let (summary, outcome) =
-                run_step(core, state, session, messages, step, token, true, held).await?;
+            let (summary, outcome) = run_step(run, messages, step, true, held).await?;
             // On disk and published before the compaction is announced.
             writer.flush(held).await?;
             let ok = summary
@@ -370,8 +325,7 @@ async fn drive(
             continue;
         }
         step += 1;
-        let (answer, outcome) =
-            run_step(core, state, session, messages, step, token, false, held).await?;
+        let (answer, outcome) = run_step(run, messages, step, false, held).await?;
         messages.push(answer);
         if outcome == StepOutcome::Stop && lock(state).queue.is_empty() {
             return Ok(messages.len() - 1);

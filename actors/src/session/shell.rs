@@ -1,5 +1,5 @@
-//! A shell command the user runs in a session (reference §8.8): recorded as a synthetic user
-//! message and an assistant message holding a `bash` tool call, run without a permission ask.
+//! A shell command the user runs in a session: recorded as a synthetic user message and an
+//! assistant message holding a `bash` tool call, run without a permission ask.
 
 use std::sync::Arc;
 
@@ -17,9 +17,9 @@ use tokio_util::sync::CancellationToken;
 use super::call::{CallSite, call_tool, delegate};
 use super::history::SUBTASK_BY_USER;
 use super::host::SessionToolHost;
-use super::processor::SharedPart;
+use super::input::{PartInput, PromptInput, create_user_message};
+use super::part::SharedPart;
 use super::writer::{Item, Writer};
-use super::{PartInput, PromptInput, create_user_message};
 use crate::RuntimeError;
 use crate::core::Core;
 use crate::store::MessageWithParts;

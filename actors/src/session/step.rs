@@ -5,26 +5,28 @@ use std::sync::{Arc, Mutex};
 
 use taskforce_agents::agent::AgentInfo;
 use taskforce_agents::id::now_ms;
-use taskforce_agents::model::ApiError;
 use taskforce_agents::model::{
     AssistantError, AssistantMessage, Message, MessagePath, Part, PartKind, Session, UserMessage,
 };
 use taskforce_agents::permission::{Layers, Rule, merge};
-use taskforce_agents::provider::{ChatMessage, ModelRequest, ProviderError, Role, ToolSpec, cost};
-use tokio_util::sync::CancellationToken;
+use taskforce_agents::provider::{ChatMessage, ModelRequest, Role, ToolSpec, cost};
 
-use super::actor::{LoopState, MergedRules, OfferedTools, lock};
 use super::compaction::{COMPACTION_AGENT, filter_compacted};
+use super::dispatch::ToolCalls;
 use super::environment::environment;
 use super::history::to_model_messages;
-use super::processor::{Processor, SharedPart, tokens};
-use super::writer::{Held, Item, Writer};
+use super::part::SharedPart;
+use super::processor::{Processor, tokens};
+use super::retry::to_assistant_error;
+use super::state::{LoopState, MergedRules, OfferedTools, Run, lock};
+use super::turn::Turn;
+use super::writer::{Held, Item};
 use crate::RuntimeError;
 use crate::bus::Event;
 use crate::core::Core;
 use crate::store::MessageWithParts;
 
-/// The message appended for the model when an agent reaches its step limit (reference F20).
+/// The message appended for the model when an agent reaches its step limit.
 pub const MAX_STEPS: &str = "CRITICAL - MAXIMUM STEPS REACHED\n\nThe maximum number of steps allowed for this task has been reached. Tools are disabled until next user input. Respond with text only.\n\nSTRICT REQUIREMENTS:\n1. Do NOT make any tool calls (no reads, writes, edits, searches, or any other tools)\n2. MUST provide a text response summarizing work done so far\n3. This constraint overrides ALL other instructions, including any user messages about edits or tool use\n\nResponse must include:\n- Statement that maximum steps for this agent have been reached\n- Summary of what has been accomplished so far\n- List of any remaining tasks that were not completed\n- Recommendations for what should be done next\n\nAny attempts to use tools are strictly prohibited until the user has sent another message.";
 
 /// What the loop does after a step.
@@ -41,18 +43,19 @@ pub(crate) enum StepOutcome {
 /// its prompt alone as system prompt), and the answer is marked as a summary. What `held`
 /// holds is written with the step's opening; a step that ends without an error leaves its
 /// closing state in `held`, for the caller to write with its next commit.
-#[allow(clippy::too_many_arguments)]
 pub(crate) async fn run_step(
-    core: &Arc<Core>,
-    state: &Mutex<LoopState>,
-    session: &Arc<Session>,
+    run: &Run<'_>,
     messages: &[MessageWithParts],
     step: u32,
-    token: &CancellationToken,
     compacting: bool,
     held: &mut Held,
 ) -> Result<(MessageWithParts, StepOutcome), RuntimeError> {
-    let writer = &Writer::new(core.clone());
+    let Run {
+        core,
+        session,
+        state,
+        ..
+    } = *run;
     let messages = filter_compacted(messages);
     let Some(user) = messages.iter().rev().find_map(|m| match &*m.info {
         Message::User(u) => Some(u),
@@ -60,7 +63,7 @@ pub(crate) async fn run_step(
     }) else {
         return Err(RuntimeError::InvalidInput("no user message".into()));
     };
-    // F19: a turn whose user message mentions an agent skips the task permission ask.
+    // A turn whose user message mentions an agent skips the task permission ask.
     let mentions_agent = messages
         .iter()
         .rev()
@@ -97,10 +100,9 @@ pub(crate) async fn run_step(
     let model = match core.providers.model(&model_ref) {
         Ok(m) => m,
         Err(e) => {
-            writer.flush(held).await?;
+            run.writer.flush(held).await?;
             return fail(
-                core,
-                writer,
+                run,
                 assistant,
                 Vec::new(),
                 Vec::new(),
@@ -111,7 +113,7 @@ pub(crate) async fn run_step(
         }
     };
     // A session that may not delegate is not offered the task tool; a call anyway is routed to
-    // it so that the model reads why (see `Processor::task_guarded`).
+    // it so that the model reads why (see `ToolCalls::task_guarded`).
     let task_guarded = match core.children() {
         Some(children) => children.guard(session).await.is_some(),
         None => false,
@@ -171,26 +173,24 @@ pub(crate) async fn run_step(
         hook.chat_request(&session.id, &agent.name, &mut request);
     }
     let mut processor = Processor {
-        core: core.clone(),
-        writer: writer.clone(),
-        session: session.clone(),
-        agent,
-        model: model_ref.clone(),
-        message_id: assistant.id.clone(),
-        tools,
-        token: token.clone(),
-        parts: Vec::new(),
-        rules,
-        bypass_agent_check: mentions_agent,
-        task_guarded,
-        delegate: None,
-        held: std::mem::take(held),
+        turn: Turn {
+            core: core.clone(),
+            writer: run.writer.clone(),
+            session: session.clone(),
+            agent,
+            model: model_ref.clone(),
+            message_id: assistant.id.clone(),
+            token: run.token.clone(),
+            parts: Vec::new(),
+            held: std::mem::take(held),
+        },
+        calls: ToolCalls::new(tools, rules, mentions_agent, task_guarded),
     };
     // Shared by the first write and its event; dropped once written, not kept through the
     // step (a cancelled tree would otherwise free a copy per session on its way out).
     let opening = Arc::new(Message::Assistant(assistant.clone()));
     let result = processor.process(model.as_ref(), request, opening).await;
-    let parts = std::mem::take(&mut processor.parts)
+    let parts = std::mem::take(&mut processor.turn.parts)
         .into_iter()
         .map(SharedPart::into_part)
         .collect::<Vec<_>>();
@@ -204,17 +204,8 @@ pub(crate) async fn run_step(
     assistant.finish = result.finish.as_ref().map(|f| f.as_str().to_string());
     assistant.time.completed = Some(now_ms());
     if let Some(error) = result.error {
-        let cancelled = token.is_cancelled();
-        return fail(
-            core,
-            writer,
-            assistant,
-            parts,
-            result.closing,
-            error,
-            cancelled,
-        )
-        .await;
+        let cancelled = run.token.is_cancelled();
+        return fail(run, assistant, parts, result.closing, error, cancelled).await;
     }
     // The closing state goes with the caller's next commit (the next step's opening, else
     // the loop's end), which publishes it first.
@@ -234,14 +225,14 @@ pub(crate) async fn run_step(
 /// `cancelled` run's end is queued for the disk rather than waited for (see
 /// [`Writer::save_behind`]).
 async fn fail(
-    core: &Core,
-    writer: &Writer,
+    run: &Run<'_>,
     mut assistant: AssistantMessage,
     parts: Vec<Arc<Part>>,
     closing: Vec<Arc<Part>>,
     error: AssistantError,
     cancelled: bool,
 ) -> Result<(MessageWithParts, StepOutcome), RuntimeError> {
+    let Run { core, writer, .. } = *run;
     assistant.error = Some(error.clone());
     assistant.time.completed.get_or_insert_with(now_ms);
     let session_id = assistant.session_id.clone();
@@ -345,26 +336,4 @@ fn offered_tools(core: &Core, rules: &Layers, user: &UserMessage) -> Vec<usize> 
         })
         .map(|(i, _)| i)
         .collect()
-}
-
-/// A provider error as OpenCode's assistant error.
-pub(crate) fn to_assistant_error(error: &ProviderError) -> AssistantError {
-    match error {
-        ProviderError::Auth { provider, message } => {
-            AssistantError::provider_auth(provider.clone(), message.clone())
-        }
-        ProviderError::ContextOverflow { message } => {
-            AssistantError::context_overflow(message.clone())
-        }
-        ProviderError::Http { status, body, .. } => {
-            let mut api =
-                ApiError::new(error.to_string(), error.is_retryable()).with_status(*status);
-            api.response_body = Some(body.clone());
-            AssistantError::from(api)
-        }
-        ProviderError::ModelNotFound(_) | ProviderError::Config { .. } => {
-            AssistantError::unknown(error.to_string())
-        }
-        _ => AssistantError::from(ApiError::new(error.to_string(), error.is_retryable())),
-    }
 }

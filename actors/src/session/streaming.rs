@@ -13,7 +13,7 @@ use taskforce_agents::id::now_ms;
 use taskforce_agents::model::{Part, PartKind, PartTime, ReasoningPart, TextPart};
 use tokio::time::Instant;
 
-use super::processor::SharedPart;
+use super::part::SharedPart;
 use super::writer::Writer;
 use crate::bus::Event;
 use crate::core::Core;

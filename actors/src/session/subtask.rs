@@ -1,5 +1,5 @@
-//! Running a subtask part (reference F16–F18): a command's or a client's subagent task, run
-//! through the task tool without its permission ask, recorded as the subagent's answer.
+//! Running a subtask part: a command's or a client's subagent task, run through the task tool
+//! without its permission ask, recorded as the subagent's answer.
 
 use std::sync::Arc;
 
@@ -15,7 +15,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::call::{CallSite, call_tool, delegate};
 use super::host::SessionToolHost;
-use super::processor::{SharedPart, end_running};
+use super::part::SharedPart;
+use super::tool_end::end_running;
 use super::writer::{Item, Writer};
 use crate::RuntimeError;
 use crate::core::Core;

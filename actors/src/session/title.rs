@@ -1,4 +1,4 @@
-//! Session titles (reference §8.4, F24): after the first real user message of a root session
+//! Session titles: after the first real user message of a root session
 //! whose title is still the default, the hidden `title` agent names it on the small model.
 
 use std::sync::Arc;
