@@ -9,7 +9,7 @@ use taskforce_agents::id::SessionId;
 use taskforce_agents::model::{Message, ToolState};
 use taskforce_agents::tool::background::EXIT_RUNNING;
 use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
-use taskforce_testkit::runtime::{until, until_idle};
+use taskforce_testkit::runtime::{until, until_first_child_runs, until_idle};
 use taskforce_testkit::script::{is_child, last_content, task_call, tool_results};
 
 use super::runtime::{Env, tool_parts};
@@ -730,6 +730,9 @@ async fn a_queued_background_child_not_stored_yet_cannot_be_continued() {
         )),
         "{outputs:?}"
     );
+    // The running child stores its row with its first message, which a loaded machine may not
+    // have reached yet.
+    until_first_child_runs(&rt, &parent).await;
     rt.cancel(&parent).await.unwrap();
     until_idle(&rt).await;
     // No third child was made; the queued one was cancelled before it stored anything.
