@@ -42,7 +42,7 @@ impl ShellGate for TemplateGate {
 }
 
 impl Runtime {
-    /// Runs the command `name` with `arguments` in `session` (reference F15, S8–S11): the
+    /// Runs the command `name` with `arguments` in `session`: the
     /// template is expanded, `` !`cmd` `` replaced by the command's output (arguments inside it
     /// shell-quoted, the command asked for as a bash call of the command's agent would be: a
     /// refused one does not run and leaves its error in the text), references turned

@@ -5,6 +5,7 @@ use std::pin::Pin;
 
 use serde::Serialize;
 use taskforce_agents::model::{Message, Session};
+use taskforce_agents::tool::TaskUsage;
 
 use crate::RuntimeError;
 use crate::bus::SessionStatus;
@@ -28,6 +29,19 @@ pub struct Usage {
     pub cost: f64,
     /// Assistant messages (model turns).
     pub turns: u64,
+}
+
+impl From<TaskUsage> for Usage {
+    fn from(u: TaskUsage) -> Self {
+        Usage {
+            input: u.input,
+            output: u.output,
+            cache_read: u.cache_read,
+            cache_write: u.cache_write,
+            cost: u.cost,
+            turns: u64::from(u.turns),
+        }
+    }
 }
 
 impl Usage {
@@ -69,21 +83,15 @@ pub(crate) fn build(
 ) -> Pin<Box<dyn Future<Output = Result<SessionTree, RuntimeError>> + Send + '_>> {
     Box::pin(async move {
         let messages = core.store.messages(&root.id).await?;
-        let mut usage = Usage::default();
+        let mut own = TaskUsage::default();
         let mut agent = None;
         for m in &messages {
             match &*m.info {
-                Message::Assistant(a) => {
-                    usage.input += a.tokens.input;
-                    usage.output += a.tokens.output;
-                    usage.cache_read += a.tokens.cache.read;
-                    usage.cache_write += a.tokens.cache.write;
-                    usage.cost += a.cost;
-                    usage.turns += 1;
-                }
+                Message::Assistant(a) => own.add_turn(a),
                 Message::User(u) => agent = Some(u.agent.clone()),
             }
         }
+        let usage = Usage::from(own);
         let mut children = Vec::new();
         let mut total = usage;
         for child in core.store.children(&root.id).await? {

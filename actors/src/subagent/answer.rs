@@ -117,12 +117,7 @@ pub(super) fn usage_of(answers: &[&MessageWithParts]) -> TaskUsage {
     let mut usage = TaskUsage::default();
     for answer in answers {
         if let Message::Assistant(a) = &*answer.info {
-            usage.input += a.tokens.input;
-            usage.output += a.tokens.output;
-            usage.cache_read += a.tokens.cache.read;
-            usage.cache_write += a.tokens.cache.write;
-            usage.cost += a.cost;
-            usage.turns += 1;
+            usage.add_turn(a);
         }
     }
     usage

@@ -174,6 +174,18 @@ pub struct TaskUsage {
     pub turns: u32,
 }
 
+impl TaskUsage {
+    /// Counts one assistant message: its tokens and cost, and one turn.
+    pub fn add_turn(&mut self, answer: &super::AssistantMessage) {
+        self.input += answer.tokens.input;
+        self.output += answer.tokens.output;
+        self.cache_read += answer.tokens.cache.read;
+        self.cache_write += answer.tokens.cache.write;
+        self.cost += answer.cost;
+        self.turns += 1;
+    }
+}
+
 /// One rich-rendering item of a child's answers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "camelCase")]
