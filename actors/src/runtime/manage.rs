@@ -4,11 +4,12 @@ use std::sync::Arc;
 
 use taskforce_agents::id::{MessageId, PartId, SessionId, now_ms};
 use taskforce_agents::model::{Message, Part, Session, Todo};
+use taskforce_agents::permission::Rule;
 
 use super::Runtime;
 use crate::RuntimeError;
 use crate::bus::Event;
-use crate::session::{Exclusive, Job, ShellInput};
+use crate::session::{Exclusive, Job, Seed, ShellInput};
 use crate::store::MessageWithParts;
 
 /// Changes to a session's title or archive time (`PATCH /session/:id`).
@@ -21,6 +22,66 @@ pub struct SessionPatch {
 }
 
 impl Runtime {
+    /// Creates a root session (or a child of `parent`).
+    pub async fn create_session(
+        &self,
+        parent: Option<&SessionId>,
+        title: Option<String>,
+    ) -> Result<Session, RuntimeError> {
+        self.create_session_with(parent, title, None).await
+    }
+
+    /// Creates a session as [`Runtime::create_session`] does, with session-level permission
+    /// rules (they come after the agent's, so they win).
+    pub async fn create_session_with(
+        &self,
+        parent: Option<&SessionId>,
+        title: Option<String>,
+        permission: Option<Vec<Rule>>,
+    ) -> Result<Session, RuntimeError> {
+        let now = now_ms();
+        let session = match parent {
+            Some(p) => {
+                let parent = self.session(p).await?;
+                let title = title.unwrap_or_else(|| format!("Child session - {}", iso(now)));
+                Session::child_of(&parent, title, now)
+            }
+            None => Session::new(
+                self.core.project_id.clone(),
+                self.core.directory(),
+                title.unwrap_or_else(|| format!("New session - {}", iso(now))),
+                now,
+            ),
+        };
+        let mut session = session;
+        session.permission = permission;
+        if let Some(p) = &session.parent_id {
+            self.core.bus.register_parent(&session.id, p);
+        }
+        self.core.store.put_session(&session).await?;
+        // A new root has no descendants: its first task call need not count them in the store.
+        if session.parent_id.is_none() {
+            self.subagents.new_tree(&session.id);
+        }
+        self.core.bus.publish(Event::SessionCreated {
+            info: Box::new(session.clone()),
+        });
+        self.core.bus.publish(Event::SessionUpdated {
+            info: Box::new(session.clone()),
+        });
+        // Its actor starts knowing it is empty, so the first prompt reads nothing.
+        self.activate(
+            &session.id,
+            Some(Seed {
+                session: session.clone(),
+                empty: true,
+                unsaved: false,
+            }),
+        )
+        .await?;
+        Ok(session)
+    }
+
     /// Applies `patch` to a session and publishes `session.updated`; `time.updated` stays.
     pub async fn update_session(
         &self,
@@ -188,4 +249,19 @@ mod tests {
         assert_eq!(forked_title("Plan (fork #1)"), "Plan (fork #2)");
         assert_eq!(forked_title("Plan (fork #x)"), "Plan (fork #x) (fork #1)");
     }
+}
+
+/// `2026-11-22T04:05:06.789Z` for epoch milliseconds.
+fn iso(ms: u64) -> String {
+    let secs = ms / 1000;
+    let days = i64::try_from(secs / 86_400).unwrap_or(0);
+    let rem = secs % 86_400;
+    let (y, m, d) = crate::session::civil_date(days);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
+        rem / 3600,
+        (rem % 3600) / 60,
+        rem % 60,
+        ms % 1000
+    )
 }

@@ -22,9 +22,8 @@ use actix::{Actor, Addr};
 use taskforce_agents::agent::Registry;
 use taskforce_agents::command::Commands;
 use taskforce_agents::config::{Config, LoadedConfig};
-use taskforce_agents::id::{PermissionId, SessionId, now_ms};
+use taskforce_agents::id::{PermissionId, SessionId};
 use taskforce_agents::model::Session;
-use taskforce_agents::permission::Rule;
 use taskforce_agents::provider::Providers;
 use taskforce_agents::tool::builtin_tools;
 
@@ -156,66 +155,6 @@ impl Runtime {
             })
             .map_err(|e| RuntimeError::InvalidInput(format!("cannot start a thread: {e}")))?;
         rx.recv().map_err(|_| RuntimeError::Stopped)?
-    }
-
-    /// Creates a root session (or a child of `parent`).
-    pub async fn create_session(
-        &self,
-        parent: Option<&SessionId>,
-        title: Option<String>,
-    ) -> Result<Session, RuntimeError> {
-        self.create_session_with(parent, title, None).await
-    }
-
-    /// Creates a session as [`Runtime::create_session`] does, with session-level permission
-    /// rules (they come after the agent's, so they win).
-    pub async fn create_session_with(
-        &self,
-        parent: Option<&SessionId>,
-        title: Option<String>,
-        permission: Option<Vec<Rule>>,
-    ) -> Result<Session, RuntimeError> {
-        let now = now_ms();
-        let session = match parent {
-            Some(p) => {
-                let parent = self.session(p).await?;
-                let title = title.unwrap_or_else(|| format!("Child session - {}", iso(now)));
-                Session::child_of(&parent, title, now)
-            }
-            None => Session::new(
-                self.core.project_id.clone(),
-                self.core.directory(),
-                title.unwrap_or_else(|| format!("New session - {}", iso(now))),
-                now,
-            ),
-        };
-        let mut session = session;
-        session.permission = permission;
-        if let Some(p) = &session.parent_id {
-            self.core.bus.register_parent(&session.id, p);
-        }
-        self.core.store.put_session(&session).await?;
-        // A new root has no descendants: its first task call need not count them in the store.
-        if session.parent_id.is_none() {
-            self.subagents.new_tree(&session.id);
-        }
-        self.core.bus.publish(Event::SessionCreated {
-            info: Box::new(session.clone()),
-        });
-        self.core.bus.publish(Event::SessionUpdated {
-            info: Box::new(session.clone()),
-        });
-        // Its actor starts knowing it is empty, so the first prompt reads nothing.
-        self.activate(
-            &session.id,
-            Some(Seed {
-                session: session.clone(),
-                empty: true,
-                unsaved: false,
-            }),
-        )
-        .await?;
-        Ok(session)
     }
 
     /// Prompts a session and waits for its final assistant message.
@@ -496,19 +435,4 @@ impl Runtime {
     pub fn paths(&self) -> &taskforce_agents::config::Paths {
         &self.core.paths
     }
-}
-
-/// `2026-11-22T04:05:06.789Z` for epoch milliseconds.
-fn iso(ms: u64) -> String {
-    let secs = ms / 1000;
-    let days = i64::try_from(secs / 86_400).unwrap_or(0);
-    let rem = secs % 86_400;
-    let (y, m, d) = crate::session::civil_date(days);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60,
-        ms % 1000
-    )
 }
