@@ -239,18 +239,6 @@ fn forked_title(title: &str) -> String {
     format!("{title} (fork #1)")
 }
 
-#[cfg(test)]
-mod tests {
-    use super::forked_title;
-
-    #[test]
-    fn fork_titles_count_up() {
-        assert_eq!(forked_title("Plan"), "Plan (fork #1)");
-        assert_eq!(forked_title("Plan (fork #1)"), "Plan (fork #2)");
-        assert_eq!(forked_title("Plan (fork #x)"), "Plan (fork #x) (fork #1)");
-    }
-}
-
 /// `2026-11-22T04:05:06.789Z` for epoch milliseconds.
 fn iso(ms: u64) -> String {
     let secs = ms / 1000;
@@ -264,4 +252,16 @@ fn iso(ms: u64) -> String {
         rem % 60,
         ms % 1000
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::forked_title;
+
+    #[test]
+    fn fork_titles_count_up() {
+        assert_eq!(forked_title("Plan"), "Plan (fork #1)");
+        assert_eq!(forked_title("Plan (fork #1)"), "Plan (fork #2)");
+        assert_eq!(forked_title("Plan (fork #x)"), "Plan (fork #x) (fork #1)");
+    }
 }
