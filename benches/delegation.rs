@@ -1,7 +1,9 @@
 //! Delegation overhead: one task call → a child session → its result, with SQLite on.
 //!
 //! `cargo bench --bench delegation`. Prints the median, p95 and mean of a full delegated
-//! prompt (three model calls, two sessions) and of a plain prompt (one model call) for scale.
+//! prompt (three model calls, two sessions) and of a plain prompt (one model call) for scale:
+//! first through the runtime's API in this process, then over HTTP to `taskforce serve` (the
+//! release binary, `POST /session/:id/message` answered with the whole reply).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -10,7 +12,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use support::{Bench, in_system, summary};
+use support::{Bench, http_prompt, http_session, in_system, spawn_serve, summary};
 use taskforce::actors::PromptInput;
 
 const ROUNDS: usize = 300;
@@ -24,6 +26,9 @@ fn main() {
         {"when": {"agent": "build"}, "reply": {"text": "plain answer"}}
     ]});
     let bench = Bench::new(&script);
+    // The server has a project and data directory of its own (a data directory has one runtime).
+    let served = Bench::new(&script);
+    let (mut serve, base) = spawn_serve(&served);
     in_system(async move {
         let rt = bench.runtime().await;
         for (label, text) in [("plain prompt", "answer"), ("delegated prompt", "delegate")] {
@@ -44,5 +49,24 @@ fn main() {
                 "{label:>17}: median {median:?}  p95 {p95:?}  mean {mean:?}  ({ROUNDS} rounds)"
             );
         }
+        let http = reqwest::Client::new();
+        for (label, text) in [("HTTP plain", "answer"), ("HTTP delegated", "delegate")] {
+            let mut samples: Vec<Duration> = Vec::with_capacity(ROUNDS);
+            for round in 0..20 + ROUNDS {
+                let id = http_session(&http, &base).await;
+                let start = Instant::now();
+                http_prompt(&http, &base, &id, text).await;
+                // The first 20 rounds warm up the server.
+                if round >= 20 {
+                    samples.push(start.elapsed());
+                }
+            }
+            let (median, p95, mean) = summary(&mut samples);
+            println!(
+                "{label:>17}: median {median:?}  p95 {p95:?}  mean {mean:?}  ({ROUNDS} rounds, taskforce serve)"
+            );
+        }
     });
+    let _ = serve.kill();
+    let _ = serve.wait();
 }

@@ -1,7 +1,10 @@
 //! Fan-out: one prompt whose model calls the task tool 1,000 times in one step; every child
 //! makes one tool call (a real `read`) and answers.
 //!
-//! `cargo bench --bench fanout [-- N]`. Prints the wall time and the process's peak RSS.
+//! `cargo bench --bench fanout [-- N]`. Prints the wall time, the process's peak RSS and what the
+//! fan-out added to it per child. `TF_CHILD_MS=200` makes each child's first model call take
+//! that long, so that every child is alive at once; the wall time beyond it is the runtime's
+//! own overhead.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -10,7 +13,7 @@ mod support;
 use std::time::Instant;
 
 use serde_json::json;
-use support::{Bench, in_system, peak_rss_mib};
+use support::{Bench, in_system, peak_rss_mib, rss_mib};
 use taskforce::actors::PromptInput;
 
 fn main() {
@@ -18,19 +21,24 @@ fn main() {
         .skip(1)
         .find_map(|a| a.parse().ok())
         .unwrap_or(1000);
+    let child_ms: u64 = std::env::var("TF_CHILD_MS")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(0);
     let calls: Vec<serde_json::Value> = (0..n)
         .map(|i| json!({"name": "task", "input": {"description": format!("child {i}"), "prompt": "read the notes", "subagent_type": "general"}}))
         .collect();
     let script = json!({"rules": [
         {"when": {"agent": "build", "last_role": "user"}, "reply": {"tool_calls": calls}},
         {"when": {"agent": "build", "last_role": "tool"}, "reply": {"text": "all children reported"}},
-        {"when": {"agent": "general", "last_role": "user"}, "reply": {"tool_calls": [{"name": "read", "input": {"filePath": "notes.txt"}}]}},
+        {"when": {"agent": "general", "last_role": "user"}, "reply": {"tool_calls": [{"name": "read", "input": {"filePath": "notes.txt"}}]}, "delay_ms": child_ms},
         {"when": {"agent": "general", "last_role": "tool"}, "reply": {"text": "the notes say hello"}}
     ]});
     let bench = Bench::new(&script);
     in_system(async move {
         let rt = bench.runtime().await;
         let s = rt.create_session(None, None).await.unwrap();
+        let before = rss_mib().unwrap_or(f64::NAN);
         let start = Instant::now();
         let answer = rt
             .prompt(&s.id, PromptInput::text("fan out"))
@@ -41,9 +49,11 @@ fn main() {
         let tree = rt.tree(&s.id).await.unwrap();
         assert_eq!(children, n, "every child ran");
         assert!(answer.parts.iter().any(|p| p.as_text().is_some()));
+        let peak = peak_rss_mib().unwrap_or(f64::NAN);
         println!(
-            "fan-out of {n} children: wall {wall:?}, peak RSS {:.1} MiB, {} model turns in the tree",
-            peak_rss_mib().unwrap_or(f64::NAN),
+            "fan-out of {n} children ({child_ms} ms each): wall {wall:?} (overhead {:?}), peak RSS {peak:.1} MiB ({before:.1} MiB before it: {:.0} KiB per child), {} model turns in the tree",
+            wall.saturating_sub(std::time::Duration::from_millis(child_ms)),
+            (peak - before) * 1024.0 / n as f64,
             tree.total_usage.turns
         );
     });

@@ -14,7 +14,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use support::Bench;
+use support::{Bench, http_prompt, http_session, rollup_of, rss_of, spawn_serve};
 use taskforce::server::{Server, ServerOptions};
 use taskforce_testkit::fake_openai::{Chunk, FakeOpenAi, Response};
 
@@ -44,54 +44,6 @@ fn reply(bytes: u64, deltas: u64, delay: Duration) -> Response {
 
 fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
     haystack.windows(needle.len()).position(|w| w == needle)
-}
-
-/// The resident set size (`VmRSS`) or its peak (`VmHWM`) of process `pid`, in MiB.
-fn rss_of(pid: u32, field: &str) -> f64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
-    status
-        .lines()
-        .find(|l| l.starts_with(field))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|kib| kib.parse::<f64>().ok())
-        .map_or(0.0, |kib| kib / 1024.0)
-}
-
-/// Memory of process `pid` the allocator freed lazily (`LazyFree`: still counted in its RSS
-/// until the kernel needs it), in MiB.
-fn lazy_free_of(pid: u32) -> f64 {
-    let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap_or_default();
-    rollup
-        .lines()
-        .find(|l| l.starts_with("LazyFree:"))
-        .and_then(|l| l.split_whitespace().nth(1))
-        .and_then(|kib| kib.parse::<f64>().ok())
-        .map_or(0.0, |kib| kib / 1024.0)
-}
-
-/// `taskforce serve` on port 0 in `bench`'s project; answers the child and its base URL.
-fn spawn_serve(bench: &Bench) -> (std::process::Child, String) {
-    use std::io::BufRead;
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_taskforce"))
-        .args(["serve", "--port", "0", "--data-dir"])
-        .arg(&bench.data)
-        .current_dir(&bench.project)
-        .env("HOME", bench.project.join("home"))
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::inherit())
-        .spawn()
-        .expect("taskforce serve starts");
-    let stdout = child.stdout.take().unwrap();
-    let mut line = String::new();
-    std::io::BufReader::new(stdout)
-        .read_line(&mut line)
-        .unwrap();
-    let base = line
-        .trim()
-        .rsplit_once(' ')
-        .map(|(_, url)| url.to_string())
-        .expect("serve prints its address");
-    (child, base)
 }
 
 fn main() {
@@ -136,16 +88,7 @@ fn main() {
             (base, pid)
         };
         let http = reqwest::Client::new();
-        let session: serde_json::Value = http
-            .post(format!("{base}/session"))
-            .json(&serde_json::json!({}))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let session_id = session["id"].as_str().unwrap().to_string();
+        let session_id = http_session(&http, &base).await;
         let baseline = rss_of(pid, "VmRSS:");
 
         let idle = format!("{{\"type\":\"session.idle\",\"properties\":{{\"sessionID\":\"{session_id}\"}}}}");
@@ -177,13 +120,7 @@ fn main() {
         }
 
         let started = Instant::now();
-        let answered = http
-            .post(format!("{base}/session/{session_id}/message"))
-            .json(&serde_json::json!({"parts": [{"type": "text", "text": "write a long answer"}]}))
-            .send()
-            .await
-            .unwrap();
-        assert!(answered.status().is_success(), "{}", answered.status());
+        http_prompt(&http, &base, &session_id, "write a long answer").await;
         let mut frames = 0;
         let mut received = 0;
         for reader in readers {
@@ -199,7 +136,7 @@ fn main() {
         // Idle: the reply is over and every client has read it.
         tokio::time::sleep(Duration::from_secs(2)).await;
         let idle_rss = rss_of(pid, "VmRSS:");
-        let lazy = lazy_free_of(pid);
+        let lazy = rollup_of(pid, "LazyFree:");
         println!(
             "stream_memory ({}): {bytes} bytes in {deltas} deltas, {clients} SSE clients: {:.2?}, {} frames and {:.1} MiB per client",
             if in_process { "server in this process" } else { "taskforce serve" },

@@ -98,8 +98,92 @@ pub fn summary(samples: &mut [Duration]) -> (Duration, Duration, Duration) {
 
 /// The peak resident set size of this process, from /proc (Linux), in MiB.
 pub fn peak_rss_mib() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    status_mib("self", "VmHWM:")
+}
+
+/// The resident set size of this process now, from /proc (Linux), in MiB.
+pub fn rss_mib() -> Option<f64> {
+    status_mib("self", "VmRSS:")
+}
+
+/// A `/proc/<process>/status` field given in kB (`VmRSS:`, `VmHWM:`), in MiB.
+fn status_mib(process: &str, field: &str) -> Option<f64> {
+    let status = std::fs::read_to_string(format!("/proc/{process}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with(field))?;
     let kib: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
     Some(kib / 1024.0)
+}
+
+/// The resident set size (`VmRSS:`) or its peak (`VmHWM:`) of process `pid`, in MiB (0 when
+/// it cannot be read).
+pub fn rss_of(pid: u32, field: &str) -> f64 {
+    status_mib(&pid.to_string(), field).unwrap_or(0.0)
+}
+
+/// A field of `/proc/<pid>/smaps_rollup` (`Rss:`, `Anonymous:`, `LazyFree:`…), in MiB (0 when
+/// it cannot be read).
+pub fn rollup_of(pid: u32, field: &str) -> f64 {
+    let rollup = std::fs::read_to_string(format!("/proc/{pid}/smaps_rollup")).unwrap_or_default();
+    rollup
+        .lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|kib| kib.parse::<f64>().ok())
+        .map_or(0.0, |kib| kib / 1024.0)
+}
+
+/// `taskforce serve` on port 0 in `bench`'s project (the release binary the benchmarks were
+/// built with, or the one `TF_SERVE_BIN` names, to compare builds); answers the child process
+/// and its base URL once it listens.
+pub fn spawn_serve(bench: &Bench) -> (std::process::Child, String) {
+    use std::io::BufRead;
+    let binary =
+        std::env::var_os("TF_SERVE_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_taskforce").into());
+    let mut child = std::process::Command::new(binary)
+        .args(["serve", "--port", "0", "--data-dir"])
+        .arg(&bench.data)
+        .current_dir(&bench.project)
+        .env("HOME", bench.project.join("home"))
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::inherit())
+        .spawn()
+        .expect("taskforce serve starts");
+    let stdout = child.stdout.take().expect("piped stdout");
+    let mut line = String::new();
+    std::io::BufReader::new(stdout)
+        .read_line(&mut line)
+        .expect("serve prints its address");
+    let base = line
+        .trim()
+        .rsplit_once(' ')
+        .map(|(_, url)| url.to_string())
+        .expect("serve prints its address");
+    (child, base)
+}
+
+/// A new session of the server at `base` (`POST /session`); answers its id.
+pub async fn http_session(http: &reqwest::Client, base: &str) -> String {
+    let session: serde_json::Value = http
+        .post(format!("{base}/session"))
+        .json(&serde_json::json!({}))
+        .send()
+        .await
+        .expect("POST /session")
+        .json()
+        .await
+        .expect("a session");
+    session["id"].as_str().expect("its id").to_string()
+}
+
+/// Prompts session `id` of the server at `base` with `text` and reads the whole answer
+/// (`POST /session/:id/message`, which answers once the loop is done).
+pub async fn http_prompt(http: &reqwest::Client, base: &str, id: &str, text: &str) {
+    let answered = http
+        .post(format!("{base}/session/{id}/message"))
+        .json(&serde_json::json!({"parts": [{"type": "text", "text": text}]}))
+        .send()
+        .await
+        .expect("POST /session/:id/message");
+    assert!(answered.status().is_success(), "{}", answered.status());
+    answered.bytes().await.expect("the answer");
 }
