@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use support::Bench;
-use taskforce::server::{Server, ServerOptions};
+use taskforce_server::{Server, ServerOptions};
 use taskforce_testkit::fake_openai::{Chunk, FakeOpenAi, Response};
 
 fn env_or(name: &str, default: u64) -> u64 {

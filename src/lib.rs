@@ -4,9 +4,6 @@
 //! a facade over the lower layers. `agents` says what an agent is (model, permissions,
 //! registry, configuration); `actors` runs them.
 
-pub mod cli;
-pub mod server;
-
 pub use taskforce_actors as actors;
 pub use taskforce_agents as agents;
 pub use taskforce_agents::agent::{AgentInfo, AgentMode, Registry};
