@@ -14,7 +14,7 @@ use futures::StreamExt;
 use support::Bench;
 use taskforce::actors::bus::Event;
 use taskforce::agents::id::{MessageId, PartId, SessionId};
-use taskforce::server::{Server, ServerOptions};
+use taskforce_server::{Server, ServerOptions};
 
 const CLIENTS: usize = 100;
 const SECONDS: u64 = 5;

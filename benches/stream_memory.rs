@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use support::{Bench, http_prompt, http_session, rollup_of, rss_of, spawn_serve};
-use taskforce::server::{Server, ServerOptions};
+use taskforce_server::{Server, ServerOptions};
 use taskforce_testkit::fake_openai::{Chunk, FakeOpenAi, Response};
 
 fn env_or(name: &str, default: u64) -> u64 {

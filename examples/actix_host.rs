@@ -10,8 +10,7 @@ mod common;
 
 use actix::prelude::*;
 use futures::StreamExt;
-use taskforce::actors::bus::{BusItem, Event, Filter};
-use taskforce::actors::{PromptInput, Runtime};
+use taskforce::{BusItem, Event, Filter, PromptInput, Runtime};
 
 /// The host's actor: one taskforce session per question.
 struct Helpdesk {

@@ -9,7 +9,7 @@ mod common;
 
 use std::time::Instant;
 
-use taskforce::actors::{PromptInput, Runtime};
+use taskforce::{PromptInput, Runtime};
 
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {

@@ -12,8 +12,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde_json::{Value, json};
-use taskforce::actors::{HookCall, Hooks, PromptInput, Runtime};
-use taskforce::agents::tool::ToolOutput;
+use taskforce::{HookCall, Hooks, PromptInput, Runtime, ToolOutput};
 
 /// Logs every tool call and its output's first line.
 struct Logger;

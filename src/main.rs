@@ -1,9 +1,11 @@
 //! The `taskforce` command.
 
+mod cli;
+
 use std::process::ExitCode;
 
 use clap::Parser;
-use taskforce::cli::{Cli, exit_code, logging};
+use cli::{Cli, exit_code, logging};
 
 /// mimalloc: the runtime allocates many small, short-lived values across threads (parts, events),
 /// where it is markedly faster than the system allocator.
@@ -13,7 +15,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 fn main() -> ExitCode {
     let cli = Cli::parse();
     logging::init(cli.global.verbose);
-    match taskforce::cli::run(cli) {
+    match cli::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             let message = logging::redact(&format!("{error:#}"));

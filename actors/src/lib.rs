@@ -1,9 +1,10 @@
 //! taskforce-actors: how agents run — sessions, the supervisor, the bus and the store.
 //!
-//! [`Runtime`] is the public handle. Each live session is a [`session::SessionActor`] whose
-//! mailbox takes prompts, cancels and subtasks; the [`supervisor::Supervisor`] starts session
-//! actors on a pool of arbiters, keeps the live tree and cancels whole subtrees; the
-//! [`bus`] fans every state change out; the [`store`] keeps everything on disk.
+//! [`Runtime`] is the public handle. Each live session is an actor whose mailbox takes prompts,
+//! cancels and subtasks; a supervisor starts session actors on a pool of arbiters, keeps the
+//! live tree and cancels whole subtrees; the [`bus`] fans every state change out; the [`store`]
+//! keeps everything on disk. The actors and their messages are private: everything goes
+//! through [`Runtime`].
 
 pub mod bus;
 mod complete;
@@ -14,10 +15,10 @@ mod id_map;
 mod owner;
 pub mod permission;
 mod runtime;
-pub mod session;
+mod session;
 pub mod store;
 mod subagent;
-pub mod supervisor;
+mod supervisor;
 
 pub use error::RuntimeError;
 pub use hooks::{HookCall, Hooks};
@@ -25,5 +26,5 @@ pub use runtime::{
     GeneratedAgentFile, LockError, PendingWork, Runtime, RuntimeOptions, SessionPatch, SessionTree,
     WorkWatch,
 };
-pub use session::{PartInput, PromptInput, ShellInput};
+pub use session::{PartInput, PromptInput, STOPPED, SUMMARIZE, ShellInput};
 pub use taskforce_agents as agents;

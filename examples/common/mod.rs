@@ -2,8 +2,7 @@
 
 use std::collections::BTreeMap;
 
-use taskforce::actors::RuntimeOptions;
-use taskforce::agents::config::{LoadOptions, load};
+use taskforce::{LoadOptions, RuntimeOptions, load_config};
 
 /// Options for a runtime over a fresh project in a temporary folder, playing `script`
 /// (`echo` answers with the prompt's text; `demo` is `taskforce demo`'s script).
@@ -22,7 +21,7 @@ pub fn offline_options(script: &str) -> anyhow::Result<(tempfile::TempDir, Runti
         "HOME".to_string(),
         dir.path().join("home").display().to_string(),
     );
-    let loaded = load(&LoadOptions {
+    let loaded = load_config(&LoadOptions {
         cwd: project,
         config_file: None,
         data_dir: Some(dir.path().join("data")),

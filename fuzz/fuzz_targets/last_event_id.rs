@@ -13,5 +13,5 @@ fuzz_target!(|data: &[u8]| {
     let Ok(header) = std::str::from_utf8(&data[4..]) else {
         return;
     };
-    let _ = taskforce::server::fuzzing::last_event_id(header, events, max_bytes);
+    let _ = taskforce_server::fuzzing::last_event_id(header, events, max_bytes);
 });

@@ -8,5 +8,5 @@ fuzz_target!(|data: &[u8]| {
     let Some((route, body)) = data.split_first() else {
         return;
     };
-    let _ = taskforce::server::fuzzing::request_body(*route, body);
+    let _ = taskforce_server::fuzzing::request_body(*route, body);
 });

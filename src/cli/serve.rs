@@ -10,7 +10,7 @@ use clap::Args;
 use super::UsageError;
 use super::context::Context;
 use super::signals::{STOP_GRACE, StopSignals};
-use crate::server::{Server, ServerOptions};
+use taskforce_server::{Server, ServerOptions};
 
 /// `taskforce serve` arguments.
 #[derive(Debug, Args)]

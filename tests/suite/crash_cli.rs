@@ -3,7 +3,7 @@
 
 use std::process::Stdio;
 
-use taskforce_actors::session::STOPPED;
+use taskforce_actors::STOPPED;
 use taskforce_actors::store::{SessionFilter, SqliteStore, Store};
 use taskforce_agents::id::SessionId;
 use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};

@@ -6,7 +6,7 @@ use std::path::Path;
 use serde_json::Value;
 use taskforce::actors::{Runtime, RuntimeOptions};
 use taskforce::agents::config::{LoadOptions, load};
-use taskforce::server::{Server, ServerOptions};
+use taskforce_server::{Server, ServerOptions};
 use taskforce_testkit::Sandbox;
 
 async fn serve() -> (String, Sandbox) {

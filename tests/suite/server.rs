@@ -19,9 +19,9 @@ use bytes::Bytes;
 use futures::{Stream, StreamExt};
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
-use taskforce::server::{Server, ServerOptions};
 use taskforce_actors::{Runtime, RuntimeOptions};
 use taskforce_agents::config::{LoadOptions, load};
+use taskforce_server::{Server, ServerOptions};
 use taskforce_testkit::Sandbox;
 use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 

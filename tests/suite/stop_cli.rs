@@ -116,7 +116,7 @@ async fn assert_stopped_cleanly(s: &Sandbox, sleeper: u32, stderr: &str) {
     assert_eq!(error.name(), "MessageAbortedError", "{error:?}");
     assert_ne!(
         error.message(),
-        Some(taskforce_actors::session::STOPPED),
+        Some(taskforce_actors::STOPPED),
         "a clean stop cancels the run; it is not left to a repair"
     );
     assert!(answer.time.completed.is_some(), "{answer:?}");

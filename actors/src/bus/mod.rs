@@ -1,9 +1,9 @@
 //! The bus: stamps every state change with a sequence number and fans it out to subscribers.
 //!
 //! Publishing never waits for subscribers: it puts the event in their buffers on the caller's
-//! thread (an actor face, [`Bus`], takes [`Publish`] messages from actix code). Each subscriber reads from a bounded broadcast
-//! buffer; one that falls behind by more than the buffer is told how many events it missed
-//! ([`BusItem::Lagged`]) and can resync from the store.
+//! thread. Each subscriber reads from a bounded broadcast buffer; one that falls behind by more
+//! than the buffer is told how many events it missed ([`BusItem::Lagged`]) and can resync from
+//! the store.
 
 mod event;
 mod receiving;
@@ -17,7 +17,6 @@ pub(crate) use wake::batch_wakes_here;
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use actix::{Actor, Addr, Context, Handler, Message};
 use taskforce_agents::id::SessionId;
 use tokio::sync::broadcast;
 
@@ -89,30 +88,6 @@ impl Fanout {
     }
 }
 
-/// The bus as an actor, for actix code that publishes by message.
-pub struct Bus {
-    fanout: Arc<Fanout>,
-}
-
-impl Actor for Bus {
-    type Context = Context<Self>;
-}
-
-/// Publish one event (to the [`Bus`] actor).
-pub struct Publish(pub Event);
-
-impl Message for Publish {
-    type Result = ();
-}
-
-impl Handler<Publish> for Bus {
-    type Result = ();
-
-    fn handle(&mut self, msg: Publish, _: &mut Self::Context) {
-        self.fanout.publish(msg.0);
-    }
-}
-
 /// A cheap, cloneable handle to the bus.
 ///
 /// Publishing fans the event out on the caller's thread, under one lock that keeps the total
@@ -121,12 +96,10 @@ impl Handler<Publish> for Bus {
 #[derive(Clone)]
 pub struct BusHandle {
     fanout: Arc<Fanout>,
-    addr: Addr<Bus>,
 }
 
 impl BusHandle {
-    /// Starts the bus (its actor on the current arbiter); `capacity` events are buffered per
-    /// subscriber.
+    /// Starts the bus; `capacity` events are buffered per subscriber.
     pub fn start(capacity: usize) -> BusHandle {
         let (sender, _) = broadcast::channel(capacity.max(16));
         let fanout = Arc::new(Fanout {
@@ -135,16 +108,7 @@ impl BusHandle {
             sessions: Arc::default(),
             parents: Arc::default(),
         });
-        let addr = Bus {
-            fanout: fanout.clone(),
-        }
-        .start();
-        BusHandle { fanout, addr }
-    }
-
-    /// The bus actor: actix code may publish by sending it [`Publish`].
-    pub fn addr(&self) -> &Addr<Bus> {
-        &self.addr
+        BusHandle { fanout }
     }
 
     /// Publishes an event: it is in every subscriber's buffer when this returns.

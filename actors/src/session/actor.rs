@@ -28,7 +28,7 @@ pub(crate) type Reply = oneshot::Receiver<Result<MessageWithParts, RuntimeError>
 
 /// What a session actor can be started with so that its loop reads nothing.
 #[derive(Debug, Clone)]
-pub struct Seed {
+pub(crate) struct Seed {
     /// The session.
     pub session: Session,
     /// It has no messages yet.
@@ -38,7 +38,7 @@ pub struct Seed {
 }
 
 /// One live session.
-pub struct SessionActor {
+pub(crate) struct SessionActor {
     id: SessionId,
     core: Arc<Core>,
     state: Arc<Mutex<LoopState>>,
@@ -257,7 +257,7 @@ impl Actor for SessionActor {
 /// Run the agent loop on a user prompt.
 #[derive(Message)]
 #[rtype(result = "Result<Reply, RuntimeError>")]
-pub struct Prompt {
+pub(crate) struct Prompt {
     /// The prompt.
     pub input: PromptInput,
 }
@@ -273,7 +273,7 @@ impl Handler<Prompt> for SessionActor {
 /// Run the agent loop on a task delegated by the parent session.
 #[derive(Message)]
 #[rtype(result = "Result<SubtaskRun, RuntimeError>")]
-pub struct Subtask {
+pub(crate) struct Subtask {
     /// The delegated task as a prompt (agent, model and the child's tool switches set).
     pub input: PromptInput,
     /// The parent's call: cancelling it cancels the run this task starts (a run already going
@@ -299,7 +299,7 @@ struct Tie<'a> {
 }
 
 /// A delegated task under way in its session.
-pub struct SubtaskRun {
+pub(crate) struct SubtaskRun {
     /// Answered when the run ends.
     pub reply: Reply,
     /// The run was started for this task and ends with the call (`within`); otherwise it was
@@ -332,7 +332,7 @@ impl Handler<Subtask> for SessionActor {
 
 /// Reads a session's answers from its actor's memory without a message to the actor.
 #[derive(Clone)]
-pub struct AnswerBook(Arc<Mutex<LoopState>>);
+pub(crate) struct AnswerBook(Arc<Mutex<LoopState>>);
 
 impl AnswerBook {
     /// What `read` makes of the session's answers (assistant messages) created at or after
@@ -356,7 +356,7 @@ impl AnswerBook {
 /// Cancel the running loop; answers whether one was running.
 #[derive(Message)]
 #[rtype(result = "bool")]
-pub struct Cancel;
+pub(crate) struct Cancel;
 
 impl Handler<Cancel> for SessionActor {
     type Result = bool;
@@ -369,7 +369,7 @@ impl Handler<Cancel> for SessionActor {
 /// Stop the actor now (its session was deleted); a running loop is cancelled first.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct Shutdown;
+pub(crate) struct Shutdown;
 
 impl Handler<Shutdown> for SessionActor {
     type Result = ();
@@ -386,7 +386,7 @@ impl Handler<Shutdown> for SessionActor {
 /// no reply. Fails with `Busy` while the loop runs.
 #[derive(Message)]
 #[rtype(result = "Result<Reply, RuntimeError>")]
-pub struct Exclusive(pub Job);
+pub(crate) struct Exclusive(pub Job);
 
 impl Handler<Exclusive> for SessionActor {
     type Result = Result<Reply, RuntimeError>;
@@ -399,7 +399,7 @@ impl Handler<Exclusive> for SessionActor {
 /// Whether the loop is running.
 #[derive(Message)]
 #[rtype(result = "bool")]
-pub struct IsBusy;
+pub(crate) struct IsBusy;
 
 impl Handler<IsBusy> for SessionActor {
     type Result = bool;

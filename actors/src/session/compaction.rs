@@ -9,10 +9,10 @@ use crate::core::Core;
 use crate::store::MessageWithParts;
 
 /// The hidden agent that writes summaries.
-pub const COMPACTION_AGENT: &str = "compaction";
+pub(crate) const COMPACTION_AGENT: &str = "compaction";
 
 /// The user message that follows an automatic summary.
-pub const CONTINUE: &str = "Continue if you have next steps, or stop and ask for clarification if you are unsure how to proceed.";
+pub(crate) const CONTINUE: &str = "Continue if you have next steps, or stop and ask for clarification if you are unsure how to proceed.";
 
 /// The most output tokens set aside when the model's output limit is larger.
 const OUTPUT_TOKEN_MAX: u64 = 32_000;
@@ -26,7 +26,7 @@ const PRUNE_MINIMUM: u64 = 20_000;
 /// Whether a step that used `tokens` overflowed a model with `context` and `output` limits
 /// (room for the reply is kept): usable = context − min(output, 32,000); overflow at or above it. No context limit:
 /// never.
-pub fn overflows(tokens: &Tokens, context: Option<u64>, output: Option<u64>) -> bool {
+pub(crate) fn overflows(tokens: &Tokens, context: Option<u64>, output: Option<u64>) -> bool {
     let Some(context) = context.filter(|c| *c > 0) else {
         return false;
     };
@@ -60,7 +60,7 @@ pub(crate) fn needs_compaction(core: &Core, answer: &MessageWithParts, model: &M
 }
 
 /// The history the model sees: from the newest compaction request whose summary finished.
-pub fn filter_compacted(messages: &[MessageWithParts]) -> &[MessageWithParts] {
+pub(crate) fn filter_compacted(messages: &[MessageWithParts]) -> &[MessageWithParts] {
     let start = messages.iter().enumerate().rev().find_map(|(i, m)| {
         let Message::User(u) = &*m.info else {
             return None;

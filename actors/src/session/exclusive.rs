@@ -17,7 +17,7 @@ use crate::store::MessageWithParts;
 
 /// What to run with the session to itself.
 #[derive(Debug, Clone)]
-pub enum Job {
+pub(crate) enum Job {
     /// Run a shell command for the user and record it as a bash tool call.
     Shell(ShellInput),
     /// Store a user message without running the agent loop.

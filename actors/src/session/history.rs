@@ -9,11 +9,11 @@ use super::part::REASONING_PROVIDER;
 use crate::store::MessageWithParts;
 
 /// What an interrupted tool call reads as.
-pub const INTERRUPTED: &str = "[Tool execution was interrupted]";
+pub(crate) const INTERRUPTED: &str = "[Tool execution was interrupted]";
 /// What a user subtask part reads as.
-pub const SUBTASK_BY_USER: &str = "The following tool was executed by the user";
+pub(crate) const SUBTASK_BY_USER: &str = "The following tool was executed by the user";
 /// What a tool output that was compacted away reads as.
-pub const CLEARED: &str = "[Old tool result content cleared]";
+pub(crate) const CLEARED: &str = "[Old tool result content cleared]";
 /// What a compaction part reads as.
 const COMPACTION: &str = "What did we do so far?";
 

@@ -11,13 +11,13 @@ use crate::core::Core;
 use crate::store::MessageWithParts;
 
 /// What the title agent is given before the conversation's start.
-pub const TITLE_REQUEST: &str = "Generate a title for this conversation:\n";
+pub(crate) const TITLE_REQUEST: &str = "Generate a title for this conversation:\n";
 
 /// The longest title kept; longer ones are cut to 97 characters and `...`.
 const MAX_TITLE: usize = 100;
 
 /// Whether `title` is the one a root session gets when created without a title.
-pub fn is_default_title(title: &str) -> bool {
+pub(crate) fn is_default_title(title: &str) -> bool {
     title
         .strip_prefix("New session - ")
         .is_some_and(is_iso_millis)
@@ -39,7 +39,7 @@ fn is_iso_millis(text: &str) -> bool {
 
 /// The model's answer as a title: `<think>` blocks removed, the first non-empty line, at most
 /// 100 characters. `None` when nothing is left.
-pub fn clean_title(raw: &str) -> Option<String> {
+pub(crate) fn clean_title(raw: &str) -> Option<String> {
     let mut text = raw.to_string();
     while let Some(start) = text.find("<think>") {
         match text[start..].find("</think>") {

@@ -13,7 +13,7 @@ use crate::id_map::IdMap;
 use crate::session::{Cancel, RunHandle, Seed, SessionActor, Shutdown};
 
 /// Owns the session actors of one runtime.
-pub struct Supervisor {
+pub(crate) struct Supervisor {
     core: Arc<Core>,
     live: HashMap<SessionId, LiveSession, foldhash::fast::RandomState>,
     children: HashMap<SessionId, Vec<SessionId>, foldhash::fast::RandomState>,
@@ -98,7 +98,7 @@ impl Actor for Supervisor {
 /// sessions on their parent's arbiter.
 #[derive(Message)]
 #[rtype(result = "Addr<SessionActor>")]
-pub struct Activate {
+pub(crate) struct Activate {
     /// The session.
     pub id: SessionId,
     /// Its parent, to record in the live tree (task calls).
@@ -165,7 +165,7 @@ impl Handler<Activate> for Supervisor {
 /// child waiting for a slot), so that cancelling the parent's tree reaches it.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct Adopt {
+pub(crate) struct Adopt {
     /// The child.
     pub id: SessionId,
     /// Its parent.
@@ -187,7 +187,7 @@ impl Handler<Adopt> for Supervisor {
 /// Stops the actors of deleted sessions and forgets them.
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct Forget {
+pub(crate) struct Forget {
     /// The deleted sessions.
     pub ids: Vec<SessionId>,
 }
@@ -212,7 +212,7 @@ impl Handler<Forget> for Supervisor {
 /// The actor of a session if it is live.
 #[derive(Message)]
 #[rtype(result = "Option<Addr<SessionActor>>")]
-pub struct Live {
+pub(crate) struct Live {
     /// The session.
     pub id: SessionId,
 }
@@ -231,7 +231,7 @@ impl Handler<Live> for Supervisor {
 /// Cancels a session and every live descendant; answers how many sessions were told.
 #[derive(Message)]
 #[rtype(result = "usize")]
-pub struct CancelTree {
+pub(crate) struct CancelTree {
     /// The subtree's root.
     pub id: SessionId,
 }
@@ -326,7 +326,7 @@ impl Supervisor {
 /// A session actor stopped (idle, or its arbiter went away).
 #[derive(Message)]
 #[rtype(result = "()")]
-pub struct SessionStopped {
+pub(crate) struct SessionStopped {
     /// The session.
     pub id: SessionId,
 }
@@ -345,10 +345,10 @@ impl Handler<SessionStopped> for Supervisor {
 /// every session actor and running loop has ended where it was, as if the process had stopped.
 #[derive(Message)]
 #[rtype(result = "Stopping")]
-pub struct StopAll;
+pub(crate) struct StopAll;
 
 /// Arbiters told to stop, to be joined (off any async thread: joining blocks).
-pub struct Stopping(Vec<Arbiter>);
+pub(crate) struct Stopping(Vec<Arbiter>);
 
 impl Stopping {
     /// Blocks until every arbiter's thread has ended.
@@ -378,7 +378,7 @@ impl Handler<StopAll> for Supervisor {
 /// How many session actors are live.
 #[derive(Message)]
 #[rtype(result = "usize")]
-pub struct LiveCount;
+pub(crate) struct LiveCount;
 
 impl Handler<LiveCount> for Supervisor {
     type Result = usize;
@@ -391,7 +391,7 @@ impl Handler<LiveCount> for Supervisor {
 /// The cores each arbiter thread may run on, in arbiter order (diagnostics).
 #[derive(Message)]
 #[rtype(result = "Vec<Vec<usize>>")]
-pub struct ArbiterCores;
+pub(crate) struct ArbiterCores;
 
 impl Handler<ArbiterCores> for Supervisor {
     type Result = ResponseFuture<Vec<Vec<usize>>>;
@@ -422,7 +422,7 @@ impl Handler<ArbiterCores> for Supervisor {
 /// The index of the arbiter a live session's actor runs on (diagnostics).
 #[derive(Message)]
 #[rtype(result = "Option<usize>")]
-pub struct Placement {
+pub(crate) struct Placement {
     /// The session.
     pub id: SessionId,
 }

@@ -107,7 +107,7 @@ async fn a_subtask_command_runs_the_subagent_then_hands_back_to_the_caller() {
     };
     assert!(done.output.starts_with("the review found two issues"));
     let summarize = messages[2].parts[0].as_text().unwrap();
-    assert_eq!(summarize.text, taskforce_actors::session::SUMMARIZE);
+    assert_eq!(summarize.text, taskforce_actors::SUMMARIZE);
     assert_eq!(summarize.synthetic, Some(true));
     let Message::Assistant(last) = &*messages[3].info else {
         panic!()

@@ -10,8 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use futures::StreamExt;
+use taskforce_actors::STOPPED;
 use taskforce_actors::bus::{BusItem, Event, Filter};
-use taskforce_actors::session::STOPPED;
 use taskforce_actors::store::MessageWithParts;
 use taskforce_actors::{PromptInput, Runtime};
 use taskforce_agents::id::SessionId;

@@ -1,5 +1,9 @@
-//! `taskforce serve`: OpenCode's HTTP/SSE API over a runtime, so OpenCode's SDK and clients
-//! can drive taskforce. Our additions (`/session/:id/tree`, SSE ids and replay) sit beside it.
+//! taskforce-server: OpenCode's HTTP/SSE API over a runtime (what `taskforce serve` runs), so
+//! OpenCode's SDK and clients can drive taskforce. Our additions (`/session/:id/tree`, SSE ids
+//! and replay) sit beside it.
+//!
+//! [`Server::bind`] takes a started [`Runtime`] and [`ServerOptions`]; [`router`] gives the
+//! same API as an axum router to mount in a service of one's own.
 
 mod auth;
 pub mod epoch;
