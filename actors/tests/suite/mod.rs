@@ -7,6 +7,7 @@ mod compaction;
 mod crash;
 mod delegated_permissions;
 mod generate;
+mod layers;
 #[cfg(feature = "openapi")]
 mod openapi;
 mod permissions;
