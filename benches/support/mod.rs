@@ -7,7 +7,6 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use taskforce::actors::{Runtime, RuntimeOptions};
-use taskforce::agents::config::{LoadOptions, load};
 use taskforce_testkit::Sandbox;
 
 /// The allocator of the `taskforce` binary, so that the benchmarks measure what it runs.
@@ -48,14 +47,7 @@ impl Bench {
     }
 
     pub fn options(&self) -> RuntimeOptions {
-        let loaded = load(&LoadOptions {
-            cwd: self.project.clone(),
-            config_file: None,
-            data_dir: Some(self.data.clone()),
-            env: self.env.clone(),
-        })
-        .expect("config loads");
-        let mut options = RuntimeOptions::new(loaded);
+        let mut options = RuntimeOptions::new(self.sandbox.load(&self.env));
         options.env = self.env.clone();
         if let Ok(n) = std::env::var("TF_ARBITERS") {
             options.arbiters = n.parse().unwrap_or(0);

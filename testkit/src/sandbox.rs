@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+use taskforce_agents::config::{LoadOptions, LoadedConfig, load};
 use tempfile::TempDir;
 
 /// A temporary project folder (a git work tree), home folder and data folder.
@@ -58,6 +59,18 @@ impl Sandbox {
     /// Writes the project's configuration file, `taskforce.toml`; answers its path.
     pub fn config(&self, toml: &str) -> PathBuf {
         self.file("taskforce.toml", toml)
+    }
+
+    /// The configuration of the sandbox's project with its data folder, read with `env` as the
+    /// environment. Panics when it does not load.
+    pub fn load(&self, env: &BTreeMap<String, String>) -> LoadedConfig {
+        load(&LoadOptions {
+            cwd: self.project.clone(),
+            config_file: None,
+            data_dir: Some(self.data.clone()),
+            env: env.clone(),
+        })
+        .unwrap_or_else(|e| panic!("the sandbox's configuration loads: {e}"))
     }
 
     /// The environment a hermetic run sees: only `HOME`, pointing into the sandbox.

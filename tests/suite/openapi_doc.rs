@@ -5,7 +5,6 @@ use std::path::Path;
 
 use serde_json::Value;
 use taskforce::actors::{Runtime, RuntimeOptions};
-use taskforce::agents::config::{LoadOptions, load};
 use taskforce_server::{Server, ServerOptions};
 use taskforce_testkit::Sandbox;
 
@@ -13,14 +12,7 @@ async fn serve() -> (String, Sandbox) {
     let sandbox = Sandbox::new();
     sandbox.config("model = \"scripted/echo\"\n");
     let env = sandbox.hermetic_env();
-    let loaded = load(&LoadOptions {
-        cwd: sandbox.project.clone(),
-        config_file: None,
-        data_dir: Some(sandbox.data.clone()),
-        env: env.clone(),
-    })
-    .unwrap();
-    let mut options = RuntimeOptions::new(loaded);
+    let mut options = RuntimeOptions::new(sandbox.load(&env));
     options.env = env;
     let runtime = Runtime::spawn_dedicated(options).unwrap();
     let server = Server::bind(

@@ -20,7 +20,6 @@ use futures::{Stream, StreamExt};
 use reqwest::{Method, StatusCode};
 use serde_json::Value;
 use taskforce_actors::{Runtime, RuntimeOptions};
-use taskforce_agents::config::{LoadOptions, load};
 use taskforce_server::{Server, ServerOptions};
 use taskforce_testkit::Sandbox;
 use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
@@ -108,14 +107,7 @@ async fn serve(sandbox: &Sandbox, server: &ServerOptions) -> Served {
         "PATH".to_string(),
         std::env::var("PATH").unwrap_or_default(),
     );
-    let loaded = load(&LoadOptions {
-        cwd: sandbox.project.clone(),
-        config_file: None,
-        data_dir: Some(sandbox.data.clone()),
-        env: env.clone(),
-    })
-    .unwrap();
-    let mut options = RuntimeOptions::new(loaded);
+    let mut options = RuntimeOptions::new(sandbox.load(&env));
     options.env = env;
     options.arbiters = 2;
     options.retry_base = Duration::from_millis(10);

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde_json::json;
 use taskforce_actors::bus::Filter;
-use taskforce_actors::permission::PermissionReply;
+use taskforce_actors::permission::{PermissionReply, PermissionRequest};
 use taskforce_actors::store::MessageWithParts;
 use taskforce_actors::{PromptInput, Runtime, RuntimeError};
 use taskforce_agents::id::SessionId;
@@ -228,15 +228,27 @@ async fn a_callers_ask_makes_the_child_ask_through_the_broker() {
     assert_eq!(request.permission, "bash");
     assert_eq!(request.root_session_id, root.id);
     assert_eq!(request.path, ["guarded", "general"]);
+    let output = approve_once(&rt, &request, running, &child).await;
+    assert!(output.contains("asked-first"), "{output}");
+}
+
+/// Approves `request` once, waits for the prompt `running` to finish, and answers the output
+/// of the approved (first) tool call of `session`.
+pub(super) async fn approve_once(
+    rt: &Runtime,
+    request: &PermissionRequest,
+    running: JoinHandle<Result<MessageWithParts, RuntimeError>>,
+    session: &SessionId,
+) -> String {
     assert!(
         rt.reply_permission(&request.id, PermissionReply::Once, None)
             .await
     );
     finished(running).await;
-    let ToolState::Completed(ran) = &tool_parts(&rt, &child).await[0].1 else {
-        panic!("the approved call ran")
-    };
-    assert!(ran.output.contains("asked-first"), "{}", ran.output);
+    match &tool_parts(rt, session).await[0].1 {
+        ToolState::Completed(ran) => ran.output.clone(),
+        other => panic!("the approved call ran: {other:?}"),
+    }
 }
 
 /// A root that delegates on its first prompt and continues that child (by `session_id`) on

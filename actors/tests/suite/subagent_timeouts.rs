@@ -14,11 +14,10 @@ use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 
 use futures::StreamExt;
 use taskforce_actors::bus::{BusItem, Event, Filter, Subscription};
-use taskforce_actors::permission::PermissionReply;
 use taskforce_testkit::runtime::next_ask;
 use taskforce_testkit::script::{bash, is_child, task_call};
 
-use super::delegated_permissions::{finished, go, tree};
+use super::delegated_permissions::{approve_once, go, tree};
 use super::runtime::{Env, tool_parts};
 
 /// A fake where the parent makes one task call with `args` and the child answers `child()`.
@@ -275,15 +274,8 @@ async fn a_child_waiting_for_a_permission_reply_is_not_idle() {
         !ends_within(&mut events, &child, Duration::from_secs(3)).await,
         "a child waiting for a person was ended as idle"
     );
-    assert!(
-        rt.reply_permission(&request.id, PermissionReply::Once, None)
-            .await
-    );
-    finished(running).await;
-    let ToolState::Completed(ran) = &tool_parts(&rt, &child).await[0].1 else {
-        panic!("the approved call ran")
-    };
-    assert!(ran.output.contains("after-the-wait"), "{}", ran.output);
+    let output = approve_once(&rt, &request, running, &child).await;
+    assert!(output.contains("after-the-wait"), "{output}");
     let ToolState::Completed(task) = &tool_parts(&rt, &root.id).await[0].1 else {
         panic!("the task completed")
     };
