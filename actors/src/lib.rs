@@ -22,6 +22,7 @@ mod supervisor;
 
 pub use error::RuntimeError;
 pub use hooks::{HookCall, Hooks};
+pub use owner::SessionLock;
 pub use runtime::{
     GeneratedAgentFile, LockError, PendingWork, Runtime, RuntimeOptions, SessionPatch, SessionTree,
     WorkWatch,

@@ -91,6 +91,71 @@ impl Drop for OwnerLock {
     }
 }
 
+/// The directory under the data directory that holds the sessions' turn locks.
+const SESSIONS_DIR: &str = "sessions";
+
+/// The turn of one session across processes: a run that holds it is the only one prompting the
+/// session; another waits for it. Released when dropped (or when the process ends).
+#[derive(Debug)]
+pub struct SessionLock {
+    path: PathBuf,
+    _file: File,
+}
+
+impl SessionLock {
+    /// Takes the turn of `session` under `data_dir` if it is free; `None` when another process
+    /// holds it.
+    pub fn try_acquire(data_dir: &Path, session: &str) -> Result<Option<SessionLock>, LockError> {
+        Self::take(data_dir, session, false)
+    }
+
+    /// Takes the turn of `session` under `data_dir`, blocking until its holder lets it go.
+    pub fn acquire(data_dir: &Path, session: &str) -> Result<SessionLock, LockError> {
+        Self::take(data_dir, session, true)?.ok_or_else(|| LockError {
+            path: data_dir.join(SESSIONS_DIR),
+            message: "no attempt was made".into(),
+        })
+    }
+
+    fn take(data_dir: &Path, session: &str, wait: bool) -> Result<Option<SessionLock>, LockError> {
+        let dir = data_dir.join(SESSIONS_DIR);
+        let path = dir.join(format!("{session}.lock"));
+        let fail = |e: std::io::Error| LockError {
+            path: path.clone(),
+            message: e.to_string(),
+        };
+        loop {
+            std::fs::create_dir_all(&dir).map_err(fail)?;
+            let file = OpenOptions::new()
+                .create(true)
+                .truncate(false)
+                .write(true)
+                .open(&path)
+                .map_err(fail)?;
+            if wait {
+                file.lock().map_err(fail)?;
+            } else {
+                match file.try_lock() {
+                    Ok(()) => {}
+                    Err(TryLockError::WouldBlock) => return Ok(None),
+                    Err(TryLockError::Error(e)) => return Err(fail(e)),
+                }
+            }
+            // The holder before us removed the file as it let go: lock the one now named.
+            if same_file(&file, &path) {
+                return Ok(Some(SessionLock { path, _file: file }));
+            }
+        }
+    }
+}
+
+impl Drop for SessionLock {
+    fn drop(&mut self) {
+        // Removed while still locked, so that whoever opened it next sees it is gone.
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
 /// Whether `path` still names the open `file`.
 fn same_file(file: &File, path: &Path) -> bool {
     #[cfg(unix)]

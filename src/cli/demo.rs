@@ -13,7 +13,8 @@ use clap::Args;
 use taskforce_actors::{PromptInput, Runtime, RuntimeOptions};
 use taskforce_agents::config::{LoadOptions, load};
 
-use super::run::{Format, Request, drive};
+use super::request::Request;
+use super::run::{Format, Show, drive};
 use super::{Context, UsageError};
 
 /// `taskforce demo` arguments.
@@ -108,6 +109,7 @@ pub fn run(context: &Context, args: DemoArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()?;
     let system = actix::System::with_tokio_rt(move || tokio_rt);
+    let config = loaded.config.clone();
     system.block_on(async move {
         let mut options = RuntimeOptions::new(loaded);
         options.env = env;
@@ -119,9 +121,13 @@ pub fn run(context: &Context, args: DemoArgs) -> anyhow::Result<()> {
             &runtime,
             &session.id,
             "build",
-            Request::Prompt(PromptInput::text(QUESTION).with_agent("build")),
-            format,
-            true,
+            &config,
+            Request::prompt(PromptInput::text(QUESTION).with_agent("build")),
+            Show {
+                format,
+                yes: true,
+                quiet: false,
+            },
         )
         .await;
         if !args.json {

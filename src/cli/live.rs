@@ -1,39 +1,83 @@
 //! The live view of a run on stderr: each child with its agent, description, current tool and
-//! final status.
+//! final status, and the retries of failed model calls.
 
-use std::collections::HashMap;
-use std::io::Write;
+use std::collections::{HashMap, HashSet};
+use std::time::{Duration, Instant};
 
 use taskforce_actors::bus::{Event, SessionStatus};
-use taskforce_agents::id::SessionId;
-use taskforce_agents::model::{PartKind, ToolState};
+use taskforce_agents::config::Config;
+use taskforce_agents::id::{PartId, SessionId};
+use taskforce_agents::model::{Message, PartKind, ToolState};
 
 /// What the view remembers of one session.
 struct Node {
     depth: usize,
     label: String,
     tools: usize,
+    /// Since when the session runs, while it runs.
+    running: Option<Instant>,
+    /// The provider of its latest answer, for how often its calls are retried.
+    provider: Option<String>,
 }
 
-/// Prints one line per notable event of a session tree.
+impl Node {
+    fn new(depth: usize, label: String) -> Self {
+        Node {
+            depth,
+            label,
+            tools: 0,
+            running: None,
+            provider: None,
+        }
+    }
+}
+
+/// A session that runs now, for the status line.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Running {
+    /// `@agent (description)`.
+    pub label: String,
+    /// How long it has run.
+    pub elapsed: Duration,
+}
+
+/// Turns the events of a session tree into the lines of its live view.
 pub struct LiveView {
     root: SessionId,
     nodes: HashMap<SessionId, Node>,
+    /// The tool calls already shown and counted: a call's part is published many times.
+    calls: HashSet<PartId>,
+    config: Config,
 }
 
 impl LiveView {
-    /// A view of the tree below `root`, whose agent is `agent`.
-    pub fn new(root: SessionId, agent: &str) -> Self {
+    /// A view of the tree below `root`, whose agent is `agent`, under `config` (for retries).
+    pub fn new(root: SessionId, agent: &str, config: Config) -> Self {
         let mut nodes = HashMap::new();
-        nodes.insert(
-            root.clone(),
-            Node {
-                depth: 0,
-                label: format!("@{agent}"),
-                tools: 0,
-            },
-        );
-        LiveView { root, nodes }
+        nodes.insert(root.clone(), Node::new(0, format!("@{agent}")));
+        LiveView {
+            root,
+            nodes,
+            calls: HashSet::new(),
+            config,
+        }
+    }
+
+    /// The sessions that run now, the root first, then the children by when they started.
+    pub fn running(&self, now: Instant) -> Vec<Running> {
+        let mut running: Vec<(bool, Instant, &Node)> = self
+            .nodes
+            .iter()
+            .filter_map(|(id, n)| n.running.map(|since| (id != &self.root, since, n)))
+            .collect();
+        running.sort_by_key(|&(child, since, _)| (child, since));
+        running
+            .into_iter()
+            .map(|(_, since, n)| Running {
+                label: short(&n.label),
+                elapsed: now.saturating_duration_since(since),
+            })
+            .collect()
     }
 
     /// The line to print for `event`, if any.
@@ -51,25 +95,30 @@ impl LiveView {
                     })
                     .unwrap_or_else(|| info.title.clone());
                 let line = format!("{}├─ {label}  [{}]", indent(depth - 1), info.id);
-                self.nodes.insert(
-                    info.id.clone(),
-                    Node {
-                        depth,
-                        label,
-                        tools: 0,
-                    },
-                );
+                let mut node = Node::new(depth, label);
+                node.running = Some(Instant::now());
+                self.nodes.insert(info.id.clone(), node);
                 Some(line)
+            }
+            Event::MessageUpdated { info } => {
+                if let Message::Assistant(a) = &**info
+                    && let Some(node) = self.nodes.get_mut(&a.session_id)
+                {
+                    node.provider = Some(a.provider_id.clone());
+                }
+                None
             }
             Event::PartUpdated { part } => {
                 let PartKind::Tool(tool) = &part.kind else {
                     return None;
                 };
                 let node = self.nodes.get_mut(&part.session_id)?;
+                let first = !matches!(tool.state, ToolState::Pending(_))
+                    && self.calls.insert(part.id.clone());
                 match &tool.state {
-                    ToolState::Running(r) if r.title.is_none() => {
+                    ToolState::Running(r) if first => {
                         node.tools += 1;
-                        let what = describe_input(&tool.tool, r.input.get(key_of(&tool.tool)));
+                        let what = describe_input(r.input.get(key_of(&tool.tool)));
                         Some(format!(
                             "{}│  {} → {}{what}",
                             indent(node.depth),
@@ -77,21 +126,42 @@ impl LiveView {
                             tool.tool
                         ))
                     }
-                    ToolState::Error(e) => Some(format!(
-                        "{}│  {} ✗ {}: {}",
-                        indent(node.depth),
-                        short(&node.label),
-                        tool.tool,
-                        first_line(&e.error)
-                    )),
+                    ToolState::Completed(_) if first => {
+                        node.tools += 1;
+                        None
+                    }
+                    ToolState::Error(e) => {
+                        if first {
+                            node.tools += 1;
+                        }
+                        Some(format!(
+                            "{}│  {} ✗ {}: {}",
+                            indent(node.depth),
+                            short(&node.label),
+                            tool.tool,
+                            first_line(&e.error)
+                        ))
+                    }
                     _ => None,
                 }
             }
             Event::SessionStatus {
                 session_id,
+                status: SessionStatus::Busy,
+            } => {
+                let node = self.nodes.get_mut(session_id)?;
+                node.running.get_or_insert_with(Instant::now);
+                None
+            }
+            Event::SessionStatus {
+                session_id,
                 status: SessionStatus::Idle,
-            } if session_id != &self.root => {
-                let node = self.nodes.get(session_id)?;
+            } => {
+                let node = self.nodes.get_mut(session_id)?;
+                node.running = None;
+                if session_id == &self.root {
+                    return None;
+                }
                 Some(format!(
                     "{}└─ {} done ({} tool call{})",
                     indent(node.depth - 1),
@@ -110,18 +180,20 @@ impl LiveView {
                     },
             } => {
                 let node = self.nodes.get(session_id)?;
-                let wait = next.saturating_sub(taskforce_agents::id::now_ms()) as f64 / 1000.0;
+                let max = node.provider.as_deref().map(|p| self.config.max_retries(p));
+                let wait = next.saturating_sub(taskforce_agents::id::now_ms());
                 Some(format!(
-                    "{}↻ {} retry {attempt} in {wait:.1}s: {}",
+                    "{}↻ {}: {}",
                     indent(node.depth),
                     short(&node.label),
-                    first_line(message)
+                    retry_line(*attempt, max, wait, message)
                 ))
             }
+            // The root's error is the run's error, printed once when the run ends.
             Event::SessionError {
                 session_id: Some(id),
                 error: Some(error),
-            } => {
+            } if id != &self.root => {
                 let node = self.nodes.get(id)?;
                 Some(format!(
                     "{}✗ {} failed: {}",
@@ -133,14 +205,15 @@ impl LiveView {
             _ => None,
         }
     }
+}
 
-    /// Prints the line for `event` on stderr, if any.
-    pub fn show(&mut self, event: &Event) {
-        if let Some(line) = self.line(event) {
-            let mut err = std::io::stderr().lock();
-            let _ = writeln!(err, "{line}");
-        }
-    }
+/// `retrying in 4 s, attempt 2/4: why`: a retry of a failed model call, `wait_ms` from now,
+/// out of `max` retries when known.
+pub fn retry_line(attempt: u32, max: Option<u32>, wait_ms: u64, message: &str) -> String {
+    let seconds = wait_ms.div_ceil(1000);
+    let of = max.map(|m| format!("/{m}")).unwrap_or_default();
+    let why = message.split_whitespace().collect::<Vec<_>>().join(" ");
+    format!("retrying in {seconds} s, attempt {attempt}{of}: {why}")
 }
 
 /// `@explore (Find the tests)` for the label `@explore · Find the tests`.
@@ -167,8 +240,7 @@ fn key_of(tool: &str) -> &'static str {
     }
 }
 
-fn describe_input(tool: &str, value: Option<&serde_json::Value>) -> String {
-    let _ = tool;
+fn describe_input(value: Option<&serde_json::Value>) -> String {
     match value.and_then(|v| v.as_str()) {
         Some(s) => format!(" {}", first_line(s)),
         None => String::new(),

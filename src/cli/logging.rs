@@ -18,11 +18,15 @@ pub fn init(verbose: u8) {
         1 => "debug",
         _ => "trace",
     };
+    // Colours only on a terminal, and not when `NO_COLOR` is set.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr())
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(Scrubbed::new(std::io::stderr, current))
+        .with_ansi(ansi)
         .init();
 }
 

@@ -4,14 +4,17 @@
 //! 130 interrupted (SIGINT, Ctrl-C), 143 terminated (SIGTERM).
 
 mod agents;
+mod answer;
+mod asks;
 mod commands;
 mod context;
 mod demo;
 mod live;
 pub mod logging;
-mod output;
 mod permission;
+mod request;
 mod run;
+mod screen;
 mod serve;
 mod sessions;
 mod signals;

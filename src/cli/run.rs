@@ -1,42 +1,41 @@
 //! `taskforce run`: prompt a session, show its tree live, print the answer.
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::IsTerminal;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Args, ValueEnum};
 use futures::StreamExt;
 use taskforce_actors::bus::{BusItem, Event, Filter};
-use taskforce_actors::permission::{PermissionReply, PermissionRequest};
-use taskforce_actors::{PartInput, PromptInput, Runtime, RuntimeError};
-use taskforce_agents::command::Commands;
+use taskforce_actors::{Runtime, RuntimeError, SessionLock};
+use taskforce_agents::config::Config;
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::{Message, ModelRef};
 
-use super::live::LiveView;
+use super::asks;
+use super::request::{self, Request};
+use super::screen::{Screen, TICK};
 use super::signals::{StopSignal, StopSignals};
 use super::{Context, ExitStatus, UsageError};
-use crate::cli::output::final_text;
 
 /// How `run` prints.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Format {
-    /// The final answer on stdout, live progress on stderr.
+    /// The answer on stdout as it streams, live progress on stderr.
     Text,
     /// One event per line on stdout.
     Json,
 }
 
-/// What `run` asks the runtime for.
-pub(super) enum Request {
-    /// A prompt.
-    Prompt(PromptInput),
-    /// A slash command.
-    Command {
-        name: String,
-        arguments: String,
-        agent: Option<String>,
-        model: Option<ModelRef>,
-    },
+/// How a run shows itself and answers permission asks.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Show {
+    /// What stdout carries.
+    pub format: Format,
+    /// Allow every permission ask.
+    pub yes: bool,
+    /// No live view on stderr.
+    pub quiet: bool,
 }
 
 /// `taskforce run` arguments.
@@ -57,8 +56,14 @@ pub struct RunArgs {
     /// Allow every permission ask without asking.
     #[arg(long)]
     pub yes: bool,
-    /// The message.
-    #[arg(required = true, trailing_var_arg = true)]
+    /// Attach a file (or a directory's listing) to the message; may be repeated.
+    #[arg(short = 'f', long = "file", value_name = "PATH")]
+    pub files: Vec<PathBuf>,
+    /// Show no live view on stderr (the answer still streams on stdout).
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// The message (read from stdin when it is left out and stdin is not a terminal).
+    #[arg(trailing_var_arg = true)]
     pub message: Vec<String>,
 }
 
@@ -105,29 +110,25 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<()> {
         ))
         .into());
     }
-    let text = args.message.join(" ");
-    let request = match text.strip_prefix('/') {
-        // `/name args` runs a command; an unknown name is a usage error listing the known ones.
-        Some(rest) if !rest.is_empty() && !rest.starts_with('/') => {
-            let (name, arguments) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-            Commands::new(&context.loaded.config)
-                .get(name)
-                .map_err(UsageError::new)?;
-            Request::Command {
-                name: name.to_string(),
-                arguments: arguments.trim().to_string(),
-                agent: args.agent.clone(),
-                model,
-            }
-        }
-        _ => Request::Prompt(PromptInput {
-            agent: args.agent.clone(),
-            model,
-            ..PromptInput::text(text)
-        }),
+    let request = request::build(
+        context,
+        &args.message,
+        &args.files,
+        args.agent.clone(),
+        model,
+    )?;
+    let show = Show {
+        format: args.format,
+        yes: args.yes,
+        quiet: args.quiet,
     };
-    let format = args.format;
-    let yes = args.yes;
+    let format = show.format;
+    let config = context.loaded.config.clone();
+    // One run at a time prompts a stored session: another process's run of it goes first.
+    let turn = match &session_id {
+        Some(id) => Some(wait_turn(&context.loaded.paths.data_dir, id)?),
+        None => None,
+    };
     // Only this run's own tree gets the background results an earlier runtime left behind:
     // a run that ends must not cut another session's delivery turn.
     context.with_quiet_runtime(move |runtime| async move {
@@ -139,15 +140,27 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<()> {
             }
             None => runtime.create_session(None, None).await?,
         };
-        let outcome = drive(&runtime, &session.id, &agent_name, request, format, yes).await;
+        let outcome = drive(&runtime, &session.id, &agent_name, &config, request, show).await;
         if format == Format::Text {
             eprintln!("session: {}", session.id);
             if let Ok(tree) = runtime.tree(&session.id).await {
                 eprintln!("{}", usage_line(&tree));
             }
         }
+        drop(turn);
         outcome
     })
+}
+
+/// Takes the turn of `session`, saying so on stderr and waiting while another process runs it.
+fn wait_turn(data_dir: &std::path::Path, session: &SessionId) -> anyhow::Result<SessionLock> {
+    if let Some(turn) = SessionLock::try_acquire(data_dir, session.as_str())? {
+        return Ok(turn);
+    }
+    eprintln!(
+        "queued: session {session} is busy (another run is prompting it); waiting for its turn…"
+    );
+    Ok(SessionLock::acquire(data_dir, session.as_str())?)
 }
 
 /// Tokens and cost of the whole tree, for the last line of a run.
@@ -192,13 +205,27 @@ async fn until(at: Option<tokio::time::Instant>) {
 }
 
 /// Cancels the run's tree on a stop signal and says so.
-async fn cancel_on(runtime: &Runtime, session: &SessionId, signal: StopSignal) {
+async fn cancel_on(
+    runtime: &Runtime,
+    session: &SessionId,
+    signal: StopSignal,
+    screen: &mut Screen,
+) {
     let what = match signal {
         StopSignal::Interrupt => "interrupted",
         StopSignal::Terminate => "terminated",
     };
-    eprintln!("{what}: cancelling the session tree…");
+    screen.note(&format!("{what}: cancelling the session tree…"));
     let _ = runtime.cancel(session).await;
+}
+
+/// Sleeps one tick of the status line, or forever when it is not drawn.
+async fn tick(animated: bool) {
+    if animated {
+        tokio::time::sleep(TICK).await;
+    } else {
+        std::future::pending::<()>().await;
+    }
 }
 
 /// Prompts, follows the events, answers permission asks, and handles SIGINT (Ctrl-C) and
@@ -207,59 +234,52 @@ pub(super) async fn drive(
     runtime: &Runtime,
     session: &SessionId,
     agent: &str,
+    config: &Config,
     request: Request,
-    format: Format,
-    yes: bool,
+    show: Show,
 ) -> anyhow::Result<()> {
     let mut signals = StopSignals::new()?;
     let mut events = runtime.subscribe(Filter::Subtree(session.clone()));
-    let mut view = LiveView::new(session.clone(), agent);
+    let mut screen = Screen::new(
+        session.clone(),
+        agent,
+        config.clone(),
+        show.format,
+        show.quiet,
+    );
     let prompt = {
         let runtime = runtime.clone();
         let session = session.clone();
-        tokio::spawn(async move {
-            match request {
-                Request::Prompt(mut input) => {
-                    // `@path` and `@agent` in the text become file and agent parts.
-                    if let [PartInput::Text { text, .. }] = input.parts.as_slice() {
-                        input.parts = runtime.resolve_prompt(&session, &text.clone()).await?;
-                    }
-                    runtime.prompt(&session, input).await
-                }
-                Request::Command {
-                    name,
-                    arguments,
-                    agent,
-                    model,
-                } => {
-                    runtime
-                        .command(&session, &name, &arguments, agent.as_deref(), model)
-                        .await
-                }
-            }
-        })
+        tokio::spawn(async move { request.send(&runtime, &session).await })
     };
     tokio::pin!(prompt);
     let interactive = std::io::stdin().is_terminal() && std::io::stderr().is_terminal();
+    let handle = async |screen: &mut Screen, event: &Event| {
+        screen.show(event);
+        if let Event::PermissionAsked(request) = event {
+            screen.clear();
+            asks::answer(runtime, request, show.yes, interactive).await;
+        }
+    };
     let mut stopped: Option<StopSignal> = None;
     let mut give_up = None;
     let result = loop {
         tokio::select! {
             joined = &mut prompt => break joined,
             item = events.next() => match item {
-                Some(BusItem::Event(envelope)) => {
-                    handle_event(runtime, &envelope.event, &mut view, format, yes, interactive).await;
-                }
+                Some(BusItem::Event(envelope)) => handle(&mut screen, &envelope.event).await,
                 Some(BusItem::Lagged(n)) => tracing::warn!("the live view missed {n} events"),
                 None => {}
             },
+            () = tick(screen.animated()) => screen.tick(),
             signal = signals.recv(), if stopped.is_none() => {
                 stopped = Some(signal);
                 give_up = Some(tokio::time::Instant::now() + CANCEL_WAIT);
-                cancel_on(runtime, session, signal).await;
+                cancel_on(runtime, session, signal, &mut screen).await;
             }
             // The runtime's stop cancels and records what has not answered by now.
             () = until(give_up) => {
+                screen.clear();
                 let code = stopped.map_or(130, StopSignal::exit_code);
                 return Err(ExitStatus::new(code, "").into());
             }
@@ -288,29 +308,30 @@ pub(super) async fn drive(
                 && work.running == 0
                 && unchanged_since.elapsed() >= UNDELIVERED_PATIENCE
             {
-                eprintln!(
+                screen.note(&format!(
                     "{} background result(s) could not be delivered yet; `taskforce run --session {session}` or `taskforce serve` delivers them",
                     work.undelivered
-                );
+                ));
                 break;
             }
             let waiting = work.running + work.undelivered;
-            if !answered_later && format == Format::Text && waiting > 0 {
-                eprintln!("waiting for {waiting} background subagent(s)…");
+            if !answered_later && show.format == Format::Text && !show.quiet && waiting > 0 {
+                screen.note(&format!("waiting for {waiting} background subagent(s)…"));
             }
             answered_later = true;
             tokio::select! {
                 item = events.next() => {
                     if let Some(BusItem::Event(envelope)) = item {
-                        handle_event(runtime, &envelope.event, &mut view, format, yes, interactive).await;
+                        handle(&mut screen, &envelope.event).await;
                     }
                 }
                 () = changes.changed() => {}
+                () = tick(screen.animated()) => screen.tick(),
                 // No progress for a while: look again to give up on the stuck deliveries.
                 () = tokio::time::sleep_until(unchanged_since + UNDELIVERED_PATIENCE) => {}
                 signal = signals.recv(), if stopped.is_none() => {
                     stopped = Some(signal);
-                    cancel_on(runtime, session, signal).await;
+                    cancel_on(runtime, session, signal, &mut screen).await;
                     break;
                 }
             }
@@ -331,13 +352,14 @@ pub(super) async fn drive(
             item = events.next() => match item {
                 Some(BusItem::Event(envelope)) => {
                     let idle = matches!(&envelope.event, Event::SessionIdle { session_id } if session_id == session);
-                    handle_event(runtime, &envelope.event, &mut view, format, yes, interactive).await;
+                    handle(&mut screen, &envelope.event).await;
                     if idle { break; }
                 }
                 _ => break,
             }
         }
     }
+    screen.clear();
     if let Some(signal) = stopped {
         return Err(ExitStatus::new(signal.exit_code(), "").into());
     }
@@ -356,11 +378,7 @@ pub(super) async fn drive(
         )
         .into());
     }
-    if format == Format::Text {
-        let text = final_text(&message);
-        let mut out = std::io::stdout().lock();
-        writeln!(out, "{text}")?;
-    }
+    screen.finish(&message);
     Ok(())
 }
 
@@ -374,111 +392,4 @@ async fn last_answer(
         .into_iter()
         .rev()
         .find(|m| matches!(*m.info, Message::Assistant(_)))
-}
-
-async fn handle_event(
-    runtime: &Runtime,
-    event: &Event,
-    view: &mut LiveView,
-    format: Format,
-    yes: bool,
-    interactive: bool,
-) {
-    match format {
-        Format::Json => {
-            if let Ok(line) = serde_json::to_string(event) {
-                let mut out = std::io::stdout().lock();
-                let _ = writeln!(out, "{line}");
-            }
-        }
-        Format::Text => view.show(event),
-    }
-    if let Event::PermissionAsked(request) = event {
-        let (reply, message) = if yes {
-            (PermissionReply::Once, None)
-        } else if interactive {
-            ask_terminal((**request).clone()).await
-        } else {
-            (
-                PermissionReply::Reject,
-                Some(format!(
-                    "permission `{}` for {:?} needs approval and this run is not interactive; rerun with --yes to allow it, or allow it in the config",
-                    request.permission, request.patterns
-                )),
-            )
-        };
-        if reply == PermissionReply::Reject && !interactive && !yes {
-            eprintln!(
-                "denied: {} (not interactive; pass --yes to allow)",
-                describe_ask(request)
-            );
-        }
-        runtime.reply_permission(&request.id, reply, message).await;
-    }
-}
-
-/// Who asks for what, for people: `build › explore asks: bash "ls"` (the agents from the
-/// run's root session down to the asking one, then the permission and its patterns).
-fn describe_ask(request: &PermissionRequest) -> String {
-    let patterns: Vec<String> = request.patterns.iter().map(|p| format!("{p:?}")).collect();
-    let what = format!("{} {}", request.permission, patterns.join(", "));
-    if request.path.is_empty() {
-        what
-    } else {
-        format!("{} asks: {what}", request.path.join(" › "))
-    }
-}
-
-/// Asks on the terminal: once, always, or reject.
-async fn ask_terminal(request: PermissionRequest) -> (PermissionReply, Option<String>) {
-    tokio::task::spawn_blocking(move || {
-        eprint!(
-            "{} (allow? [y]es once / [a]lways / [n]o): ",
-            describe_ask(&request)
-        );
-        let _ = std::io::stderr().flush();
-        let mut line = String::new();
-        let _ = std::io::stdin().lock().read_line(&mut line);
-        match line.trim().to_lowercase().as_str() {
-            "y" | "yes" => (PermissionReply::Once, None),
-            "a" | "always" => (PermissionReply::Always, None),
-            _ => (PermissionReply::Reject, None),
-        }
-    })
-    .await
-    .unwrap_or((PermissionReply::Reject, None))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use taskforce_agents::id::{PermissionId, SessionId};
-
-    fn request(path: &[&str], patterns: &[&str]) -> PermissionRequest {
-        let session = SessionId::new();
-        PermissionRequest {
-            id: PermissionId::new(),
-            session_id: session.clone(),
-            permission: "bash".into(),
-            patterns: patterns.iter().map(|p| p.to_string()).collect(),
-            metadata: Default::default(),
-            always: Vec::new(),
-            tool: None,
-            root_session_id: session,
-            path: path.iter().map(|p| p.to_string()).collect(),
-        }
-    }
-
-    #[test]
-    fn an_ask_names_the_agents_down_to_the_asker() {
-        assert_eq!(
-            describe_ask(&request(&["build", "explore"], &["ls"])),
-            r#"build › explore asks: bash "ls""#
-        );
-        assert_eq!(
-            describe_ask(&request(&["build"], &["git status", "echo \"hi\""])),
-            r#"build asks: bash "git status", "echo \"hi\"""#
-        );
-        assert_eq!(describe_ask(&request(&[], &["ls"])), r#"bash "ls""#);
-    }
 }

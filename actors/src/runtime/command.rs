@@ -5,7 +5,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use taskforce_agents::agent::{AgentError, AgentMode};
 use taskforce_agents::command::{
-    PromptPiece, Reference, ShellContext, ShellGate, file_pieces, find_references, render,
+    Reference, ShellContext, ShellGate, file_pieces, find_references, render,
 };
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::{AssistantError, ModelRef};
@@ -180,18 +180,7 @@ impl Runtime {
                 continue;
             }
             for piece in file_pieces(reference, &info.directory).await {
-                parts.push(match piece {
-                    PromptPiece::Text { text, synthetic } => PartInput::Text { text, synthetic },
-                    PromptPiece::File {
-                        mime,
-                        url,
-                        filename,
-                    } => PartInput::File {
-                        mime,
-                        url,
-                        filename: Some(filename),
-                    },
-                });
+                parts.push(piece.into());
             }
         }
         Ok(parts)

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
+use taskforce_agents::command::PromptPiece;
 use taskforce_agents::id::{MessageId, now_ms};
 use taskforce_agents::model::{
     AgentPart, CompactionPart, FilePart, Message, ModelRef, Part, PartKind, Session, SubtaskPart,
@@ -73,6 +74,24 @@ impl PartInput {
         PartInput::Text {
             text: text.into(),
             synthetic: false,
+        }
+    }
+}
+
+/// A piece of a referenced file (the read tool's call and output, then the file itself).
+impl From<PromptPiece> for PartInput {
+    fn from(piece: PromptPiece) -> Self {
+        match piece {
+            PromptPiece::Text { text, synthetic } => PartInput::Text { text, synthetic },
+            PromptPiece::File {
+                mime,
+                url,
+                filename,
+            } => PartInput::File {
+                mime,
+                url,
+                filename: Some(filename),
+            },
         }
     }
 }

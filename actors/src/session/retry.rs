@@ -9,9 +9,6 @@ use super::part::SharedPart;
 use super::turn::Turn;
 use crate::bus::{Event, SessionStatus};
 
-/// How often a failed model call is retried when the provider sets no `max_retries`.
-const DEFAULT_MAX_RETRIES: u32 = 4;
-
 /// The longest wait between two attempts.
 const MAX_RETRY_DELAY: std::time::Duration = std::time::Duration::from_secs(30);
 
@@ -61,13 +58,7 @@ impl Attempts {
     /// Whether a failed call may be tried again: the error is retryable, no tool of this step
     /// has started, and the provider's `max_retries` is not used up.
     fn may_retry(&self, turn: &Turn, error: &ProviderError, calls_started: bool) -> bool {
-        let max = turn
-            .core
-            .config
-            .provider
-            .get(&turn.model.provider_id)
-            .and_then(|p| p.max_retries)
-            .unwrap_or(DEFAULT_MAX_RETRIES);
+        let max = turn.core.config.max_retries(&turn.model.provider_id);
         error.is_retryable() && !calls_started && self.retried < max
     }
 

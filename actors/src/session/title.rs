@@ -112,7 +112,9 @@ pub(crate) fn ensure_title(core: &Arc<Core>, session: &Session, messages: &[Mess
     let id = session.id.clone();
     tokio::spawn(async move {
         if let Err(e) = name_session(&core, &id, input, user_model).await {
-            tracing::warn!(session = %id, "no title: {e}");
+            // The session keeps its default title; the error, when the provider is down, is
+            // the answer's too, and shown there.
+            tracing::debug!(session = %id, "no title: {e}");
         }
     });
 }

@@ -23,8 +23,8 @@ pub use load::{LoadOptions, LoadedConfig, load};
 pub use merge::merge_json;
 pub use paths::Paths;
 pub use schema::{
-    CompactionConfig, Config, CostConfig, ExperimentalConfig, ModelConfig, ProviderConfig,
-    ProviderKind, Secret, ServerConfig, SubagentConfig,
+    CompactionConfig, Config, CostConfig, DEFAULT_MAX_RETRIES, ExperimentalConfig, ModelConfig,
+    ProviderConfig, ProviderKind, Secret, ServerConfig, SubagentConfig,
 };
 
 #[cfg(test)]

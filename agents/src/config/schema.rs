@@ -82,7 +82,19 @@ impl Config {
         }
         out
     }
+
+    /// How often a failed call to `provider` is retried: its `max_retries`, else
+    /// [`DEFAULT_MAX_RETRIES`].
+    pub fn max_retries(&self, provider: &str) -> u32 {
+        self.provider
+            .get(provider)
+            .and_then(|p| p.max_retries)
+            .unwrap_or(DEFAULT_MAX_RETRIES)
+    }
 }
+
+/// How often a failed model call is retried when the provider sets no `max_retries`.
+pub const DEFAULT_MAX_RETRIES: u32 = 4;
 
 /// The wire format a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

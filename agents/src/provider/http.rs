@@ -164,6 +164,9 @@ pub(crate) async fn post_json(
 /// A reqwest error with its causes, which hold the useful part ("connection refused"); URL
 /// credentials never show.
 pub(crate) fn describe(error: &reqwest::Error) -> String {
+    if let Some(refused) = refused(error) {
+        return crate::config::redact::url_credentials(&refused).into_owned();
+    }
     let mut message = error.to_string();
     let mut source = std::error::Error::source(error);
     while let Some(cause) = source {
@@ -175,4 +178,23 @@ pub(crate) fn describe(error: &reqwest::Error) -> String {
         source = cause.source();
     }
     crate::config::redact::url_credentials(&message).into_owned()
+}
+
+/// `connection refused to URL` when nothing listens at the request's address.
+fn refused(error: &reqwest::Error) -> Option<String> {
+    if !error.is_connect() {
+        return None;
+    }
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        if let Some(io) = cause.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::ConnectionRefused
+        {
+            return error
+                .url()
+                .map(|url| format!("connection refused to {url}"));
+        }
+        source = cause.source();
+    }
+    None
 }

@@ -131,6 +131,24 @@ pub struct Selection {
 }
 
 /// `serde` default for tool inputs.
+/// `text` without its `<task_metadata>` blocks: bookkeeping for the model that a reply quoting
+/// a task's result leaves out, as a real model would.
+fn without_task_metadata(text: &str) -> String {
+    const OPEN: &str = "<task_metadata>";
+    const CLOSE: &str = "</task_metadata>";
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find(OPEN) {
+        out.push_str(rest[..start].trim_end());
+        rest = match rest[start..].find(CLOSE) {
+            Some(end) => &rest[start + end + CLOSE.len()..],
+            None => "",
+        };
+    }
+    out.push_str(rest);
+    out
+}
+
 fn empty_object() -> Value {
     Value::Object(serde_json::Map::new())
 }
@@ -330,7 +348,7 @@ impl<'a> Facts<'a> {
     /// A template string filled in.
     fn render(&self, template: &str) -> String {
         template
-            .replace("{{last}}", &self.last)
+            .replace("{{last}}", &without_task_metadata(&self.last))
             .replace("{{prompt}}", &self.prompt)
             .replace("{{agent}}", self.agent)
             .replace("{{turn}}", &self.turn.to_string())
@@ -373,6 +391,17 @@ mod tests {
 
     use super::*;
     use crate::provider::ToolSpec;
+
+    #[test]
+    fn quoted_task_results_leave_their_metadata_out() {
+        let results = "## one\nfound a\n\n<task_metadata>\nsession_id: ses_1\n</task_metadata>\n\n## two\nfound b\n\n<task_metadata>\nsession_id: ses_2\n</task_metadata>";
+        assert_eq!(
+            without_task_metadata(results),
+            "## one\nfound a\n\n## two\nfound b"
+        );
+        assert_eq!(without_task_metadata("plain"), "plain");
+        assert_eq!(without_task_metadata("cut <task_metadata>\nsession"), "cut");
+    }
 
     fn tool(name: &str) -> ToolSpec {
         ToolSpec {
