@@ -4,6 +4,7 @@ mod crash_cli;
 mod openapi_doc;
 mod permission_cli;
 mod run_cli;
+mod run_stream;
 mod sdk;
 mod secrets_cli;
 mod server;

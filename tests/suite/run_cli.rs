@@ -1,9 +1,9 @@
 //! `taskforce run`, `taskforce sessions` and `taskforce demo` as a user runs them.
 
-use taskforce_testkit::fake_openai::{FakeOpenAi, Response};
+use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 use taskforce_testkit::script::last_content;
 
-use super::support::Sandbox;
+use super::support::{Sandbox, interrupt};
 
 /// Writes a `taskforce.toml` whose model is `fake/gpt-test` at `base_url`.
 pub(super) fn configure(s: &Sandbox, base_url: &str) {
@@ -15,20 +15,30 @@ pub(super) fn configure(s: &Sandbox, base_url: &str) {
     );
 }
 
+/// The parent (offered the task tool) delegates a `Peek` task to a `general` child, then
+/// answers `answer`; the child answers what `child` gives.
+pub(super) fn peek_via_general(
+    req: &RecordedRequest,
+    answer: &str,
+    child: impl FnOnce() -> Response,
+) -> Response {
+    if req.tool_names().contains(&"task") && req.last_role() == Some("user") {
+        Response::tool_calls(&[(
+            "call_1",
+            "task",
+            r#"{"description":"Peek","prompt":"peek","subagent_type":"general"}"#,
+        )])
+    } else if req.tool_names().contains(&"task") {
+        Response::text(answer)
+    } else {
+        child()
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_prints_the_answer_and_sessions_show_it() {
     let fake = FakeOpenAi::start(|req| {
-        if req.tool_names().contains(&"task") && req.last_role() == Some("user") {
-            Response::tool_calls(&[(
-                "call_1",
-                "task",
-                r#"{"description":"Peek","prompt":"peek","subagent_type":"general"}"#,
-            )])
-        } else if req.tool_names().contains(&"task") {
-            Response::text("All good.")
-        } else {
-            Response::text("child saw things")
-        }
+        peek_via_general(req, "All good.", || Response::text("child saw things"))
     })
     .await
     .unwrap();
@@ -206,6 +216,15 @@ fn demo_runs_offline_and_fans_out_to_three_explorers() {
         );
     }
     assert!(out.stdout.contains("src/server.py"), "{}", out.stdout);
+    // The summary quotes the explorers' findings, not the task results' bookkeeping.
+    assert!(!out.stdout.contains("<task_metadata>"), "{}", out.stdout);
+    // Each explorer made three calls, each counted once.
+    assert_eq!(
+        out.stderr.matches("done (3 tool calls)").count(),
+        3,
+        "{}",
+        out.stderr
+    );
     assert!(out.stderr.contains("sessions stored in"), "{}", out.stderr);
     assert!(dir.join("data/taskforce.db").is_file());
 }
@@ -227,15 +246,7 @@ async fn ctrl_c_cancels_the_tree_and_exits_130() {
         .unwrap();
     // The run listens for signals before it sends its first request.
     assert!(fake.wait_for_requests(1, Duration::from_secs(20)).await);
-    let status = std::process::Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let out = tokio::task::spawn_blocking(move || child.wait_with_output())
-        .await
-        .unwrap()
-        .unwrap();
+    let out = interrupt(child).await;
     assert_eq!(
         out.status.code(),
         Some(130),
@@ -608,9 +619,9 @@ async fn run_waits_for_its_background_children_and_prints_the_last_answer() {
         .await
         .unwrap();
     assert_eq!(out.status, 0, "stderr: {}", out.stderr);
+    // Each answer of the session streams as it comes; the last one ends the output.
     assert_eq!(
-        out.stdout.trim(),
-        "Final: gold was found.",
+        out.stdout, "A digger is on it.\nFinal: gold was found.\n",
         "{}",
         out.stderr
     );

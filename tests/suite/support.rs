@@ -84,3 +84,16 @@ impl Sandbox {
         out
     }
 }
+
+/// Sends SIGINT (Ctrl-C) to a running `child` and waits for it to end.
+pub async fn interrupt(child: std::process::Child) -> std::process::Output {
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    tokio::task::spawn_blocking(move || child.wait_with_output())
+        .await
+        .unwrap()
+        .unwrap()
+}
