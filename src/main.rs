@@ -1,6 +1,8 @@
 //! The `taskforce` command.
 
 mod cli;
+mod client;
+mod tui;
 
 use std::process::ExitCode;
 
@@ -14,7 +16,15 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    logging::init(cli.global.verbose);
+    if cli.opens_tui() {
+        // The TUI owns the terminal: logs go to a file.
+        logging::init_file(
+            cli.global.verbose,
+            &std::env::temp_dir().join("taskforce-tui.log"),
+        );
+    } else {
+        logging::init(cli.global.verbose);
+    }
     match cli::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

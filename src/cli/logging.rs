@@ -30,6 +30,31 @@ pub fn init(verbose: u8) {
         .init();
 }
 
+/// Logs go to the file at `path` (appended) instead of stderr, for the TUI, which owns the
+/// terminal: warnings by default, `-v` debug, `-vv` trace; `RUST_LOG` overrides. Nothing is
+/// logged when the file cannot be opened.
+pub fn init_file(verbose: u8, path: &std::path::Path) {
+    let level = match verbose {
+        0 => "warn",
+        1 => "debug",
+        _ => "trace",
+    };
+    let Ok(file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+    else {
+        return;
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(Scrubbed::new(std::sync::Mutex::new(file), current))
+        .with_ansi(false)
+        .init();
+}
+
 /// Hides `secrets` from every later log line and from [`redact`].
 pub fn protect(secrets: Vec<String>) {
     let redactor = Arc::new(Redactor::new(secrets));

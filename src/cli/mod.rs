@@ -17,7 +17,8 @@ mod run;
 mod screen;
 mod serve;
 mod sessions;
-mod signals;
+pub(crate) mod signals;
+mod tui;
 
 use std::path::PathBuf;
 
@@ -32,9 +33,19 @@ pub struct Cli {
     /// Flags every subcommand takes.
     #[command(flatten)]
     pub global: GlobalArgs,
-    /// What to do.
+    /// Flags of the TUI, which opens when no subcommand is given.
+    #[command(flatten)]
+    pub tui: tui::TuiArgs,
+    /// What to do; the TUI on this project when absent.
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
+}
+
+impl Cli {
+    /// Whether this command line opens the TUI (which owns the terminal).
+    pub fn opens_tui(&self) -> bool {
+        matches!(self.command, None | Some(Command::Attach(_)))
+    }
 }
 
 /// Flags every subcommand takes.
@@ -72,6 +83,8 @@ pub enum Command {
     Demo(demo::DemoArgs),
     /// Serve OpenCode's HTTP/SSE API on this machine.
     Serve(serve::ServeArgs),
+    /// Open the TUI against a running `taskforce serve` (or any OpenCode-compatible server).
+    Attach(tui::AttachArgs),
 }
 
 /// An error caused by the user's input or configuration (exit status 2).
@@ -119,11 +132,19 @@ pub fn exit_code(error: &anyhow::Error) -> u8 {
 
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
+    if let Some(Command::Attach(args)) = cli.command {
+        // The server's configuration counts; a broken local one does not stop the TUI.
+        let context = Context::load(&cli.global).ok();
+        return tui::attach(context.as_ref(), args);
+    }
     let context = Context::load(&cli.global)?;
     for warning in &context.loaded.warnings {
         eprintln!("warning: {warning}");
     }
-    match cli.command {
+    let Some(command) = cli.command else {
+        return tui::run(&context, cli.tui);
+    };
+    match command {
         Command::Agents(cmd) => agents::run(&context, cmd),
         Command::Commands(cmd) => commands::run(&context, cmd),
         Command::Permission(cmd) => permission::run(&context, cmd),
@@ -131,5 +152,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Sessions(cmd) => sessions::run(&context, cmd),
         Command::Demo(args) => demo::run(&context, args),
         Command::Serve(args) => serve::run(&context, args),
+        Command::Attach(_) => Ok(()),
     }
 }

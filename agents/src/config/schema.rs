@@ -69,6 +69,9 @@ pub struct Config {
     /// Short model names (`sonnet`, `haiku`…) used by Claude Code agent files, as `provider/model`.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub model_aliases: IndexMap<String, String>,
+    /// TUI keybinds by OpenCode's action names (`session_parent = "<leader>up"`).
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub keybinds: IndexMap<String, String>,
 }
 
 impl Config {

@@ -1,0 +1,184 @@
+//! The terminal UI: a conversation view of any session of the tree, navigation between a
+//! session, its children and its parent, the tree panel, asks, and the prompt editor. It talks
+//! to a runtime only through the HTTP/SSE API, so it drives `taskforce serve`, an embedded
+//! server, or any OpenCode-compatible server alike.
+
+mod app;
+mod editor;
+mod effects;
+mod keys;
+mod state;
+mod terminal;
+mod view;
+
+use std::time::{Duration, Instant};
+
+use crossterm::event::{Event as TermEvent, EventStream, KeyEventKind};
+use futures::StreamExt;
+use serde_json::Value;
+
+use crate::client::{Client, ServerEvent};
+use app::App;
+use effects::{Done, Effects};
+use keys::Keybinds;
+use view::theme::Theme;
+
+/// How the TUI starts.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// Open this session instead of a new one.
+    pub session: Option<String>,
+    /// Keybind overrides from the local configuration (the server's come first).
+    pub keybinds: Vec<(String, String)>,
+}
+
+/// The shortest time between two frames while events stream in.
+const FRAME: Duration = Duration::from_millis(16);
+
+/// Runs the TUI against the server `client` reaches until the user quits.
+pub async fn run(client: Client, options: Options) -> anyhow::Result<()> {
+    let mut app = start(&client, &options).await?;
+    let mut effects = Effects::new(client.clone());
+    let mut events = client.events();
+    let mut screen = terminal::Screen::enter()?;
+    let mut input = EventStream::new();
+    let mut signals = crate::cli::signals::StopSignals::new()?;
+    if let Some(session) = options.session.clone() {
+        for effect in app.open(session) {
+            effects.run(effect);
+        }
+    }
+    let mut tick = 0usize;
+    let mut ticker = tokio::time::interval(Duration::from_millis(100));
+    ticker.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+    let mut last_draw = Instant::now() - FRAME;
+    let mut dirty = true;
+    let mut files: Vec<String> = Vec::new();
+    while !app.quit {
+        if dirty && last_draw.elapsed() >= FRAME {
+            let now = now_ms();
+            screen
+                .terminal
+                .draw(|frame| view::draw(frame, &app, now, tick))?;
+            last_draw = Instant::now();
+            dirty = false;
+        }
+        tokio::select! {
+            term = input.next() => match term {
+                Some(Ok(TermEvent::Key(key))) if key.kind != KeyEventKind::Release => {
+                    for effect in app.on_key(&key, &files) {
+                        effects.run(effect);
+                    }
+                    dirty = true;
+                }
+                Some(Ok(TermEvent::Paste(text))) => {
+                    app.on_paste(&text);
+                    dirty = true;
+                }
+                Some(Ok(TermEvent::Resize(..))) => {
+                    screen.terminal.autoresize()?;
+                    dirty = true;
+                }
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Err(e.into()),
+                None => break,
+            },
+            server = events.next() => match server {
+                Some(ServerEvent::Event(event)) => {
+                    app.apply(&event);
+                    dirty = true;
+                }
+                Some(ServerEvent::Connected) => {
+                    if !app.connected {
+                        app.connected = true;
+                        // Whatever happened while the stream was closed.
+                        effects.run(app::Effect::ListSessions);
+                        if let Some(current) = app.current.clone() {
+                            effects.run(app::Effect::Load(current));
+                        }
+                    }
+                    dirty = true;
+                }
+                Some(ServerEvent::Disconnected(cause)) => {
+                    app.connected = false;
+                    tracing::debug!("event stream closed: {cause}");
+                    dirty = true;
+                }
+                None => break,
+            },
+            done = effects.next() => {
+                if let Some(done) = done {
+                    if let Done::Files(found) = &done {
+                        files.clone_from(found);
+                        app.refresh_completion(&files);
+                    } else {
+                        for effect in effects::apply(&mut app, done) {
+                            effects.run(effect);
+                        }
+                    }
+                    dirty = true;
+                }
+            },
+            _ = ticker.tick() => {
+                app.tick();
+                tick = tick.wrapping_add(1);
+                // The spinner and elapsed times move while something runs.
+                dirty |= app.tree_busy() || app.leader.is_some() || app.notice().is_some();
+            },
+            _ = signals.recv() => break,
+            () = tokio::time::sleep(FRAME), if dirty => {}
+        }
+    }
+    drop(screen);
+    Ok(())
+}
+
+/// Reads what the TUI needs before it draws: sessions, agents, commands, configuration.
+async fn start(client: &Client, options: &Options) -> anyhow::Result<App> {
+    client.health().await.map_err(|e| anyhow::anyhow!("{e}"))?;
+    let config = client.config().await.unwrap_or(Value::Null);
+    let mut overrides: Vec<(String, String)> = config
+        .get("keybinds")
+        .and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default();
+    overrides.extend(options.keybinds.iter().cloned());
+    let keys = Keybinds::new(&overrides)?;
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let project = client
+        .sessions()
+        .await
+        .ok()
+        .and_then(|s| s.first().map(|s| s.directory.display().to_string()))
+        .unwrap_or_else(|| client.base().to_string());
+    let mut app = App::new(project, keys, Theme::new(no_color), Vec::new());
+    app.model = config
+        .get("model")
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    if let Ok(agents) = client.agents().await {
+        app.set_agents(&agents);
+    }
+    let can_undo = client.can_revert().await;
+    if let Ok(commands) = client.commands().await {
+        app.set_commands(&commands, can_undo);
+    }
+    for session in client.sessions().await? {
+        app.mirror.put_session(session);
+    }
+    if let Ok(asks) = client.permissions().await {
+        app.mirror.put_asks(asks);
+    }
+    Ok(app)
+}
+
+/// The wall clock in epoch milliseconds.
+fn now_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX))
+}
