@@ -2,18 +2,28 @@
 //!
 //! Exit status: 0 done, 1 the run ended in an error, 2 bad usage or configuration,
 //! 130 interrupted (SIGINT, Ctrl-C), 143 terminated (SIGTERM).
+//!
+//! Standard output is written only through `output::{out, outln}` (or `writeln!`), never with
+//! `print!`, which panics when the reader has gone away; a closed stdout ends the command with
+//! status 0.
+
+// A closed stdout must never panic: see `output::outln`.
+#![deny(clippy::print_stdout)]
 
 mod agents;
 mod commands;
+mod completion;
 mod context;
 mod demo;
 mod live;
 pub mod logging;
 mod output;
+mod paths;
 mod permission;
 mod run;
 mod serve;
 mod sessions;
+mod show_config;
 mod signals;
 
 use std::path::PathBuf;
@@ -21,6 +31,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 pub use context::Context;
+pub use output::is_closed_stdout;
 
 /// taskforce: an actor-based multi-agent runtime.
 #[derive(Debug, Parser)]
@@ -69,6 +80,12 @@ pub enum Command {
     Demo(demo::DemoArgs),
     /// Serve OpenCode's HTTP/SSE API on this machine.
     Serve(serve::ServeArgs),
+    /// Show the config files read, the data directory and the database file.
+    Paths(paths::PathsArgs),
+    /// Print the merged configuration (TOML, or JSON with --json), secrets redacted.
+    Config(show_config::ConfigArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completion(completion::CompletionArgs),
 }
 
 /// An error caused by the user's input or configuration (exit status 2).
@@ -116,6 +133,10 @@ pub fn exit_code(error: &anyhow::Error) -> u8 {
 
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
+    // Completion scripts need no configuration (a broken one must not stop them).
+    if let Command::Completion(args) = cli.command {
+        return completion::run(args);
+    }
     let context = Context::load(&cli.global)?;
     for warning in &context.loaded.warnings {
         eprintln!("warning: {warning}");
@@ -128,5 +149,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Sessions(cmd) => sessions::run(&context, cmd),
         Command::Demo(args) => demo::run(&context, args),
         Command::Serve(args) => serve::run(&context, args),
+        Command::Paths(args) => paths::run(&context, args),
+        Command::Config(args) => show_config::run(&context, args),
+        Command::Completion(args) => completion::run(args),
     }
 }
