@@ -1,6 +1,7 @@
 //! Bus delivery: events published to 100 subscribers, each reading every event.
 //!
-//! `cargo bench --bench bus`. Prints events/s (each event delivered to all subscribers).
+//! `cargo bench --profile dist --bench bus`. Prints events/s (each event delivered to all
+//! subscribers).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 

@@ -3,11 +3,11 @@
 //! root once every session runs. Measures the time from the cancel call until every session is
 //! idle (the runtime's status map is empty and the bus has announced 1,111 `session.idle`).
 //!
-//! `cargo bench --bench cancel [-- ROUNDS [LEVELS]] [--detail]` (default 3 rounds, a fresh tree
-//! each, 3 levels of children; `-- 3 2` cancels root → 10 → 100). Budget: 20 ms. The bench
-//! follows the tree on the bus as a client would, noting only the `session.idle` events;
-//! `--detail` also times every event kind, each level and each task call's end (that
-//! bookkeeping costs the bench's own CPU inside the measured window).
+//! `cargo bench --profile dist --bench cancel [-- ROUNDS [LEVELS]] [--detail]` (default 3 rounds, a
+//! fresh tree each, 3 levels of children; `-- 3 2` cancels root → 10 → 100). Budget: 20 ms. The
+//! bench follows the tree on the bus as a client would, noting only the `session.idle` events;
+//! `--detail` also times every event kind, each level and each task call's end (that bookkeeping
+//! costs the bench's own CPU inside the measured window).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 

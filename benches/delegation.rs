@@ -1,9 +1,9 @@
 //! Delegation overhead: one task call → a child session → its result, with SQLite on.
 //!
-//! `cargo bench --bench delegation`. Prints the median, p95 and mean of a full delegated
-//! prompt (three model calls, two sessions) and of a plain prompt (one model call) for scale:
-//! first through the runtime's API in this process, then over HTTP to `taskforce serve` (the
-//! release binary, `POST /session/:id/message` answered with the whole reply).
+//! `cargo bench --profile dist --bench delegation`. Prints the median, p95 and mean of a full
+//! delegated prompt (three model calls, two sessions) and of a plain prompt (one model call) for
+//! scale: first through the runtime's API in this process, then over HTTP to `taskforce serve`
+//! (the `dist` binary, `POST /session/:id/message` answered with the whole reply).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 

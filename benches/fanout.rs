@@ -1,10 +1,10 @@
 //! Fan-out: one prompt whose model calls the task tool 1,000 times in one step; every child
 //! makes one tool call (a real `read`) and answers.
 //!
-//! `cargo bench --bench fanout [-- N]`. Prints the wall time, the process's peak RSS and what the
-//! fan-out added to it per child. `TF_CHILD_MS=200` makes each child's first model call take
-//! that long, so that every child is alive at once; the wall time beyond it is the runtime's
-//! own overhead.
+//! `cargo bench --profile dist --bench fanout [-- N]`. Prints the wall time, the process's peak RSS
+//! and what the fan-out added to it per child. `TF_CHILD_MS=200` makes each child's first model
+//! call take that long, so that every child is alive at once; the wall time beyond it is the
+//! runtime's own overhead.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 

@@ -1,9 +1,9 @@
-//! Idle memory of `taskforce serve`: the release binary on a throwaway project (the scripted
+//! Idle memory of `taskforce serve`: the `dist` binary on a throwaway project (the scripted
 //! model of the other benchmarks), measured once it answers HTTP and again after one prompt.
 //!
-//! `cargo bench --bench idle`. Prints the server's RSS (`VmRSS`), its peak (`VmHWM`), how much
-//! of it is anonymous memory (heap, stacks) rather than the mapped binary and libraries, and its
-//! thread count. The budget is 16 MB idle.
+//! `cargo bench --profile dist --bench idle`. Prints the server's RSS (`VmRSS`), its peak
+//! (`VmHWM`), how much of it is anonymous memory (heap, stacks) rather than the mapped binary and
+//! libraries, and its thread count. The budget is 16 MB idle.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 

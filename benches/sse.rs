@@ -1,8 +1,9 @@
 //! SSE fan-out: 100 clients on `GET /event` over real HTTP while text deltas are published at a
 //! steady rate; reports delivered events/s and the delay from publish to client (p50/p99/max).
 //!
-//! `cargo bench --bench sse`. Rates are events published per second; each goes to all 100
-//! clients, so 200/s is 20,000 deliveries/s in total. `TF_SSE_RATES=200,1000` picks the rates.
+//! `cargo bench --profile dist --bench sse`. Rates are events published per second; each goes to
+//! all 100 clients, so 200/s is 20,000 deliveries/s in total. `TF_SSE_RATES=200,1000` picks the
+//! rates.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 

@@ -11,7 +11,8 @@
 //!   wall time and CPU for the 3,840 upserts.
 //! - `direct`: 2,000 awaited `put_part` calls one after the other (the path without a queue).
 //!
-//! `cargo bench --bench store [-- ROUNDS]` (default 7 rounds; medians over the rounds).
+//! `cargo bench --profile dist --bench store [-- ROUNDS]` (default 7 rounds; medians over the
+//! rounds).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 

@@ -3,9 +3,9 @@
 //! `taskforce serve` while `TF_STREAM_CLIENTS` SSE clients (5) read `GET /event`; reports the
 //! server's peak RSS (VmHWM) and its RSS once the reply is over and the clients are idle.
 //!
-//! `cargo bench --bench stream_memory`. The budget is a peak under 100 MB and under 60 MB idle.
-//! `TF_STREAM_DELAY_US` waits that long before each delta (0: the reply streams as fast as it
-//! can); `TF_STREAM_IN_PROCESS=1` runs the server in the benchmark's process instead.
+//! `cargo bench --profile dist --bench stream_memory`. The budget is a peak under 100 MB and under
+//! 60 MB idle. `TF_STREAM_DELAY_US` waits that long before each delta (0: the reply streams as fast
+//! as it can); `TF_STREAM_IN_PROCESS=1` runs the server in the benchmark's process instead.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 

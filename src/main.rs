@@ -27,6 +27,8 @@ fn main() -> ExitCode {
     }
     match cli::run(cli) {
         Ok(()) => ExitCode::SUCCESS,
+        // The reader of stdout went away (`taskforce … | head`): not a failure.
+        Err(error) if cli::is_closed_stdout(&error) => ExitCode::SUCCESS,
         Err(error) => {
             let message = logging::redact(&format!("{error:#}"));
             if !message.is_empty() {

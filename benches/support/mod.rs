@@ -124,9 +124,9 @@ pub fn rollup_of(pid: u32, field: &str) -> f64 {
         .map_or(0.0, |kib| kib / 1024.0)
 }
 
-/// `taskforce serve` on port 0 in `bench`'s project (the release binary the benchmarks were
-/// built with, or the one `TF_SERVE_BIN` names, to compare builds); answers the child process
-/// and its base URL once it listens.
+/// `taskforce serve` on port 0 in `bench`'s project (the binary built with the benchmarks, in
+/// the `dist` profile, or the one `TF_SERVE_BIN` names, to compare builds); answers the child
+/// process and its base URL once it listens.
 pub fn spawn_serve(bench: &Bench) -> (std::process::Child, String) {
     use std::io::BufRead;
     let binary =

@@ -3,6 +3,7 @@
 use clap::Subcommand;
 use taskforce_agents::agent::AgentInfo;
 
+use super::output::{out, outln};
 use super::{Context, UsageError};
 
 /// `taskforce agents …`
@@ -46,15 +47,15 @@ pub fn run(context: &Context, command: AgentsCommand) -> anyhow::Result<()> {
         } => create(context, &description.join(" "), model.as_deref(), json)?,
         AgentsCommand::List { json: true } => {
             let agents: Vec<&AgentInfo> = context.registry.list().collect();
-            println!("{}", serde_json::to_string_pretty(&agents)?);
+            outln!("{}", serde_json::to_string_pretty(&agents)?)?;
         }
-        AgentsCommand::List { json: false } => print!("{}", list_table(context)),
+        AgentsCommand::List { json: false } => out!("{}", list_table(context))?,
         AgentsCommand::Show { name, json } => {
             let agent = context.agent(Some(&name))?;
             if json {
-                println!("{}", serde_json::to_string_pretty(agent)?);
+                outln!("{}", serde_json::to_string_pretty(agent)?)?;
             } else {
-                print!("{}", show_text(context, agent));
+                out!("{}", show_text(context, agent))?;
             }
         }
     }
@@ -221,13 +222,13 @@ fn create(
     if json {
         let mut value = serde_json::to_value(&created.agent)?;
         value["path"] = serde_json::Value::String(created.path.display().to_string());
-        println!("{}", serde_json::to_string_pretty(&value)?);
+        outln!("{}", serde_json::to_string_pretty(&value)?)?;
     } else {
-        println!(
+        outln!(
             "created agent {} in {}",
             created.agent.identifier,
             created.path.display()
-        );
+        )?;
     }
     Ok(())
 }

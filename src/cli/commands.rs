@@ -4,6 +4,7 @@ use clap::Subcommand;
 use taskforce_agents::command::Commands;
 
 use super::Context;
+use super::output::outln;
 
 /// `taskforce commands …`
 #[derive(Debug, Subcommand)]
@@ -22,7 +23,7 @@ pub fn run(context: &Context, command: CommandsCommand) -> anyhow::Result<()> {
     let commands = Commands::new(&context.loaded.config);
     if json {
         let all: Vec<_> = commands.list().collect();
-        println!("{}", serde_json::to_string_pretty(&all)?);
+        outln!("{}", serde_json::to_string_pretty(&all)?)?;
         return Ok(());
     }
     let rows: Vec<[String; 3]> = commands
@@ -45,14 +46,14 @@ pub fn run(context: &Context, command: CommandsCommand) -> anyhow::Result<()> {
         })
         .collect();
     if rows.is_empty() {
-        println!("no commands");
+        outln!("no commands")?;
         return Ok(());
     }
     let w0 = rows.iter().map(|r| r[0].chars().count()).max().unwrap_or(0);
     let w1 = rows.iter().map(|r| r[1].chars().count()).max().unwrap_or(0);
     for r in rows {
         let line = format!("{:w0$}  {:w1$}  {}", r[0], r[1], r[2]);
-        println!("{}", line.trim_end());
+        outln!("{}", line.trim_end())?;
     }
     Ok(())
 }

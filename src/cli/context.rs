@@ -1,7 +1,11 @@
 //! What every subcommand needs: the loaded configuration and the agent registry.
 
+use std::collections::BTreeMap;
+
 use taskforce_agents::agent::{AgentInfo, Registry};
 use taskforce_agents::config::{LoadOptions, LoadedConfig, load, redact};
+use taskforce_agents::model::ModelRef;
+use taskforce_agents::provider::Providers;
 
 use super::{GlobalArgs, UsageError};
 
@@ -13,6 +17,8 @@ pub struct Context {
     pub registry: Registry,
     /// The `--data-dir` flag, when given.
     pub data_dir_flag: Option<std::path::PathBuf>,
+    /// The environment the configuration was read with; providers read their keys from it.
+    pub env: BTreeMap<String, String>,
 }
 
 impl Context {
@@ -29,7 +35,22 @@ impl Context {
             loaded,
             registry,
             data_dir_flag: global.data_dir.clone(),
+            env: options.env,
         })
+    }
+
+    /// Checks, before anything is stored, that the model a run will use (`model`, else the
+    /// agent's, else the configured default) has a usable provider: an unknown provider or a
+    /// missing key is a usage error saying what to set.
+    pub fn check_model(&self, model: Option<&ModelRef>, agent: &str) -> anyhow::Result<()> {
+        let agent_model = self.registry.get(agent).and_then(|a| a.model.as_ref());
+        let Some(model) = model.or(agent_model).or(self.loaded.config.model.as_ref()) else {
+            return Ok(());
+        };
+        let providers = Providers::new(&self.loaded.config, &self.env).map_err(UsageError::new)?;
+        providers
+            .check(&model.provider_id)
+            .map_err(|e| UsageError::new(e).into())
     }
 
     /// The agent called `name`, or the default agent; an unknown name is a usage error.
@@ -75,6 +96,7 @@ impl Context {
             .build()?;
         let system = actix::System::with_tokio_rt(move || tokio_rt);
         let mut options = taskforce_actors::RuntimeOptions::new(self.loaded.clone());
+        options.env = self.env.clone();
         options.deliver_background = deliver_background;
         system.block_on(async move {
             let runtime = taskforce_actors::Runtime::start(options)

@@ -2,21 +2,32 @@
 //!
 //! Exit status: 0 done, 1 the run ended in an error, 2 bad usage or configuration,
 //! 130 interrupted (SIGINT, Ctrl-C), 143 terminated (SIGTERM).
+//!
+//! Standard output is written only through `output::{out, outln}` (or `writeln!`), never with
+//! `print!`, which panics when the reader has gone away; a closed stdout ends the command with
+//! status 0.
+
+// A closed stdout must never panic: see `output::outln`.
+#![deny(clippy::print_stdout)]
 
 mod agents;
 mod answer;
 mod asks;
 mod commands;
+mod completion;
 mod context;
 mod demo;
 mod live;
 pub mod logging;
+mod output;
+mod paths;
 mod permission;
 mod request;
 mod run;
 mod screen;
 mod serve;
 mod sessions;
+mod show_config;
 pub(crate) mod signals;
 mod tui;
 
@@ -25,6 +36,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 pub use context::Context;
+pub use output::is_closed_stdout;
 
 /// taskforce: an actor-based multi-agent runtime.
 #[derive(Debug, Parser)]
@@ -85,6 +97,12 @@ pub enum Command {
     Serve(serve::ServeArgs),
     /// Open the TUI against a running `taskforce serve` (or any OpenCode-compatible server).
     Attach(tui::AttachArgs),
+    /// Show the config files read, the data directory and the database file.
+    Paths(paths::PathsArgs),
+    /// Print the merged configuration (TOML, or JSON with --json), secrets redacted.
+    Config(show_config::ConfigArgs),
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    Completion(completion::CompletionArgs),
 }
 
 /// An error caused by the user's input or configuration (exit status 2).
@@ -132,10 +150,15 @@ pub fn exit_code(error: &anyhow::Error) -> u8 {
 
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
-    if let Some(Command::Attach(args)) = cli.command {
-        // The server's configuration counts; a broken local one does not stop the TUI.
-        let context = Context::load(&cli.global).ok();
-        return tui::attach(context.as_ref(), args);
+    match cli.command {
+        Some(Command::Attach(args)) => {
+            // The server's configuration counts; a broken local one does not stop the TUI.
+            let context = Context::load(&cli.global).ok();
+            return tui::attach(context.as_ref(), args);
+        }
+        // Completion scripts need no configuration (a broken one must not stop them).
+        Some(Command::Completion(args)) => return completion::run(args),
+        _ => {}
     }
     let context = Context::load(&cli.global)?;
     for warning in &context.loaded.warnings {
@@ -152,6 +175,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Sessions(cmd) => sessions::run(&context, cmd),
         Command::Demo(args) => demo::run(&context, args),
         Command::Serve(args) => serve::run(&context, args),
-        Command::Attach(_) => Ok(()),
+        Command::Paths(args) => paths::run(&context, args),
+        Command::Config(args) => show_config::run(&context, args),
+        Command::Attach(_) | Command::Completion(_) => Ok(()),
     }
 }

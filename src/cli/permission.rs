@@ -10,6 +10,7 @@ use taskforce_agents::permission::bash::{self, PartDecision};
 use taskforce_agents::permission::{Action, Rule, permission_for_tool};
 
 use super::Context;
+use super::output::outln;
 
 /// `taskforce permission …`
 #[derive(Debug, Subcommand)]
@@ -46,22 +47,22 @@ pub fn run(context: &Context, command: PermissionCommand) -> anyhow::Result<()> 
     let decision = agent.evaluate(asked, &pattern);
     if json {
         let out = json!({"action": decision.action, "rule": decision.rule});
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?)?;
         return Ok(());
     }
-    println!("{}", decision.action);
-    println!("  agent: {}", agent.name);
+    outln!("{}", decision.action)?;
+    outln!("  agent: {}", agent.name)?;
     if asked != permission {
-        println!("  the {permission} tool asks for the `{asked}` permission");
+        outln!("  the {permission} tool asks for the `{asked}` permission")?;
     }
     match decision.rule {
         Some(rule) => {
-            print_rule(agent, rule, "  ");
-            print_trailer(agent);
+            print_rule(agent, rule, "  ")?;
+            print_trailer(agent)?;
         }
-        None => println!("  no rule matches `{asked}` {pattern:?}; `ask` is the default"),
+        None => outln!("  no rule matches `{asked}` {pattern:?}; `ask` is the default")?,
     }
-    print_hidden(agent, &permission);
+    print_hidden(agent, &permission)?;
     Ok(())
 }
 
@@ -91,71 +92,77 @@ fn explain_bash(agent: &AgentInfo, line: &str, json: bool) -> anyhow::Result<()>
             "rule": decisive.and_then(|p| p.rule),
             "parts": shown,
         });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?)?;
         return Ok(());
     }
-    println!("{action}");
-    println!("  agent: {}", agent.name);
+    outln!("{action}")?;
+    outln!("  agent: {}", agent.name)?;
     if parts.len() > 1 {
-        println!(
+        outln!(
             "  the line is checked as {} commands; the strictest decides",
             parts.len()
-        );
+        )?;
     }
     for part in &parts {
-        print_part(agent, part, parts.len() > 1);
+        print_part(agent, part, parts.len() > 1)?;
     }
     if parts.iter().any(|p| p.rule.is_some()) {
-        print_trailer(agent);
+        print_trailer(agent)?;
     }
-    print_hidden(agent, "bash");
+    print_hidden(agent, "bash")?;
     Ok(())
 }
 
-fn print_part(agent: &AgentInfo, part: &PartDecision<'_>, several: bool) {
+fn print_part(agent: &AgentInfo, part: &PartDecision<'_>, several: bool) -> std::io::Result<()> {
     let indent = if several {
         let mut head = format!("  {} {:?}", part.action, part.part.pattern);
         if part.part.text.trim() != part.part.pattern {
             head.push_str(&format!(" (in {:?})", part.part.text.trim()));
         }
-        println!("{head}");
+        outln!("{head}")?;
         "    "
     } else {
         "  "
     };
     if let Some(reason) = &part.part.unreadable {
-        println!("{indent}cannot be checked: {reason}; asked at least");
+        outln!("{indent}cannot be checked: {reason}; asked at least")?;
     }
     match part.rule {
-        Some(rule) => print_rule(agent, rule, indent),
-        None => println!(
+        Some(rule) => print_rule(agent, rule, indent)?,
+        None => outln!(
             "{indent}no rule matches `bash` {:?}; `ask` is the default",
             part.part.pattern
-        ),
+        )?,
     }
+    Ok(())
 }
 
-fn print_rule(agent: &AgentInfo, rule: &Rule, indent: &str) {
+fn print_rule(agent: &AgentInfo, rule: &Rule, indent: &str) -> std::io::Result<()> {
     let index = agent.index_of(rule);
     let number = index.map_or_else(String::new, |i| format!(" #{}", i + 1));
-    println!(
+    outln!(
         "{indent}rule{number}: {} {:?} → {}",
-        rule.permission, rule.pattern, rule.action
-    );
+        rule.permission,
+        rule.pattern,
+        rule.action
+    )?;
     if let Some(origin) = index.and_then(|i| agent.origin_of(i)) {
-        println!("{indent}from: {}", origin.describe());
+        outln!("{indent}from: {}", origin.describe())?;
     }
+    Ok(())
 }
 
-fn print_trailer(agent: &AgentInfo) {
-    println!(
+fn print_trailer(agent: &AgentInfo) -> std::io::Result<()> {
+    outln!(
         "  (the last matching rule wins; `taskforce agents show {}` lists them all)",
         agent.name
-    );
+    )?;
+    Ok(())
 }
 
-fn print_hidden(agent: &AgentInfo, permission: &str) {
+fn print_hidden(agent: &AgentInfo, permission: &str) -> std::io::Result<()> {
     if agent.disabled_tools.iter().any(|t| t == permission) {
-        println!("  the {permission} tool is hidden from this agent's model");
+        outln!("  the {permission} tool is hidden from this agent's model")?;
     }
+    Ok(())
 }

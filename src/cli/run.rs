@@ -78,17 +78,6 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<()> {
     if let Some(agent) = &args.agent {
         context.agent(Some(agent))?;
     }
-    if let Some(m) = &model {
-        let providers = context.loaded.config.available_providers();
-        if !providers.contains(&m.provider_id) {
-            return Err(UsageError::new(anyhow::anyhow!(
-                "--model {m}: provider \"{}\" is not configured (configured providers: {})",
-                m.provider_id,
-                providers.join(", ")
-            ))
-            .into());
-        }
-    }
     let session_id = args
         .session
         .as_deref()
@@ -100,6 +89,10 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<()> {
         .clone()
         .unwrap_or_else(|| context.registry.default_agent().name.clone());
     let agent_model = context.agent(Some(&agent_name))?.model.is_some();
+    // A continued session keeps its own model unless --model names one.
+    if model.is_some() || session_id.is_none() {
+        context.check_model(model.as_ref(), &agent_name)?;
+    }
     if model.is_none()
         && !agent_model
         && session_id.is_none()

@@ -9,6 +9,7 @@ use clap::Args;
 
 use super::UsageError;
 use super::context::Context;
+use super::output::outln;
 use super::signals::{STOP_GRACE, StopSignals};
 use taskforce_server::{Server, ServerOptions};
 
@@ -49,7 +50,7 @@ pub fn run(context: &Context, args: ServeArgs) -> anyhow::Result<()> {
             ))
         })?;
         let addr = server.local_addr()?;
-        println!("taskforce server listening on http://{addr}");
+        outln!("taskforce server listening on http://{addr}")?;
         std::io::stdout().flush()?;
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let serving = server.run_until(async move {

@@ -8,16 +8,20 @@ use taskforce_actors::store::SessionFilter;
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::{Message, PartKind, ToolState};
 
+use super::output::outln;
 use super::{Context, UsageError};
 
 /// `taskforce sessions …`
 #[derive(Debug, Subcommand)]
 pub enum SessionsCommand {
-    /// List sessions, most recently updated first.
+    /// List this project's sessions, most recently updated first.
     List {
         /// Only root sessions.
         #[arg(long)]
         roots: bool,
+        /// Every project's sessions, each with its directory.
+        #[arg(long)]
+        all: bool,
         /// Print OpenCode Session objects as JSON.
         #[arg(long)]
         json: bool,
@@ -60,28 +64,36 @@ pub enum SessionsCommand {
 pub fn run(context: &Context, command: SessionsCommand) -> anyhow::Result<()> {
     let parse = |id: &str| SessionId::parse(id).map_err(UsageError::new);
     match command {
-        SessionsCommand::List { roots, json } => context.with_quiet_runtime(move |rt| async move {
-            let sessions = rt
-                .sessions(&SessionFilter {
-                    roots,
-                    ..Default::default()
-                })
-                .await?;
-            if json {
-                println!("{}", serde_json::to_string_pretty(&sessions)?);
-            } else if sessions.is_empty() {
-                println!("no sessions");
-            } else {
-                for s in sessions {
-                    let parent = s
-                        .parent_id
-                        .as_ref()
-                        .map_or(String::new(), |p| format!("  (child of {p})"));
-                    println!("{}  {}{parent}", s.id, s.title);
+        SessionsCommand::List { roots, all, json } => {
+            context.with_quiet_runtime(move |rt| async move {
+                let sessions = rt
+                    .sessions(&SessionFilter {
+                        roots,
+                        project_id: (!all).then(|| rt.project_id().to_string()),
+                        ..Default::default()
+                    })
+                    .await?;
+                if json {
+                    outln!("{}", serde_json::to_string_pretty(&sessions)?)?;
+                } else if sessions.is_empty() {
+                    outln!("no sessions")?;
+                } else {
+                    for s in sessions {
+                        let parent = s
+                            .parent_id
+                            .as_ref()
+                            .map_or(String::new(), |p| format!("  (child of {p})"));
+                        let directory = if all {
+                            format!("  [{}]", s.directory.display())
+                        } else {
+                            String::new()
+                        };
+                        outln!("{}  {}{parent}{directory}", s.id, s.title)?;
+                    }
                 }
-            }
-            Ok(())
-        }),
+                Ok(())
+            })
+        }
         SessionsCommand::Show { id, json } => {
             let id = parse(&id)?;
             context.with_quiet_runtime(move |rt| async move {
@@ -89,10 +101,10 @@ pub fn run(context: &Context, command: SessionsCommand) -> anyhow::Result<()> {
                 let messages = rt.messages(&id).await?;
                 if json {
                     let out = json!({"info": info, "messages": messages});
-                    println!("{}", serde_json::to_string_pretty(&out)?);
+                    outln!("{}", serde_json::to_string_pretty(&out)?)?;
                     return Ok(());
                 }
-                println!("{}  {}", info.id, info.title);
+                outln!("{}  {}", info.id, info.title)?;
                 for m in &messages {
                     let who = match &*m.info {
                         Message::User(u) => format!("user → @{}", u.agent),
@@ -100,18 +112,18 @@ pub fn run(context: &Context, command: SessionsCommand) -> anyhow::Result<()> {
                             format!("@{} ({}/{})", a.agent, a.provider_id, a.model_id)
                         }
                     };
-                    println!("\n── {who}");
+                    outln!("\n── {who}")?;
                     for p in &m.parts {
                         match &p.kind {
-                            PartKind::Text(t) => println!("{}", t.text),
-                            PartKind::Reasoning(r) => println!("(thinking) {}", r.text),
+                            PartKind::Text(t) => outln!("{}", t.text)?,
+                            PartKind::Reasoning(r) => outln!("(thinking) {}", r.text)?,
                             PartKind::Tool(t) => {
                                 let detail = match &t.state {
                                     ToolState::Completed(c) => c.title.clone(),
                                     ToolState::Error(e) => format!("error: {}", e.error),
                                     other => other.status().to_string(),
                                 };
-                                println!("[{}] {detail}", t.tool);
+                                outln!("[{}] {detail}", t.tool)?;
                             }
                             _ => {}
                         }
@@ -119,7 +131,7 @@ pub fn run(context: &Context, command: SessionsCommand) -> anyhow::Result<()> {
                     if let Message::Assistant(a) = &*m.info
                         && let Some(e) = &a.error
                     {
-                        println!("error: {}: {}", e.name(), e.message().unwrap_or(""));
+                        outln!("error: {}: {}", e.name(), e.message().unwrap_or(""))?;
                     }
                 }
                 Ok(())
@@ -133,9 +145,9 @@ pub fn run(context: &Context, command: SessionsCommand) -> anyhow::Result<()> {
                     other => anyhow::Error::from(other),
                 })?;
                 if json {
-                    println!("{}", serde_json::to_string_pretty(&tree)?);
+                    outln!("{}", serde_json::to_string_pretty(&tree)?)?;
                 } else {
-                    print_tree(&tree, 0);
+                    print_tree(&tree, 0)?;
                 }
                 Ok(())
             })
@@ -152,7 +164,7 @@ pub fn run(context: &Context, command: SessionsCommand) -> anyhow::Result<()> {
                     );
                 }
                 if json {
-                    println!("{}", serde_json::to_string_pretty(&summary)?);
+                    outln!("{}", serde_json::to_string_pretty(&summary)?)?;
                 } else {
                     let text: String = summary
                         .parts
@@ -160,7 +172,7 @@ pub fn run(context: &Context, command: SessionsCommand) -> anyhow::Result<()> {
                         .filter_map(|p| p.as_text())
                         .map(|t| t.text.as_str())
                         .collect();
-                    println!("{text}");
+                    outln!("{text}")?;
                 }
                 Ok(())
             })
@@ -171,9 +183,9 @@ pub fn run(context: &Context, command: SessionsCommand) -> anyhow::Result<()> {
                 rt.session(&id).await.map_err(UsageError::new)?;
                 let deleted = rt.delete_session(&id).await?;
                 if json {
-                    println!("{}", serde_json::to_string_pretty(&deleted)?);
+                    outln!("{}", serde_json::to_string_pretty(&deleted)?)?;
                 } else {
-                    println!("deleted {} session(s)", deleted.len());
+                    outln!("deleted {} session(s)", deleted.len())?;
                 }
                 Ok(())
             })
@@ -181,13 +193,13 @@ pub fn run(context: &Context, command: SessionsCommand) -> anyhow::Result<()> {
     }
 }
 
-fn print_tree(node: &SessionTree, depth: usize) {
+fn print_tree(node: &SessionTree, depth: usize) -> std::io::Result<()> {
     let status = match &node.status {
         SessionStatus::Idle => "idle",
         SessionStatus::Busy => "busy",
         SessionStatus::Retry { .. } => "retry",
     };
-    println!(
+    outln!(
         "{}{}  {}  [{status}{}]  ${:.4} own, ${:.4} total, {} turn(s)",
         "  ".repeat(depth),
         node.info.id,
@@ -198,8 +210,9 @@ fn print_tree(node: &SessionTree, depth: usize) {
         node.usage.cost,
         node.total_usage.cost,
         node.usage.turns,
-    );
+    )?;
     for child in &node.children {
-        print_tree(child, depth + 1);
+        print_tree(child, depth + 1)?;
     }
+    Ok(())
 }

@@ -187,20 +187,6 @@ impl Client {
             .await
     }
 
-    /// `POST /session/:id/message`: prompts and waits for the final assistant message.
-    pub async fn prompt(
-        &self,
-        id: &str,
-        prompt: &PromptInput,
-    ) -> Result<MessageWithParts, ClientError> {
-        self.call(
-            Method::POST,
-            &format!("/session/{id}/message"),
-            Some(prompt),
-        )
-        .await
-    }
-
     /// `POST /session/:id/command`: runs a slash command and waits for its answer.
     pub async fn command(
         &self,

@@ -196,11 +196,11 @@ impl Keybinds {
             return "unbound".to_string();
         };
         let mut text = String::new();
-        if chord.leader {
-            if let Some(leader) = self.leader {
-                text.push_str(&chord_text(&leader));
-                text.push(' ');
-            }
+        if chord.leader
+            && let Some(leader) = self.leader
+        {
+            text.push_str(&chord_text(&leader));
+            text.push(' ');
         }
         text.push_str(&chord_text(chord));
         text

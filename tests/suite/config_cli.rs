@@ -4,7 +4,7 @@
 use super::support::Sandbox;
 
 /// The data directory the sandbox's runs are pointed at (never created by a refused run).
-fn data_dir(s: &Sandbox) -> std::path::PathBuf {
+pub(super) fn data_dir(s: &Sandbox) -> std::path::PathBuf {
     s.project.with_file_name("data")
 }
 
@@ -27,7 +27,7 @@ fn a_bad_config_exits_2_naming_the_mistake_and_leaves_the_data_directory_alone()
     s.file("taskforce.toml", "model = \"nowhere/m\"\n");
     let err = s.usage_error(&["run", "hello"]);
     assert!(
-        err.contains("model \"nowhere/m\" needs provider \"nowhere\", which is not configured (configured providers: scripted)"),
+        err.contains("model \"nowhere/m\" needs provider \"nowhere\", which is unknown; configure [provider.nowhere] with type and base_url (known providers: openai, "),
         "{err}"
     );
     assert!(!data.exists(), "nothing stored is touched");
@@ -35,7 +35,7 @@ fn a_bad_config_exits_2_naming_the_mistake_and_leaves_the_data_directory_alone()
     s.file("taskforce.toml", "");
     let err = s.usage_error(&["run", "--model", "nowhere/m", "hello"]);
     assert!(
-        err.contains("provider \"nowhere\" is not configured"),
+        err.contains("unknown provider \"nowhere\": configure [provider.nowhere]"),
         "{err}"
     );
     assert!(!data.exists(), "nothing stored is touched");

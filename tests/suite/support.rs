@@ -38,6 +38,10 @@ impl Sandbox {
         self.dirs.file(rel, text)
     }
 
+    pub fn home_file(&self, rel: &str, text: &str) -> PathBuf {
+        self.dirs.home_file(rel, text)
+    }
+
     pub fn env(&mut self, key: &str, value: &str) -> &mut Self {
         self.env.push((key.into(), value.into()));
         self

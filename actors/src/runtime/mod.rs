@@ -306,6 +306,12 @@ impl Runtime {
             .ok_or_else(|| RuntimeError::SessionNotFound(id.to_string()))
     }
 
+    /// The id of the project this runtime works on (its root folder's path), as sessions
+    /// record it.
+    pub fn project_id(&self) -> &str {
+        &self.core.project_id
+    }
+
     /// Sessions matching `filter`, most recently updated first.
     pub async fn sessions(&self, filter: &SessionFilter) -> Result<Vec<Session>, RuntimeError> {
         Ok(self.core.store.sessions(filter).await?)

@@ -143,9 +143,10 @@ pub(crate) fn to_assistant_error(error: &ProviderError) -> AssistantError {
             api.response_body = Some(body.clone());
             AssistantError::from(api)
         }
-        ProviderError::ModelNotFound(_) | ProviderError::Config { .. } => {
-            AssistantError::unknown(error.to_string())
-        }
+        ProviderError::ModelNotFound(_)
+        | ProviderError::UnknownProvider { .. }
+        | ProviderError::MissingKey { .. }
+        | ProviderError::Config { .. } => AssistantError::unknown(error.to_string()),
         _ => AssistantError::from(ApiError::new(error.to_string(), error.is_retryable())),
     }
 }

@@ -97,6 +97,8 @@ pub struct SessionFilter {
     pub search: Option<String>,
     /// At most this many sessions.
     pub limit: Option<usize>,
+    /// Only sessions of this project (a runtime's [`project_id`](crate::Runtime::project_id)).
+    pub project_id: Option<String>,
 }
 
 /// Persistence of the domain model. Writes are upserts keyed by id.

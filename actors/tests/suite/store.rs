@@ -423,7 +423,9 @@ async fn sessions_filter_and_order_in_sql() {
     child.touch(400);
     let mut tie = root("Überprüfung 100% fertig", 50);
     tie.touch(200); // the same update time as `b`, created later: its id is greater
-    for s in [&child, &b, &tie, &a, &c] {
+    let mut elsewhere = Session::new("other", "/srv/other", "Other project", 60);
+    elsewhere.touch(50);
+    for s in [&child, &b, &tie, &a, &c, &elsewhere] {
         store.put_session(s).await.unwrap();
     }
 
@@ -431,13 +433,33 @@ async fn sessions_filter_and_order_in_sql() {
         let store = store.clone();
         async move { ids(&store.sessions(&filter).await.unwrap()) }
     };
+    let project = SessionFilter {
+        project_id: Some("proj".into()),
+        ..SessionFilter::default()
+    };
     assert_eq!(
-        list(SessionFilter::default()).await,
+        list(project.clone()).await,
         ids(&[child.clone(), c.clone(), tie.clone(), b.clone(), a.clone()])
     );
+    assert_eq!(
+        list(SessionFilter::default()).await,
+        ids(&[
+            child.clone(),
+            c.clone(),
+            tie.clone(),
+            b.clone(),
+            a.clone(),
+            elsewhere.clone()
+        ])
+    );
+    let other = SessionFilter {
+        project_id: Some("other".into()),
+        ..SessionFilter::default()
+    };
+    assert_eq!(list(other).await, ids(&[elsewhere.clone()]));
     let roots = SessionFilter {
         roots: true,
-        ..SessionFilter::default()
+        ..project.clone()
     };
     assert_eq!(
         list(roots.clone()).await,
@@ -469,7 +491,7 @@ async fn sessions_filter_and_order_in_sql() {
     assert!(list(nothing).await.is_empty());
     let since = SessionFilter {
         start: Some(200),
-        ..SessionFilter::default()
+        ..project.clone()
     };
     assert_eq!(
         list(since).await,
@@ -477,7 +499,7 @@ async fn sessions_filter_and_order_in_sql() {
     );
     let limited = SessionFilter {
         limit: Some(2),
-        ..SessionFilter::default()
+        ..project.clone()
     };
     assert_eq!(list(limited).await, ids(&[child.clone(), c.clone()]));
     let combined = SessionFilter {
@@ -485,6 +507,7 @@ async fn sessions_filter_and_order_in_sql() {
         start: Some(150),
         search: Some("task".into()),
         limit: Some(1),
+        project_id: Some("proj".into()),
     };
     assert_eq!(list(combined).await, ids(&[b.clone()]));
     let none = SessionFilter {

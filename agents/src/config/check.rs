@@ -83,7 +83,7 @@ pub(crate) fn models_have_providers(
                 key,
                 model: model.to_string(),
                 provider: provider.to_string(),
-                configured: providers.to_vec(),
+                known: providers.to_vec(),
             },
         )));
     }

@@ -69,8 +69,8 @@ pub struct UnknownKey {
 /// A model whose provider the configuration does not have.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "{origin}: key `{key}`: model \"{model}\" needs provider \"{provider}\", which is not configured (configured providers: {}); add a [provider.{provider}] section",
-    .configured.join(", ")
+    "{origin}: key `{key}`: model \"{model}\" needs provider \"{provider}\", which is unknown; configure [provider.{provider}] with type and base_url (known providers: {})",
+    .known.join(", ")
 )]
 pub struct UnconfiguredProvider {
     /// The file or environment variable, as shown to the user.
@@ -81,6 +81,6 @@ pub struct UnconfiguredProvider {
     pub model: String,
     /// Its provider id.
     pub provider: String,
-    /// The providers that are configured (the built-in `scripted` included).
-    pub configured: Vec<String>,
+    /// The providers that are configured or known by name (the built-in `scripted` included).
+    pub known: Vec<String>,
 }

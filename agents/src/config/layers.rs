@@ -146,26 +146,12 @@ pub(crate) fn describe(origin: &Origin, paths: &Paths) -> String {
 
 /// The config files of every level, lowest precedence first, that exist.
 pub(crate) fn file_layers(paths: &Paths) -> Vec<Layer> {
-    let mut out = Vec::new();
-    if let Some(dir) = &paths.global_config_dir {
-        push_existing(
-            &mut out,
-            &[dir.join("config.toml"), dir.join("config.json")],
-        );
-    }
-    for dir in &paths.project_dirs {
-        push_existing(
-            &mut out,
-            &[dir.join("taskforce.toml"), dir.join("taskforce.json")],
-        );
-    }
-    out
-}
-
-fn push_existing(out: &mut Vec<Layer>, files: &[PathBuf]) {
-    for f in files.iter().filter(|f| f.is_file()) {
-        out.push(Layer::file(f));
-    }
+    paths
+        .config_files()
+        .iter()
+        .filter(|f| f.is_file())
+        .map(|f| Layer::file(f))
+        .collect()
 }
 
 /// The format of a folder of markdown definitions.

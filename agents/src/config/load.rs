@@ -47,6 +47,9 @@ pub struct LoadedConfig {
     pub paths: Paths,
     /// The files that were read, lowest precedence first.
     pub sources: Vec<PathBuf>,
+    /// The config files looked for, lowest precedence first (see [`Paths::config_files`]),
+    /// then the `--config` (or `TASKFORCE_CONFIG`) file; those that exist were read.
+    pub config_files: Vec<PathBuf>,
     /// Things that loaded but not as written (for example an undefined model alias).
     pub warnings: Vec<String>,
 }
@@ -55,6 +58,8 @@ pub struct LoadedConfig {
 pub fn load(options: &LoadOptions) -> Result<LoadedConfig, ConfigError> {
     let mut paths = Paths::discover(&options.cwd, &options.env);
     let explicit = explicit_file(options, &paths)?;
+    let mut config_files = paths.config_files();
+    config_files.extend(explicit.clone());
 
     let mut files = layers::file_layers(&paths);
     files.extend(explicit.as_deref().map(Layer::file));
@@ -98,6 +103,7 @@ pub fn load(options: &LoadOptions) -> Result<LoadedConfig, ConfigError> {
         config,
         paths,
         sources,
+        config_files,
         warnings,
     })
 }

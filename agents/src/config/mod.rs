@@ -9,6 +9,7 @@ mod check;
 mod env;
 mod error;
 mod keys;
+mod known;
 mod layers;
 mod load;
 mod merge;
@@ -19,6 +20,7 @@ pub mod serde_duration;
 pub mod serde_model;
 
 pub use error::{ConfigError, UnconfiguredProvider, UnknownKey};
+pub use known::{KNOWN_PROVIDERS, KnownProvider, known_provider};
 pub use load::{LoadOptions, LoadedConfig, load};
 pub use merge::merge_json;
 pub use paths::Paths;

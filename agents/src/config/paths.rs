@@ -51,6 +51,21 @@ impl Paths {
         }
     }
 
+    /// The config files looked for, lowest precedence first: the global `config.toml` and
+    /// `config.json`, then `taskforce.toml` and `taskforce.json` of each project folder from the
+    /// root down (the `--config` file is not among them).
+    pub fn config_files(&self) -> Vec<PathBuf> {
+        let global = self
+            .global_config_dir
+            .iter()
+            .flat_map(|dir| [dir.join("config.toml"), dir.join("config.json")]);
+        let project = self
+            .project_dirs
+            .iter()
+            .flat_map(|dir| [dir.join("taskforce.toml"), dir.join("taskforce.json")]);
+        global.chain(project).collect()
+    }
+
     /// The directory where over-long tool outputs are saved.
     pub fn tool_output_dir(&self) -> PathBuf {
         self.data_dir.join("tool-output")
@@ -145,6 +160,31 @@ mod tests {
             vec![tmp.clone(), tmp.join("a"), deep.clone()]
         );
         std::fs::remove_dir_all(&tmp).unwrap();
+    }
+
+    #[test]
+    fn config_files_run_from_global_to_the_innermost_folder() {
+        let p = Paths {
+            project_dirs: vec![PathBuf::from("/w"), PathBuf::from("/w/sub")],
+            ..Paths::discover(Path::new("/w/sub"), &env(&[("HOME", "/h")]))
+        };
+        assert_eq!(
+            p.config_files(),
+            [
+                "/h/.config/taskforce/config.toml",
+                "/h/.config/taskforce/config.json",
+                "/w/taskforce.toml",
+                "/w/taskforce.json",
+                "/w/sub/taskforce.toml",
+                "/w/sub/taskforce.json",
+            ]
+            .map(PathBuf::from)
+        );
+        let homeless = Paths::discover(Path::new("/w"), &env(&[]));
+        assert_eq!(
+            homeless.config_files(),
+            ["/w/taskforce.toml", "/w/taskforce.json"].map(PathBuf::from)
+        );
     }
 
     #[test]

@@ -136,7 +136,7 @@ fn provider_secrets<'a>(
 }
 
 /// Every credential `config` holds or names: provider keys (written, or read from the
-/// variable `api_key_env` names or a provider's default variable), header values and URL
+/// variable `api_key_env` names or a known provider's variable), header values and URL
 /// credentials.
 pub fn secrets(config: &Config, env: &BTreeMap<String, String>) -> Vec<String> {
     let mut all = Vec::new();
@@ -150,10 +150,62 @@ pub fn secrets(config: &Config, env: &BTreeMap<String, String>) -> Vec<String> {
         ));
         all.extend(from_env.cloned());
     }
-    for var in ["OPENAI_API_KEY", "ANTHROPIC_API_KEY"] {
+    for var in super::KNOWN_PROVIDERS.iter().filter_map(|p| p.api_key_env) {
         all.extend(env.get(var).cloned());
     }
     all
+}
+
+/// Whether a key of a configuration table names a credential (`api_key`, `apiKey`,
+/// `Authorization`, `x-api-key`, `access_token`, `password`, `client_secret`, …), judged by
+/// its last word: `api_key_env` (a variable's name) and `max_tokens` are not.
+pub fn is_secret_key(key: &str) -> bool {
+    // Words split at `_`, `-`, `.`, spaces and lower-to-upper case changes.
+    let mut words: Vec<String> = Vec::new();
+    let mut previous_lower = false;
+    for c in key.chars() {
+        if !c.is_ascii_alphanumeric() {
+            previous_lower = false;
+            words.push(String::new());
+            continue;
+        }
+        if (c.is_ascii_uppercase() && previous_lower) || words.is_empty() {
+            words.push(String::new());
+        }
+        previous_lower = c.is_ascii_lowercase() || c.is_ascii_digit();
+        if let Some(word) = words.last_mut() {
+            word.push(c.to_ascii_lowercase());
+        }
+    }
+    words.retain(|w| !w.is_empty());
+    let last = words.last().map(String::as_str);
+    let before = words.len().checked_sub(2).and_then(|i| words.get(i));
+    matches!(
+        last,
+        Some(
+            "apikey" | "authorization" | "token" | "password" | "passwd" | "secret" | "credentials"
+        )
+    ) || (last == Some("key") && before.is_some_and(|w| w == "api"))
+}
+
+/// Replaces, anywhere in `value`, the text under a key that names a credential (see
+/// [`is_secret_key`]) with [`REDACTED`]; for configuration shown to people, on top of
+/// [`Config::redacted`] (agent `options` and other free-form tables may hold keys too).
+pub fn redact_secret_fields(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, field) in map.iter_mut() {
+                if is_secret_key(key) && !field.is_object() && !field.is_array() && !field.is_null()
+                {
+                    *field = serde_json::Value::String(REDACTED.to_string());
+                } else {
+                    redact_secret_fields(field);
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(redact_secret_fields),
+        _ => {}
+    }
 }
 
 impl ProviderConfig {
@@ -235,6 +287,43 @@ mod tests {
             "{shown}"
         );
         assert_eq!(redactor.redact("nothing secret"), "nothing secret");
+    }
+
+    #[test]
+    fn fields_named_like_credentials_are_redacted_at_any_depth() {
+        let mut value = serde_json::json!({
+            "model": "openai/gpt-4o",
+            "max_tokens": 5,
+            "agent": {"build": {"options": {"apiKey": "sk-1", "temperature": 0.2}}},
+            "headers": {"Authorization": "Bearer x", "X-Api-Key": "k", "Accept": "json"},
+            "list": [{"password": "p", "user": "u"}],
+            "api_key_env": "OPENAI_API_KEY",
+        });
+        redact_secret_fields(&mut value);
+        assert_eq!(value["agent"]["build"]["options"]["apiKey"], REDACTED);
+        assert_eq!(value["agent"]["build"]["options"]["temperature"], 0.2);
+        assert_eq!(value["headers"]["Authorization"], REDACTED);
+        assert_eq!(value["headers"]["X-Api-Key"], REDACTED);
+        assert_eq!(value["headers"]["Accept"], "json");
+        assert_eq!(value["list"][0]["password"], REDACTED);
+        assert_eq!(value["list"][0]["user"], "u");
+        assert_eq!(value["model"], "openai/gpt-4o");
+        assert_eq!(value["max_tokens"], 5);
+        // The name of the variable holding a key is no secret, nor a count of tokens.
+        assert_eq!(value["api_key_env"], "OPENAI_API_KEY");
+        for plain in ["max_tokens", "api_key_env", "keyboard", "key", "tokenizer"] {
+            assert!(!is_secret_key(plain), "{plain}");
+        }
+        for secret in [
+            "api_key",
+            "API_KEY",
+            "apiKey",
+            "apikey",
+            "x-api-key",
+            "access_token",
+        ] {
+            assert!(is_secret_key(secret), "{secret}");
+        }
     }
 
     #[test]

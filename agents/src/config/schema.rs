@@ -75,13 +75,19 @@ pub struct Config {
 }
 
 impl Config {
-    /// The provider ids models may name: the configured ones, then the built-in `scripted`
-    /// (always available) when it is not configured.
+    /// The provider ids models may name: the configured ones, then those known by name (see
+    /// [`KNOWN_PROVIDERS`](super::KNOWN_PROVIDERS)), then the built-in `scripted` (always
+    /// available), each once.
     pub fn available_providers(&self) -> Vec<String> {
         let mut out: Vec<String> = self.provider.keys().cloned().collect();
-        let scripted = crate::provider::SCRIPTED_PROVIDER;
-        if !out.iter().any(|p| p == scripted) {
-            out.push(scripted.into());
+        let builtin = super::KNOWN_PROVIDERS
+            .iter()
+            .map(|p| p.id)
+            .chain([crate::provider::SCRIPTED_PROVIDER]);
+        for id in builtin {
+            if !out.iter().any(|p| p == id) {
+                out.push(id.into());
+            }
         }
         out
     }
@@ -115,13 +121,12 @@ impl ProviderKind {
     /// Every kind, as written in config.
     pub const NAMES: [&'static str; 3] = ["openai", "anthropic", "scripted"];
 
-    /// The kind a provider id implies when its `type` is not written.
+    /// The kind a provider id implies when its `type` is not written: a provider known by name
+    /// (`openai`, `groq`, `anthropic`, …) or `scripted`.
     pub fn from_provider_id(id: &str) -> Option<ProviderKind> {
         match id {
-            "openai" => Some(ProviderKind::Openai),
-            "anthropic" => Some(ProviderKind::Anthropic),
             "scripted" => Some(ProviderKind::Scripted),
-            _ => None,
+            _ => super::known_provider(id).map(|p| p.kind),
         }
     }
 }
@@ -130,7 +135,7 @@ impl ProviderKind {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProviderConfig {
-    /// The wire format; may be left out when the provider id is `openai`, `anthropic` or `scripted`.
+    /// The wire format; may be left out for `scripted` and the providers known by name.
     #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
     pub kind: Option<ProviderKind>,
     /// The API base URL.

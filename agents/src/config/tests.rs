@@ -205,7 +205,7 @@ fn a_model_of_a_provider_not_configured_is_an_error_naming_the_configured_ones()
         assert_eq!(
             p.error(),
             format!(
-                "{file}: key `{key}`: model \"nope/m\" needs provider \"nope\", which is not configured (configured providers: fake, scripted); add a [provider.nope] section"
+                "{file}: key `{key}`: model \"nope/m\" needs provider \"nope\", which is unknown; configure [provider.nope] with type and base_url (known providers: fake, openai, anthropic, openrouter, groq, deepseek, mistral, ollama, lmstudio, scripted)"
             )
         );
     }

@@ -84,27 +84,14 @@ impl HttpProvider<Anthropic> {
             let var = config.api_key_env.as_deref().unwrap_or(DEFAULT_API_KEY_ENV);
             let key = env_key(env, var);
             if key.is_none() && (config.api_key_env.is_some() || config.base_url.is_none()) {
-                return Err(ProviderError::Config {
+                return Err(ProviderError::MissingKey {
                     provider: id.to_string(),
-                    message: format!(
-                        "the environment variable {var} is not set; set it to the API key or \
-                         put `api_key` in [provider.{id}]"
-                    ),
+                    var: var.to_string(),
                 });
             }
             key
         };
         Self::configured(id, config, api_key, &SHAPE)
-    }
-
-    /// Whether [`from_config`](Self::from_config) fails only because the key is not set.
-    pub fn is_missing_key(config: &ProviderConfig, env: &BTreeMap<String, String>) -> bool {
-        let unset = |var: &str| env_key(env, var).is_none();
-        config.api_key.is_none()
-            && match &config.api_key_env {
-                Some(var) => unset(var),
-                None => config.base_url.is_none() && unset(DEFAULT_API_KEY_ENV),
-            }
     }
 }
 
@@ -137,7 +124,7 @@ mod tests {
         assert_eq!(p.headers["anthropic-version"], API_VERSION);
         let err = AnthropicProvider::from_config("anthropic", &config, &env(&[])).unwrap_err();
         assert!(err.to_string().contains("ANTHROPIC_API_KEY"), "{err}");
-        assert!(AnthropicProvider::is_missing_key(&config, &env(&[])));
+        assert!(matches!(err, ProviderError::MissingKey { .. }), "{err}");
     }
 
     #[test]
@@ -170,7 +157,6 @@ mod tests {
         let p = AnthropicProvider::from_config("c", &proxy, &env(&[])).unwrap();
         assert!(!p.has_api_key());
         assert_eq!(p.endpoint, "http://localhost:8080/v1/messages");
-        assert!(!AnthropicProvider::is_missing_key(&proxy, &env(&[])));
     }
 
     #[test]

@@ -67,6 +67,25 @@ pub enum ProviderError {
     /// No provider or model of that name is configured. Not retryable.
     #[error("model not found: {0}")]
     ModelNotFound(String),
+    /// A model names a provider that is neither configured nor known by name. Not retryable.
+    #[error(
+        "unknown provider \"{provider}\": configure [provider.{provider}] with type and base_url in taskforce.toml (known providers: {})",
+        .known.join(", ")
+    )]
+    UnknownProvider {
+        /// The provider id as named.
+        provider: String,
+        /// The providers that are configured or known by name.
+        known: Vec<String>,
+    },
+    /// The provider's key is read from an environment variable that is not set. Not retryable.
+    #[error("provider \"{provider}\" needs an API key: set {var}")]
+    MissingKey {
+        /// The provider id.
+        provider: String,
+        /// The environment variable to set.
+        var: String,
+    },
     /// The provider's configuration is unusable (missing key, bad script). Not retryable.
     #[error("provider {provider}: {message}")]
     Config {

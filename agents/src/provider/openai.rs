@@ -79,12 +79,9 @@ impl HttpProvider<OpenAi> {
             match env_key(env, var) {
                 Some(key) => Some(key),
                 None => {
-                    return Err(ProviderError::Config {
+                    return Err(ProviderError::MissingKey {
                         provider: id.to_string(),
-                        message: format!(
-                            "the environment variable {var} (api_key_env) is not set; \
-                             set it to the API key or put `api_key` in [provider.{id}]"
-                        ),
+                        var: var.clone(),
                     });
                 }
             }
@@ -94,16 +91,6 @@ impl HttpProvider<OpenAi> {
             None
         };
         Self::configured(id, config, api_key, &SHAPE)
-    }
-
-    /// Whether [`from_config`](Self::from_config) fails only because the key variable it names
-    /// is not set.
-    pub fn is_missing_key(config: &ProviderConfig, env: &BTreeMap<String, String>) -> bool {
-        config.api_key.is_none()
-            && config
-                .api_key_env
-                .as_ref()
-                .is_some_and(|var| env_key(env, var).is_none())
     }
 }
 

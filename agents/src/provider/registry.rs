@@ -1,10 +1,14 @@
 //! The configured providers and the models they serve.
 //!
-//! [`Providers::new`] reads `[provider.*]` of the configuration once: OpenAI-compatible and
-//! Anthropic providers get their HTTP client and key (from `api_key`, or the environment variable
-//! named by `api_key_env`, looked up in the given map), scripted providers load their script. A
-//! provider whose setup failed for a reason that only matters when it is used (a missing key
-//! variable) does not fail the whole set: asking it for a model returns that error. A script that cannot be loaded or a malformed header does fail it.
+//! [`Providers::new`] reads `[provider.*]` of the configuration once, and adds the providers
+//! known by name ([`KNOWN_PROVIDERS`]: `openai`, `anthropic`, `groq`, `ollama`, …) that it does
+//! not configure; a configured provider with a known name takes what it leaves out from the
+//! built-in entry. OpenAI-compatible and Anthropic providers get their HTTP client and key (from
+//! `api_key`, or the environment variable named by `api_key_env` or the built-in entry, looked
+//! up in the given map), scripted providers load their script. A provider whose setup failed for
+//! a reason that only matters when it is used (a missing key variable) does not fail the whole
+//! set: asking it for a model returns that error. A script that cannot be loaded or a malformed
+//! header does fail it.
 //!
 //! When the configuration has no `[provider.scripted]`, a provider `scripted` playing the
 //! built-in `demo` script is added, so `scripted/<anything>` works offline. A scripted provider
@@ -25,7 +29,9 @@ use super::{
     AnthropicModel, AnthropicProvider, LanguageModel, OpenAiModel, OpenAiProvider, ProviderError,
     Usage,
 };
-use crate::config::{Config, ModelConfig, ProviderConfig, ProviderKind};
+use crate::config::{
+    Config, KNOWN_PROVIDERS, ModelConfig, ProviderConfig, ProviderKind, known_provider,
+};
 use crate::model::ModelRef;
 
 /// The id of the implicit scripted provider.
@@ -70,7 +76,19 @@ impl Providers {
     /// The providers of `config`; API key variables are looked up in `env`.
     pub fn new(config: &Config, env: &BTreeMap<String, String>) -> Result<Self, ProviderError> {
         let mut entries = IndexMap::new();
-        for (id, provider) in &config.provider {
+        let known = KNOWN_PROVIDERS
+            .iter()
+            .filter(|k| !config.provider.contains_key(k.id))
+            .map(|k| (k.id.to_string(), k.settings(None, env)));
+        let configured = config.provider.iter().map(|(id, provider)| {
+            let settings = match known_provider(id) {
+                Some(k) => k.settings(Some(provider), env),
+                None => provider.clone(),
+            };
+            (id.clone(), settings)
+        });
+        for (id, provider) in configured.collect::<Vec<_>>().into_iter().chain(known) {
+            let (id, provider) = (&id, &provider);
             let kind = provider
                 .kind
                 .or_else(|| ProviderKind::from_provider_id(id))
@@ -85,12 +103,10 @@ impl Providers {
                 ProviderKind::Openai => usable_later(
                     OpenAiProvider::from_config(id, provider, env)
                         .map(|p| Entry::OpenAi(Arc::new(p))),
-                    OpenAiProvider::is_missing_key(provider, env),
                 )?,
                 ProviderKind::Anthropic => usable_later(
                     AnthropicProvider::from_config(id, provider, env)
                         .map(|p| Entry::Anthropic(Arc::new(p))),
-                    AnthropicProvider::is_missing_key(provider, env),
                 )?,
                 ProviderKind::Scripted => {
                     let spec = provider.script.as_deref().unwrap_or(DEFAULT_SCRIPT);
@@ -146,14 +162,7 @@ impl Providers {
                 let script = named.map_or_else(|| script.clone(), Arc::new);
                 Arc::new(ScriptedModel::new(m.clone(), script))
             }
-            Some(Entry::Unavailable(error)) => return Err(error.clone()),
-            None => {
-                return Err(ProviderError::ModelNotFound(format!(
-                    "{m} (no provider `{}`; configured providers: {})",
-                    m.provider_id,
-                    self.ids().collect::<Vec<_>>().join(", ")
-                )));
-            }
+            Some(Entry::Unavailable(_)) | None => return Err(self.unusable(&m.provider_id)),
         };
         models.insert(m.clone(), model.clone());
         Ok(model)
@@ -175,9 +184,31 @@ impl Providers {
         cost(usage, self.model_config(m).and_then(|c| c.cost.as_ref()))
     }
 
-    /// The provider ids, configured order first, the implicit `scripted` last.
+    /// The provider ids: the configured ones in their order, then the unconfigured ones known by
+    /// name, then the implicit `scripted`.
     pub fn ids(&self) -> impl Iterator<Item = &str> {
         self.entries.keys().map(String::as_str)
+    }
+
+    /// Checks that provider `id` exists and can make models: an unknown provider or a missing
+    /// key is an error saying what to set, found before anything is asked of the provider.
+    pub fn check(&self, id: &str) -> Result<(), ProviderError> {
+        if self.is_available(id) {
+            Ok(())
+        } else {
+            Err(self.unusable(id))
+        }
+    }
+
+    /// Why provider `id` cannot make models.
+    fn unusable(&self, id: &str) -> ProviderError {
+        match self.entries.get(id) {
+            Some(Entry::Unavailable(error)) => error.clone(),
+            _ => ProviderError::UnknownProvider {
+                provider: id.to_string(),
+                known: self.ids().map(str::to_string).collect(),
+            },
+        }
     }
 
     /// Whether provider `id` exists and can make models.
@@ -190,14 +221,11 @@ impl Providers {
 }
 
 /// The entry of an HTTP provider whose setup gave `made`: a setup that failed only because the
-/// key is missing (`missing_key`) gives an entry that fails when used, as a missing key only
-/// matters then; any other failure fails the whole set.
-fn usable_later(
-    made: Result<Entry, ProviderError>,
-    missing_key: bool,
-) -> Result<Entry, ProviderError> {
+/// key is missing gives an entry that fails when used, as a missing key only matters then; any
+/// other failure fails the whole set.
+fn usable_later(made: Result<Entry, ProviderError>) -> Result<Entry, ProviderError> {
     match made {
-        Err(e @ ProviderError::Config { .. }) if missing_key => Ok(Entry::Unavailable(e)),
+        Err(e @ ProviderError::MissingKey { .. }) => Ok(Entry::Unavailable(e)),
         made => made,
     }
 }
@@ -217,9 +245,26 @@ mod tests {
     }
 
     #[test]
+    fn known_providers_need_only_their_key() {
+        let env = BTreeMap::from([("GROQ_API_KEY".to_string(), "gsk".to_string())]);
+        let p = Providers::new(&Config::default(), &env).unwrap();
+        assert!(p.check("groq").is_ok());
+        assert!(p.check("ollama").is_ok(), "a local server takes no key");
+        assert_eq!(
+            p.check("openai").unwrap_err().to_string(),
+            "provider \"openai\" needs an API key: set OPENAI_API_KEY"
+        );
+        assert!(p.model(&ModelRef::new("openai", "gpt-4o-mini")).is_err());
+        assert_eq!(
+            p.check("foo").unwrap_err().to_string(),
+            "unknown provider \"foo\": configure [provider.foo] with type and base_url in taskforce.toml (known providers: openai, anthropic, openrouter, groq, deepseek, mistral, ollama, lmstudio, scripted)"
+        );
+    }
+
+    #[test]
     fn implicit_scripted_provider() {
         let p = Providers::new(&Config::default(), &BTreeMap::new()).unwrap();
-        assert_eq!(p.ids().collect::<Vec<_>>(), vec!["scripted"]);
+        assert_eq!(p.ids().last(), Some("scripted"));
         let m = ModelRef::new("scripted", "anything");
         let a = p.model(&m).unwrap();
         let b = p.model(&m).unwrap();

@@ -268,7 +268,7 @@ cost = {{ input = 3.0, output = 15.0, cache_read = 0.3, cache_write = 3.75 }}
         .model(&ModelRef::new("anthropic", "claude-sonnet-4-5"))
         .err()
         .unwrap();
-    assert!(matches!(err, ProviderError::Config { .. }));
+    assert!(matches!(err, ProviderError::MissingKey { .. }));
     assert!(err.to_string().contains("ANTHROPIC_API_KEY"), "{err}");
 }
 

@@ -947,7 +947,7 @@ fn env(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
 }
 
 #[tokio::test]
-async fn registry_unknown_provider_lists_the_configured_ones() {
+async fn registry_unknown_provider_lists_the_configured_and_known_ones() {
     let providers = Providers::new(
         &config(json!({"provider": {"openai": {"api_key": "sk"}}})),
         &env(&[]),
@@ -957,10 +957,16 @@ async fn registry_unknown_provider_lists_the_configured_ones() {
         .model(&ModelRef::new("nope", "gpt-9"))
         .err()
         .unwrap();
-    assert!(matches!(err, ProviderError::ModelNotFound(_)));
+    assert!(matches!(err, ProviderError::UnknownProvider { .. }));
     let message = err.to_string();
-    assert!(message.contains("nope/gpt-9"), "{message}");
-    assert!(message.contains("openai, scripted"), "{message}");
+    assert!(
+        message.starts_with("unknown provider \"nope\": configure [provider.nope]"),
+        "{message}"
+    );
+    assert!(
+        message.contains("(known providers: openai, anthropic, "),
+        "{message}"
+    );
 }
 
 #[tokio::test(start_paused = true)]
@@ -1067,7 +1073,7 @@ type = "anthropic"
         .model(&ModelRef::new("keyless", "m"))
         .err()
         .unwrap();
-    assert!(matches!(err, ProviderError::Config { .. }));
+    assert!(matches!(err, ProviderError::MissingKey { .. }));
     assert!(err.to_string().contains("MISSING_KEY"), "{err}");
     assert!(!providers.is_available("keyless"));
 
@@ -1080,7 +1086,20 @@ type = "anthropic"
 
     assert_eq!(
         providers.ids().collect::<Vec<_>>(),
-        vec!["local", "keyless", "claude", "scripted"]
+        vec![
+            "local",
+            "keyless",
+            "claude",
+            "openai",
+            "anthropic",
+            "openrouter",
+            "groq",
+            "deepseek",
+            "mistral",
+            "ollama",
+            "lmstudio",
+            "scripted"
+        ]
     );
 }
 

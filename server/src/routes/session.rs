@@ -63,6 +63,7 @@ pub async fn list(
         start: q.start,
         search: q.search.filter(|s| !s.is_empty()),
         limit: q.limit,
+        project_id: None,
     };
     Ok(Json(state.runtime.sessions(&filter).await?))
 }

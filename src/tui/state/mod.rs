@@ -87,10 +87,11 @@ impl SessionView {
         self.messages
             .iter()
             .rev()
-            .find_map(|m| match m.info.as_ref() {
-                Message::Assistant(a) => Some(a.agent.as_str()),
-                Message::User(u) => Some(u.agent.as_str()),
+            .map(|m| match m.info.as_ref() {
+                Message::Assistant(a) => a.agent.as_str(),
+                Message::User(u) => u.agent.as_str(),
             })
+            .next()
             .or(self.info.agent.as_deref())
     }
 
@@ -364,10 +365,8 @@ impl Mirror {
                     message.parts.retain(|p| &p.id != part_id);
                 }
             }
-            Event::PermissionAsked(request) => {
-                if !self.asks.iter().any(|a| a.id == request.id) {
-                    self.asks.push(request.as_ref().clone());
-                }
+            Event::PermissionAsked(request) if !self.asks.iter().any(|a| a.id == request.id) => {
+                self.asks.push(request.as_ref().clone());
             }
             Event::PermissionReplied { request_id, .. } => {
                 self.asks.retain(|a| &a.id != request_id);

@@ -60,7 +60,7 @@ fn syntect_theme() -> &'static SynTheme {
 }
 
 fn to_color(color: SynColor) -> Option<Color> {
-    (color.a == 0).then(|| Color::Indexed(color.r))
+    (color.a == 0).then_some(Color::Indexed(color.r))
 }
 
 /// The lines of `code` as styled spans: highlighted when `lang` is known and colours are on,

@@ -67,6 +67,7 @@ pub(super) async fn sessions(
          WHERE (?1 = 0 OR parent_id IS NULL) \
            AND (?2 IS NULL OR time_updated >= ?2) \
            AND (?3 IS NULL OR instr(title_folded, ?3) > 0) \
+           AND (?5 IS NULL OR project_id = ?5) \
          ORDER BY time_updated DESC, id DESC \
          LIMIT ?4",
     )
@@ -74,6 +75,7 @@ pub(super) async fn sessions(
     .bind(filter.start.map(to_sql))
     .bind(filter.search.as_deref().map(str::to_lowercase))
     .bind(limit)
+    .bind(filter.project_id.as_deref())
     .fetch_all(conn)
     .await
     .map_err(database("cannot list sessions"))?;
