@@ -19,6 +19,8 @@ mod ring;
 mod routes;
 mod sse;
 
+/// The user name basic auth expects when the server has a password.
+pub use auth::USER as AUTH_USER;
 pub use error::ApiError;
 pub use events::EventLog;
 

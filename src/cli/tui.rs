@@ -26,13 +26,24 @@ pub struct AttachArgs {
     pub session: Option<String>,
 }
 
-/// The password of a server that has one (`TASKFORCE_SERVER_PASSWORD`, else OpenCode's
-/// `OPENCODE_SERVER_PASSWORD`).
-fn password() -> Option<String> {
-    std::env::var("TASKFORCE_SERVER_PASSWORD")
-        .or_else(|_| std::env::var("OPENCODE_SERVER_PASSWORD"))
+/// The basic-auth user and password of a server that has a password
+/// (`TASKFORCE_SERVER_PASSWORD`, else OpenCode's `OPENCODE_SERVER_PASSWORD` with its user
+/// `OPENCODE_SERVER_USERNAME`, by default `opencode`).
+pub(crate) fn server_auth() -> Option<(String, String)> {
+    let ours = std::env::var("TASKFORCE_SERVER_PASSWORD")
         .ok()
-        .filter(|p| !p.is_empty())
+        .filter(|p| !p.is_empty());
+    if let Some(password) = ours {
+        return Some((taskforce_server::AUTH_USER.to_string(), password));
+    }
+    let password = std::env::var("OPENCODE_SERVER_PASSWORD")
+        .ok()
+        .filter(|p| !p.is_empty())?;
+    let user = std::env::var("OPENCODE_SERVER_USERNAME")
+        .ok()
+        .filter(|u| !u.is_empty())
+        .unwrap_or_else(|| "opencode".to_string());
+    Some((user, password))
 }
 
 /// The keybind overrides of the local configuration.
@@ -48,10 +59,11 @@ fn keybinds(context: &Context) -> Vec<(String, String)> {
 
 /// Runs the TUI against the server at `args.url`.
 pub fn attach(context: Option<&Context>, args: AttachArgs) -> anyhow::Result<()> {
-    let client = Client::new(&args.url, password()).map_err(UsageError::new)?;
+    let client = Client::new(&args.url, server_auth()).map_err(UsageError::new)?;
     let options = tui::Options {
         session: args.session,
         keybinds: context.map(keybinds).unwrap_or_default(),
+        project: None,
     };
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -63,6 +75,9 @@ pub fn attach(context: Option<&Context>, args: AttachArgs) -> anyhow::Result<()>
 /// that only this process knows the password of.
 pub fn run(context: &Context, args: TuiArgs) -> anyhow::Result<()> {
     let keybinds = keybinds(context);
+    let project = std::env::current_dir()
+        .map(|d| d.display().to_string())
+        .unwrap_or_default();
     context.with_runtime(move |runtime| async move {
         let password = ulid::Ulid::new().to_string();
         let options = ServerOptions {
@@ -77,12 +92,14 @@ pub fn run(context: &Context, args: TuiArgs) -> anyhow::Result<()> {
         let serving = tokio::spawn(server.run_until(async move {
             let _ = stopped.await;
         }));
-        let client = Client::new(&format!("http://{addr}"), Some(password))?;
+        let auth = (taskforce_server::AUTH_USER.to_string(), password);
+        let client = Client::new(&format!("http://{addr}"), Some(auth))?;
         let result = tui::run(
             client,
             tui::Options {
                 session: args.session,
                 keybinds,
+                project: Some(project),
             },
         )
         .await;

@@ -57,13 +57,14 @@ pub enum ClientError {
 pub struct Client {
     base: String,
     http: reqwest::Client,
-    password: Option<String>,
+    /// Basic-auth user and password, for a server that has a password.
+    auth: Option<(String, String)>,
 }
 
 impl Client {
-    /// A client of the server at `base` (`http://HOST:PORT`), with the server's password if it
-    /// has one (`TASKFORCE_SERVER_PASSWORD` on its side).
-    pub fn new(base: &str, password: Option<String>) -> Result<Client, ClientError> {
+    /// A client of the server at `base` (`http://HOST:PORT`), with the basic-auth user and
+    /// password of a server that has one (`TASKFORCE_SERVER_PASSWORD` on its side).
+    pub fn new(base: &str, auth: Option<(String, String)>) -> Result<Client, ClientError> {
         let base = base.trim_end_matches('/');
         let rest = base
             .strip_prefix("http://")
@@ -81,7 +82,7 @@ impl Client {
         Ok(Client {
             base: base.to_string(),
             http,
-            password,
+            auth,
         })
     }
 
@@ -92,8 +93,8 @@ impl Client {
 
     fn request(&self, method: Method, path: &str) -> RequestBuilder {
         let request = self.http.request(method, format!("{}{path}", self.base));
-        match &self.password {
-            Some(password) => request.basic_auth("opencode", Some(password)),
+        match &self.auth {
+            Some((user, password)) => request.basic_auth(user, Some(password)),
             None => request,
         }
     }
@@ -118,12 +119,7 @@ impl Client {
             .await
             .map_err(|e| self.unreachable(path, &e))?;
         if !status.is_success() {
-            return Err(ClientError::Status {
-                method,
-                path: path.to_string(),
-                status,
-                message: error_message(&bytes),
-            });
+            return Err(status_error(method, path, status, &bytes));
         }
         serde_json::from_slice(&bytes).map_err(|e| ClientError::Decode {
             path: path.to_string(),
@@ -147,6 +143,17 @@ impl Client {
     /// `GET /global/health`: the server's version, once it answers.
     pub async fn health(&self) -> Result<Value, ClientError> {
         self.call(Method::GET, "/global/health", None::<&()>).await
+    }
+
+    /// The directory of the project the server serves (`GET /path`, else a session's).
+    pub async fn project_directory(&self) -> Option<String> {
+        if let Ok(path) = self.call::<Value>(Method::GET, "/path", None::<&()>).await
+            && let Some(directory) = path.get("directory").and_then(Value::as_str)
+        {
+            return Some(directory.to_string());
+        }
+        let sessions = self.sessions().await.ok()?;
+        sessions.first().map(|s| s.directory.display().to_string())
     }
 
     /// `GET /session`: every root and child session of the project.
@@ -274,16 +281,25 @@ impl Client {
             .is_some_and(|paths| paths.get("/session/{sessionID}/revert").is_some())
     }
 
-    /// A call whose answer does not matter beyond its status.
+    /// A call whose answer does not matter beyond its status (an empty body is fine).
     async fn call_empty(
         &self,
         method: Method,
         path: &str,
         body: &(impl Serialize + ?Sized),
     ) -> Result<(), ClientError> {
-        self.call::<serde::de::IgnoredAny>(method, path, Some(body))
+        let response = self
+            .request(method.clone(), path)
+            .json(body)
+            .send()
             .await
-            .map(|_| ())
+            .map_err(|e| self.unreachable(path, &e))?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(());
+        }
+        let bytes = response.bytes().await.unwrap_or_default();
+        Err(status_error(method, path, status, &bytes))
     }
 
     /// `GET /event`: the project's events, reconnecting with `Last-Event-ID` when the stream
@@ -304,6 +320,16 @@ fn encode_query(text: &str) -> String {
         }
     }
     out
+}
+
+/// The error for an answer with a failing `status`.
+fn status_error(method: Method, path: &str, status: StatusCode, body: &[u8]) -> ClientError {
+    ClientError::Status {
+        method,
+        path: path.to_string(),
+        status,
+        message: error_message(body),
+    }
 }
 
 /// The message of an error answer: OpenCode's `{data: {message}}`, `{message}` or the text.

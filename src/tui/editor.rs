@@ -238,7 +238,7 @@ mod tests {
         e.left();
         e.left();
         e.delete();
-        assert_eq!(e.text(), "héllo\nwörlagain");
+        assert_eq!(e.text(), "héllo\nwördagain");
         e.end();
         e.delete_word();
         assert_eq!(e.text(), "héllo\n");

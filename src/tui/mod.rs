@@ -6,6 +6,8 @@
 mod app;
 mod editor;
 mod effects;
+#[cfg(test)]
+mod fixtures;
 mod keys;
 mod state;
 mod terminal;
@@ -30,6 +32,8 @@ pub struct Options {
     pub session: Option<String>,
     /// Keybind overrides from the local configuration (the server's come first).
     pub keybinds: Vec<(String, String)>,
+    /// The project's directory, when known here (else the server is asked).
+    pub project: Option<String>,
 }
 
 /// The shortest time between two frames while events stream in.
@@ -149,12 +153,13 @@ async fn start(client: &Client, options: &Options) -> anyhow::Result<App> {
     overrides.extend(options.keybinds.iter().cloned());
     let keys = Keybinds::new(&overrides)?;
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
-    let project = client
-        .sessions()
-        .await
-        .ok()
-        .and_then(|s| s.first().map(|s| s.directory.display().to_string()))
-        .unwrap_or_else(|| client.base().to_string());
+    let project = match options.project.clone() {
+        Some(project) => project,
+        None => client
+            .project_directory()
+            .await
+            .unwrap_or_else(|| client.base().to_string()),
+    };
     let mut app = App::new(project, keys, Theme::new(no_color), Vec::new());
     app.model = config
         .get("model")

@@ -116,7 +116,7 @@ impl App {
         if is("session_interrupt") {
             return self.interrupt();
         }
-        if is("agent_cycle") || is("agent_cycle_reverse") {
+        if (is("agent_cycle") || is("agent_cycle_reverse")) && !self.in_child() {
             self.cycle_agent(is("agent_cycle"));
             return Vec::new();
         }
@@ -247,7 +247,12 @@ impl App {
             return Vec::new();
         }
         let text = self.editor.take();
-        let agent = self.agent_name().map(str::to_string);
+        // A child's prompt runs its own agent (the server knows it); Tab picks the root's.
+        let agent = if self.in_child() {
+            None
+        } else {
+            self.agent_name().map(str::to_string)
+        };
         let session = self.current.clone();
         self.scroll = 0;
         let Some(line) = text.strip_prefix('/') else {

@@ -207,6 +207,28 @@ impl App {
         self.agents.get(self.agent).map(|a| a.name.as_str())
     }
 
+    /// Whether the open session is a child (its prompts go to its own agent, not the primary
+    /// agent Tab chose).
+    pub fn in_child(&self) -> bool {
+        self.current
+            .as_deref()
+            .and_then(|c| self.mirror.session(c))
+            .is_some_and(|s| s.info.parent_id.is_some())
+    }
+
+    /// The agent the editor's prompt goes to: the child's own in a child session, else the
+    /// chosen primary agent.
+    pub fn prompt_agent(&self) -> Option<&str> {
+        if self.in_child() {
+            self.current
+                .as_deref()
+                .and_then(|c| self.mirror.session(c))
+                .and_then(|s| s.agent())
+        } else {
+            self.agent_name()
+        }
+    }
+
     /// Shows a notice in the footer.
     pub fn notify(&mut self, text: impl Into<String>) {
         self.notice = Some((text.into(), Instant::now()));

@@ -1,1 +1,225 @@
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use serde_json::json;
+use taskforce_actors::bus::{Event, SessionStatus};
+use taskforce_actors::permission::PermissionReply;
 
+use super::{App, Effect, Overlay};
+use crate::tui::fixtures::{assistant, events, session, task_call, user};
+use crate::tui::keys::Keybinds;
+use crate::tui::view::theme::Theme;
+
+fn key(code: KeyCode) -> KeyEvent {
+    KeyEvent::new(code, KeyModifiers::NONE)
+}
+
+fn ctrl(c: char) -> KeyEvent {
+    KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL)
+}
+
+fn typed(app: &mut App, text: &str) -> Vec<Effect> {
+    let mut effects = Vec::new();
+    for c in text.chars() {
+        effects.extend(app.on_key(&key(KeyCode::Char(c)), &[]));
+    }
+    effects
+}
+
+/// A root with a task card whose child `ses_child` runs, the root open.
+fn app() -> App {
+    let mut app = App::new("/p".into(), Keybinds::default(), Theme::plain(), Vec::new());
+    app.set_agents(&[
+        json!({"name": "build", "mode": "primary"}),
+        json!({"name": "plan", "mode": "primary"}),
+        json!({"name": "explore", "mode": "subagent"}),
+    ]);
+    app.set_commands(
+        &[json!({"name": "review", "description": "review the diff"})],
+        false,
+    );
+    app.mirror.put_session(session("ses_root", None, "root"));
+    app.mirror
+        .put_session(session("ses_child", Some("ses_root"), "child"));
+    app.mirror.put_messages("ses_root", Vec::new());
+    for e in events(user("ses_root", "msg_1"), Vec::new())
+        .into_iter()
+        .chain(events(
+            assistant("ses_root", "msg_2", "build", 0.0),
+            vec![task_call("ses_root", "msg_2", "prt_1", "ses_child")],
+        ))
+    {
+        app.apply(&e);
+    }
+    app.current = Some("ses_root".into());
+    app
+}
+
+#[test]
+fn the_leader_and_arrows_move_into_a_child_and_back_loading_what_is_not_loaded() {
+    let mut app = app();
+    assert!(app.on_key(&ctrl('x'), &[]).is_empty());
+    let effects = app.on_key(&key(KeyCode::Right), &[]);
+    assert_eq!(app.current.as_deref(), Some("ses_child"));
+    assert_eq!(effects, [Effect::Load("ses_child".into())]);
+    // Without the leader an arrow is the editor's.
+    app.on_key(&key(KeyCode::Up), &[]);
+    assert_eq!(app.current.as_deref(), Some("ses_child"));
+    app.on_key(&ctrl('x'), &[]);
+    let effects = app.on_key(&key(KeyCode::Up), &[]);
+    assert_eq!(app.current.as_deref(), Some("ses_root"));
+    assert!(effects.is_empty(), "the root is loaded");
+    app.on_key(&ctrl('x'), &[]);
+    app.on_key(&key(KeyCode::Up), &[]);
+    assert_eq!(app.notice(), Some("this is the root session"));
+}
+
+#[test]
+fn enter_on_an_empty_editor_opens_the_task_cards_child() {
+    let mut app = app();
+    assert_eq!(app.task_children(), ["ses_child"]);
+    let effects = app.on_key(&key(KeyCode::Enter), &[]);
+    assert_eq!(app.current.as_deref(), Some("ses_child"));
+    assert_eq!(effects, [Effect::Load("ses_child".into())]);
+}
+
+#[test]
+fn esc_interrupts_a_busy_tree_only_when_pressed_twice() {
+    let mut app = app();
+    assert!(
+        app.on_key(&key(KeyCode::Esc), &[]).is_empty(),
+        "nothing runs"
+    );
+    app.apply(&Event::SessionStatus {
+        session_id: "ses_child".parse().unwrap(),
+        status: SessionStatus::Busy,
+    });
+    assert!(app.on_key(&key(KeyCode::Esc), &[]).is_empty());
+    assert_eq!(app.notice(), Some("press esc again to interrupt"));
+    let effects = app.on_key(&key(KeyCode::Esc), &[]);
+    assert_eq!(
+        effects,
+        [Effect::Abort("ses_root".into())],
+        "the whole tree from its root"
+    );
+}
+
+#[test]
+fn tab_switches_between_primary_agents_only_and_the_prompt_carries_the_choice() {
+    let mut app = app();
+    assert_eq!(app.agent_name(), Some("build"));
+    app.on_key(&key(KeyCode::Tab), &[]);
+    assert_eq!(app.agent_name(), Some("plan"));
+    app.on_key(&key(KeyCode::Tab), &[]);
+    assert_eq!(app.agent_name(), Some("build"), "explore is a subagent");
+    app.on_key(&KeyEvent::new(KeyCode::BackTab, KeyModifiers::SHIFT), &[]);
+    typed(&mut app, "hi");
+    let effects = app.on_key(&key(KeyCode::Enter), &[]);
+    assert_eq!(
+        effects,
+        [Effect::Prompt {
+            session: Some("ses_root".into()),
+            text: "hi".into(),
+            agent: Some("plan".into())
+        }]
+    );
+    assert!(app.editor.is_empty());
+}
+
+#[test]
+fn a_prompt_in_a_child_goes_to_the_childs_own_agent() {
+    let mut app = app();
+    app.open("ses_child".into());
+    typed(&mut app, "more");
+    let effects = app.on_key(&key(KeyCode::Enter), &[]);
+    assert_eq!(
+        effects,
+        [Effect::Prompt {
+            session: Some("ses_child".into()),
+            text: "more".into(),
+            agent: None
+        }]
+    );
+}
+
+#[test]
+fn slash_commands_complete_and_run_built_in_or_on_the_server() {
+    let mut app = app();
+    typed(&mut app, "/rev");
+    let Overlay::Completion(c) = &app.overlay else {
+        panic!("completion is open: {:?}", app.overlay);
+    };
+    assert_eq!(c.items[0].label, "/review");
+    app.on_key(&key(KeyCode::Tab), &[]);
+    assert_eq!(app.editor.text(), "/review ");
+    typed(&mut app, "src");
+    let effects = app.on_key(&key(KeyCode::Enter), &[]);
+    assert_eq!(
+        effects,
+        [Effect::Command {
+            session: Some("ses_root".into()),
+            name: "review".into(),
+            arguments: "src".into(),
+            agent: Some("build".into())
+        }]
+    );
+    typed(&mut app, "/nope");
+    app.on_key(&key(KeyCode::Esc), &[]);
+    assert!(app.on_key(&key(KeyCode::Enter), &[]).is_empty());
+    assert_eq!(app.notice(), Some("no command /nope"));
+    typed(&mut app, "/new");
+    app.on_key(&key(KeyCode::Esc), &[]);
+    app.on_key(&key(KeyCode::Enter), &[]);
+    assert_eq!(app.current, None);
+}
+
+#[test]
+fn at_mentions_complete_agents_and_files() {
+    let mut app = app();
+    let effects = typed(&mut app, "look @ex");
+    assert!(effects.contains(&Effect::FindFiles("ex".into())));
+    let Overlay::Completion(c) = &app.overlay else {
+        panic!("completion is open");
+    };
+    assert_eq!(c.items[0].label, "@explore");
+    let files = vec!["src/extra.rs".to_string()];
+    app.refresh_completion(&files);
+    let Overlay::Completion(c) = &app.overlay else {
+        panic!("completion is open");
+    };
+    assert!(c.items.iter().any(|i| i.label == "@src/extra.rs"));
+}
+
+#[test]
+fn an_ask_in_the_tree_takes_the_answer_keys() {
+    let mut app = app();
+    let request: taskforce_actors::permission::PermissionRequest = serde_json::from_value(json!({
+        "id": "per_1", "sessionID": "ses_child", "permission": "bash", "patterns": ["rm x"],
+        "metadata": {"command": "rm x"}, "always": ["rm *"], "rootSessionID": "ses_root", "path": ["build", "general"]
+    }))
+    .unwrap();
+    app.apply(&Event::PermissionAsked(Box::new(request)));
+    assert!(app.ask().is_some());
+    let effects = app.on_key(&key(KeyCode::Char('a')), &[]);
+    assert_eq!(
+        effects,
+        [Effect::Reply("per_1".into(), PermissionReply::Always)]
+    );
+    // Arrows pick an answer, Enter sends it.
+    app.on_key(&key(KeyCode::Right), &[]);
+    app.on_key(&key(KeyCode::Right), &[]);
+    let effects = app.on_key(&key(KeyCode::Enter), &[]);
+    assert_eq!(
+        effects,
+        [Effect::Reply("per_1".into(), PermissionReply::Reject)]
+    );
+}
+
+#[test]
+fn ctrl_c_clears_a_written_prompt_and_quits_on_an_empty_one() {
+    let mut app = app();
+    typed(&mut app, "draft");
+    app.on_key(&ctrl('c'), &[]);
+    assert!(app.editor.is_empty());
+    assert!(!app.quit);
+    app.on_key(&ctrl('c'), &[]);
+    assert!(app.quit);
+}

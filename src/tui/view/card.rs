@@ -64,7 +64,7 @@ fn facts(tool: &ToolPart, mirror: &Mirror, now_ms: u64) -> Facts {
         ),
         ToolState::Completed(c) => (
             "done",
-            "completed".to_string(),
+            String::new(),
             c.time.end.saturating_sub(c.time.start),
         ),
         ToolState::Error(e) => (
@@ -158,7 +158,11 @@ pub fn lines(
         truncate(&f.description, inner.saturating_sub(1)),
         Style::default().add_modifier(Modifier::BOLD),
     )]));
-    let status = format!("{} ", f.status);
+    let status = if f.doing.is_empty() {
+        f.status.to_string()
+    } else {
+        format!("{} · ", f.status)
+    };
     let doing = truncate(
         &f.doing,
         inner.saturating_sub(super::wrap::text_width(&status) + 1),

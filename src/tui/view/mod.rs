@@ -9,6 +9,9 @@ mod panels;
 pub mod theme;
 mod wrap;
 
+#[cfg(test)]
+mod tests;
+
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
@@ -106,7 +109,7 @@ fn draw_body(frame: &mut Frame<'_>, app: &App, area: Rect, now_ms: u64, tick: us
 
 fn draw_editor(frame: &mut Frame<'_>, app: &App, area: Rect) {
     let theme = &app.theme;
-    let agent = app.agent_name().unwrap_or("agent");
+    let agent = app.prompt_agent().unwrap_or("agent");
     let block = Block::default()
         .borders(Borders::ALL)
         .border_style(theme.dim())
