@@ -5,7 +5,7 @@ use serde::Serialize;
 use taskforce_actors::bus::Event;
 use utoipa::OpenApi;
 
-use super::routes::{global, message, permission, session};
+use super::routes::{find, global, message, permission, session};
 
 /// The error shape of every failing route: `{name, data: {message}}`.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -48,6 +48,7 @@ pub type Object = serde_json::Map<String, serde_json::Value>;
         global::agents,
         global::commands,
         global::config,
+        find::files,
         session::list,
         session::create,
         session::status,

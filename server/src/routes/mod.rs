@@ -1,5 +1,6 @@
 //! The route table: every HTTP route the server answers, by path and method.
 
+pub(crate) mod find;
 pub(crate) mod global;
 pub(crate) mod message;
 pub(crate) mod permission;
@@ -21,6 +22,7 @@ pub(crate) fn all() -> Router<AppState> {
         .route("/agent", get(global::agents))
         .route("/command", get(global::commands))
         .route("/config", get(global::config))
+        .route("/find/file", get(find::files))
         .route("/session", get(session::list).post(session::create))
         .route("/session/status", get(session::status))
         .route(
