@@ -5,6 +5,7 @@
 
 mod app;
 mod editor;
+mod history;
 mod effects;
 #[cfg(test)]
 mod fixtures;
@@ -71,6 +72,7 @@ pub async fn run(client: Client, options: Options) -> anyhow::Result<()> {
             term = input.next() => match term {
                 Some(Ok(TermEvent::Key(key))) if key.kind != KeyEventKind::Release => {
                     for effect in app.on_key(&key, &files) {
+                        remember(&effect);
                         effects.run(effect);
                     }
                     dirty = true;
@@ -160,7 +162,10 @@ async fn start(client: &Client, options: &Options) -> anyhow::Result<App> {
             .await
             .unwrap_or_else(|| client.base().to_string()),
     };
-    let mut app = App::new(project, keys, Theme::new(no_color), Vec::new());
+    let history = history::path(|k| std::env::var(k).ok())
+        .map(|p| history::load(&p))
+        .unwrap_or_default();
+    let mut app = App::new(project, keys, Theme::new(no_color), history);
     app.model = config
         .get("model")
         .and_then(Value::as_str)
@@ -179,6 +184,19 @@ async fn start(client: &Client, options: &Options) -> anyhow::Result<App> {
         app.mirror.put_asks(asks);
     }
     Ok(app)
+}
+
+/// Keeps a sent prompt or command in the history file.
+fn remember(effect: &app::Effect) {
+    let text = match effect {
+        app::Effect::Prompt { text, .. } => text.clone(),
+        app::Effect::Command { name, arguments, .. } if arguments.is_empty() => format!("/{name}"),
+        app::Effect::Command { name, arguments, .. } => format!("/{name} {arguments}"),
+        _ => return,
+    };
+    if let Some(path) = history::path(|k| std::env::var(k).ok()) {
+        history::append(&path, &text);
+    }
 }
 
 /// The wall clock in epoch milliseconds.

@@ -119,6 +119,8 @@ pub struct App {
     pub ask_choice: usize,
     /// Whether the event stream is connected.
     pub connected: bool,
+    /// Text parts already rendered (drawing takes `&App`).
+    pub rendered: std::cell::RefCell<super::view::markdown::Cache>,
     /// Set once the TUI should end.
     pub quit: bool,
 }
@@ -152,6 +154,7 @@ impl App {
             notice: None,
             ask_choice: 0,
             connected: false,
+            rendered: std::cell::RefCell::default(),
             quit: false,
         }
     }

@@ -9,7 +9,7 @@ use taskforce_agents::model::{Message, Part, PartKind, ToolPart, ToolState};
 
 use super::theme::Theme;
 use super::wrap::{truncate, wrap_spans};
-use super::{card, markdown};
+use super::card;
 use crate::tui::app::App;
 
 /// Every line of the open session's conversation at `width`.
@@ -101,7 +101,11 @@ fn part_lines(
     let theme = &app.theme;
     match &part.kind {
         PartKind::Text(t) if !t.synthetic.unwrap_or(false) => {
-            out.extend(markdown::render(&t.text, width, theme));
+            let lines = app
+                .rendered
+                .borrow_mut()
+                .render(part.id.as_str(), &t.text, width, theme);
+            out.extend(lines);
         }
         PartKind::Reasoning(r) => {
             let lines = r.text.lines().filter(|l| !l.trim().is_empty()).count();

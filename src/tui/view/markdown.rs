@@ -9,6 +9,29 @@ use super::highlight;
 use super::theme::Theme;
 use super::wrap::wrap_spans;
 
+/// Rendered text parts by part id, kept while their text and the width stay the same (a
+/// streaming answer re-renders only the part that grows).
+#[derive(Debug, Default)]
+pub struct Cache {
+    parts: std::collections::HashMap<String, (usize, u16, Vec<Line<'static>>)>,
+}
+
+impl Cache {
+    /// The lines of part `id` holding `text` at `width`, rendered once per change.
+    pub fn render(&mut self, id: &str, text: &str, width: u16, theme: &Theme) -> Vec<Line<'static>> {
+        if let Some((len, w, lines)) = self.parts.get(id)
+            && *len == text.len()
+            && *w == width
+        {
+            return lines.clone();
+        }
+        let lines = render(text, width, theme);
+        self.parts
+            .insert(id.to_string(), (text.len(), width, lines.clone()));
+        lines
+    }
+}
+
 /// `text` as lines at most `width` cells wide.
 pub fn render(text: &str, width: u16, theme: &Theme) -> Vec<Line<'static>> {
     let mut out = Renderer {

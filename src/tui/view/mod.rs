@@ -4,7 +4,7 @@
 pub mod card;
 mod conversation;
 mod highlight;
-mod markdown;
+pub mod markdown;
 mod panels;
 pub mod theme;
 mod wrap;
