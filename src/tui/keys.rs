@@ -140,7 +140,7 @@ impl Keybinds {
         for (name, keys) in overrides {
             let Some((known, _)) = DEFAULTS.iter().find(|(n, _)| n == name) else {
                 // OpenCode's other actions (themes, sidebar…) have no meaning here.
-                if is_opencode_action(name) {
+                if taskforce_agents::config::keybinds::is_action(name) {
                     continue;
                 }
                 let known: Vec<&str> = DEFAULTS.iter().map(|(n, _)| *n).collect();
@@ -258,34 +258,6 @@ fn chord_text(chord: &Chord) -> String {
     };
     text.push_str(&key);
     text
-}
-
-/// OpenCode's keybind names this TUI has no use for (accepted in config, ignored).
-fn is_opencode_action(name: &str) -> bool {
-    const PREFIXES: &[&str] = &[
-        "app_",
-        "editor_",
-        "theme_",
-        "sidebar_",
-        "scrollbar_",
-        "username_",
-        "status_",
-        "session_",
-        "messages_",
-        "model_",
-        "agent_",
-        "command_",
-        "input_",
-        "history_",
-        "tool_",
-        "terminal_",
-        "tips_",
-        "display_",
-        "variant_",
-        "file_",
-        "stash_",
-    ];
-    PREFIXES.iter().any(|p| name.starts_with(p))
 }
 
 #[cfg(test)]

@@ -5,10 +5,10 @@
 
 mod app;
 mod editor;
-mod history;
 mod effects;
 #[cfg(test)]
 mod fixtures;
+mod history;
 mod keys;
 mod state;
 mod terminal;
@@ -143,12 +143,15 @@ pub async fn run(client: Client, options: Options) -> anyhow::Result<()> {
 async fn start(client: &Client, options: &Options) -> anyhow::Result<App> {
     client.health().await.map_err(|e| anyhow::anyhow!("{e}"))?;
     let config = client.config().await.unwrap_or(Value::Null);
+    // The server's keybinds, where this TUI can read them (another server may know actions
+    // or keys this one does not).
     let mut overrides: Vec<(String, String)> = config
         .get("keybinds")
         .and_then(Value::as_object)
         .map(|m| {
             m.iter()
                 .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .filter(|(k, v)| Keybinds::new(&[(k.clone(), v.clone())]).is_ok())
                 .collect()
         })
         .unwrap_or_default();
@@ -190,8 +193,12 @@ async fn start(client: &Client, options: &Options) -> anyhow::Result<App> {
 fn remember(effect: &app::Effect) {
     let text = match effect {
         app::Effect::Prompt { text, .. } => text.clone(),
-        app::Effect::Command { name, arguments, .. } if arguments.is_empty() => format!("/{name}"),
-        app::Effect::Command { name, arguments, .. } => format!("/{name} {arguments}"),
+        app::Effect::Command {
+            name, arguments, ..
+        } if arguments.is_empty() => format!("/{name}"),
+        app::Effect::Command {
+            name, arguments, ..
+        } => format!("/{name} {arguments}"),
         _ => return,
     };
     if let Some(path) = history::path(|k| std::env::var(k).ok()) {

@@ -221,6 +221,25 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
         }
     }
     check_aliases(&config.model_aliases).map_err(|(k, m)| invalid(k, m))?;
+    for (name, keys) in &config.keybinds {
+        if !super::keybinds::is_action(name) {
+            let suggestion = super::keys::closest(name, super::keybinds::actions());
+            let hint = match suggestion {
+                Some(s) => format!("did you mean \"{s}\"?"),
+                None => "see OpenCode's keybind names".to_string(),
+            };
+            return Err(invalid(
+                format!("keybinds.{name}"),
+                format!("no such action; {hint}"),
+            ));
+        }
+        if keys.trim().is_empty() {
+            return Err(invalid(
+                format!("keybinds.{name}"),
+                "must name a key, or \"none\" to unbind".into(),
+            ));
+        }
+    }
     for (name, command) in &config.command {
         if command.template.trim().is_empty() {
             return Err(invalid(

@@ -8,6 +8,7 @@
 mod check;
 mod env;
 mod error;
+pub mod keybinds;
 mod keys;
 mod known;
 mod layers;

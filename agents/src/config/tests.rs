@@ -262,3 +262,29 @@ fn a_model_from_the_environment_needs_its_provider_too() {
         "{err}"
     );
 }
+
+#[test]
+fn keybinds_take_opencodes_action_names_and_name_a_slip() {
+    let ok = Project::with(
+        "taskforce.toml",
+        "[keybinds]\nsession_parent = \"<leader>k\"\ntheme_list = \"none\"\nsession_tree = \"<leader>t\"\n",
+    );
+    let loaded = ok.load().unwrap();
+    assert_eq!(loaded.config.keybinds["session_parent"], "<leader>k");
+    let slip = Project::with(
+        "taskforce.toml",
+        "[keybinds]\nsession_parnt = \"<leader>k\"\n",
+    );
+    let error = slip.error();
+    assert!(
+        error.contains("keybinds.session_parnt")
+            && error.contains("did you mean \"session_parent\"?"),
+        "{error}"
+    );
+    let empty = Project::with("taskforce.toml", "[keybinds]\nsession_parent = \"\"\n");
+    assert!(
+        empty.error().contains("must name a key"),
+        "{}",
+        empty.error()
+    );
+}

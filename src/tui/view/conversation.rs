@@ -7,9 +7,9 @@ use ratatui::text::{Line, Span};
 use serde_json::Value;
 use taskforce_agents::model::{Message, Part, PartKind, ToolPart, ToolState};
 
+use super::card;
 use super::theme::Theme;
 use super::wrap::{truncate, wrap_spans};
-use super::card;
 use crate::tui::app::App;
 
 /// Every line of the open session's conversation at `width`.

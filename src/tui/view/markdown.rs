@@ -18,7 +18,13 @@ pub struct Cache {
 
 impl Cache {
     /// The lines of part `id` holding `text` at `width`, rendered once per change.
-    pub fn render(&mut self, id: &str, text: &str, width: u16, theme: &Theme) -> Vec<Line<'static>> {
+    pub fn render(
+        &mut self,
+        id: &str,
+        text: &str,
+        width: u16,
+        theme: &Theme,
+    ) -> Vec<Line<'static>> {
         if let Some((len, w, lines)) = self.parts.get(id)
             && *len == text.len()
             && *w == width
