@@ -169,10 +169,7 @@ async fn start(client: &Client, options: &Options) -> anyhow::Result<App> {
         .map(|p| history::load(&p))
         .unwrap_or_default();
     let mut app = App::new(project, keys, Theme::new(no_color), history);
-    app.model = config
-        .get("model")
-        .and_then(Value::as_str)
-        .map(str::to_string);
+    app.set_config(&config);
     if let Ok(agents) = client.agents().await {
         app.set_agents(&agents);
     }

@@ -102,6 +102,8 @@ pub struct App {
     pub commands: Vec<CommandChoice>,
     /// The default model, as `provider/model`.
     pub model: Option<String>,
+    /// Context windows in tokens by `provider/model`, where the configuration gives them.
+    pub context_limits: std::collections::HashMap<String, u64>,
     /// The project the server serves.
     pub project: String,
     /// Lines scrolled up from the conversation's end (0: following the end).
@@ -146,6 +148,7 @@ impl App {
             agent: 0,
             commands: builtin_commands(false),
             model: None,
+            context_limits: std::collections::HashMap::new(),
             project,
             scroll: 0,
             card: 0,
@@ -203,6 +206,49 @@ impl App {
             });
         }
         self.commands = all;
+    }
+
+    /// Takes the model settings of a server's configuration: the default model and the context
+    /// windows (`provider.P.models.M.context`, or OpenCode's `….limit.context`).
+    pub fn set_config(&mut self, config: &Value) {
+        self.model = config
+            .get("model")
+            .and_then(Value::as_str)
+            .map(str::to_string);
+        let providers = config.get("provider").and_then(Value::as_object);
+        for (provider, settings) in providers.into_iter().flatten() {
+            let models = settings.get("models").and_then(Value::as_object);
+            for (model, m) in models.into_iter().flatten() {
+                let limit = m
+                    .get("context")
+                    .or_else(|| m.pointer("/limit/context"))
+                    .and_then(Value::as_u64);
+                if let Some(limit) = limit {
+                    self.context_limits
+                        .insert(format!("{provider}/{model}"), limit);
+                }
+            }
+        }
+    }
+
+    /// How full the open session's context is: its tokens and, where known, the window.
+    pub fn context_use(&self) -> Option<(u64, Option<u64>)> {
+        let view = self
+            .current
+            .as_deref()
+            .and_then(|c| self.mirror.session(c))?;
+        let model = view
+            .messages
+            .iter()
+            .rev()
+            .find_map(|m| match m.info.as_ref() {
+                taskforce_agents::model::Message::Assistant(a) => {
+                    Some(format!("{}/{}", a.provider_id, a.model_id))
+                }
+                taskforce_agents::model::Message::User(_) => None,
+            });
+        let limit = model.and_then(|m| self.context_limits.get(&m).copied());
+        Some((view.context_tokens(), limit))
     }
 
     /// The primary agent new prompts go to.

@@ -163,6 +163,15 @@ fn draw_editor(frame: &mut Frame<'_>, app: &App, area: Rect) {
     }
 }
 
+/// `950`, `4.1k`, `1.2M`.
+fn tokens(n: u64) -> String {
+    match n {
+        0..1_000 => n.to_string(),
+        1_000..1_000_000 => format!("{:.1}k", n as f64 / 1_000.0),
+        _ => format!("{:.1}M", n as f64 / 1_000_000.0),
+    }
+}
+
 fn draw_footer(frame: &mut Frame<'_>, app: &App, area: Rect, _tick: usize) {
     let theme = &app.theme;
     let mut left: Vec<Span<'static>> = Vec::new();
@@ -196,8 +205,14 @@ fn draw_footer(frame: &mut Frame<'_>, app: &App, area: Rect, _tick: usize) {
     if let Some(model) = &app.model {
         right.push_str(&format!(" · {model}"));
     }
-    if let Some(view) = app.current.as_deref().and_then(|c| app.mirror.session(c)) {
-        right.push_str(&format!(" · ctx {}", view.context_tokens()));
+    match app.context_use() {
+        Some((used, Some(limit))) if limit > 0 => right.push_str(&format!(
+            " · ctx {} ({}%)",
+            tokens(used),
+            used.saturating_mul(100) / limit
+        )),
+        Some((used, _)) => right.push_str(&format!(" · ctx {}", tokens(used))),
+        None => {}
     }
     if let Some(root) = app.root()
         && let Some(tree) = app.mirror.tree(&root)

@@ -147,3 +147,17 @@ fn a_narrow_terminal_still_draws_without_losing_the_editor_or_footer() {
     assert!(lines[8].starts_with("┌ build"), "{}", lines.join("\n"));
     assert!(lines[11].contains("tree $0.0300"), "{}", lines.join("\n"));
 }
+
+#[test]
+fn the_footer_shows_how_full_the_context_is_when_the_window_is_known() {
+    let mut app = conversation();
+    app.set_config(
+        &json!({"model": "p/m", "provider": {"p": {"models": {"m": {"limit": {"context": 200}}}}}}),
+    );
+    let lines = screen(&app, 80, 24);
+    assert!(
+        lines[23].ends_with("build · p/m · ctx 10 (5%) · tree $0.0300"),
+        "{}",
+        lines[23]
+    );
+}
