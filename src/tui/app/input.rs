@@ -55,7 +55,7 @@ impl App {
             self.overlay = Overlay::Sessions { selected: 0 };
             return vec![Effect::ListSessions];
         } else if is("session_tree") {
-            self.open_tree();
+            return self.open_tree();
         } else if is("session_compact") {
             return self.compact();
         } else if is("session_child_cycle") || is("session_child_cycle_reverse") {
@@ -209,19 +209,23 @@ impl App {
         self.notify("new session: the first prompt starts it");
     }
 
-    fn open_tree(&mut self) {
-        if self.current.is_some() {
-            let selected = self
-                .root()
-                .map(|r| self.mirror.tree_rows(&r))
-                .unwrap_or_default()
-                .iter()
-                .position(|r| Some(&r.node.id) == self.current.as_ref())
-                .unwrap_or(0);
-            self.overlay = Overlay::Tree { selected };
-        } else {
+    /// Opens the tree panel; loads the sessions of the tree not loaded yet, so that their
+    /// costs count.
+    fn open_tree(&mut self) -> Vec<Effect> {
+        let Some(root) = self.root() else {
             self.notify("no session yet");
-        }
+            return Vec::new();
+        };
+        let rows = self.mirror.tree_rows(&root);
+        let selected = rows
+            .iter()
+            .position(|r| Some(&r.node.id) == self.current.as_ref())
+            .unwrap_or(0);
+        self.overlay = Overlay::Tree { selected };
+        rows.into_iter()
+            .filter(|r| self.mirror.session(&r.node.id).is_some_and(|s| !s.loaded))
+            .map(|r| Effect::Load(r.node.id))
+            .collect()
     }
 
     fn compact(&mut self) -> Vec<Effect> {
@@ -272,7 +276,7 @@ impl App {
                 return vec![Effect::ListSessions];
             }
             "compact" | "summarize" => return self.compact(),
-            "tree" => self.open_tree(),
+            "tree" => return self.open_tree(),
             "exit" | "quit" => self.quit = true,
             "undo" => match session {
                 Some(id) if self.commands.iter().any(|c| c.name == "undo") => {

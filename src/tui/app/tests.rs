@@ -223,3 +223,17 @@ fn ctrl_c_clears_a_written_prompt_and_quits_on_an_empty_one() {
     app.on_key(&ctrl('c'), &[]);
     assert!(app.quit);
 }
+
+#[test]
+fn the_tree_panel_loads_the_sessions_it_has_not_seen_yet() {
+    let mut app = app();
+    app.on_key(&ctrl('x'), &[]);
+    let effects = app.on_key(&key(KeyCode::Char('t')), &[]);
+    assert_eq!(app.overlay, Overlay::Tree { selected: 0 });
+    assert_eq!(effects, [Effect::Load("ses_child".into())]);
+    app.on_key(&key(KeyCode::Down), &[]);
+    let effects = app.on_key(&key(KeyCode::Enter), &[]);
+    assert_eq!(app.current.as_deref(), Some("ses_child"));
+    assert_eq!(app.overlay, Overlay::None);
+    assert_eq!(effects, [Effect::Load("ses_child".into())]);
+}
