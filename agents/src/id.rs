@@ -1,16 +1,18 @@
 //! Prefixed, time-ordered identifiers: `ses_…`, `msg_…`, `prt_…`, `per_…`, `que_…`, `call_…`.
 //!
-//! An id is `<prefix>_<body>`. Ids generated here have a 26-character ULID body drawn from one
-//! process-wide monotonic generator, so ids made later in the same process compare greater, even
-//! within one millisecond. Parsing is more lenient: any non-empty run of ASCII letters and digits
-//! is accepted as a body, so ids minted by OpenCode (`ses_0a1b2c…`) or by clients round-trip.
-//!
-//! Unlike OpenCode, session ids are *ascending* too: newer sessions sort last.
+//! An id is `<prefix>_<body>`, and generated ids follow OpenCode's scheme, so that they sort
+//! together with the ids OpenCode's clients make themselves: the body is 12 hexadecimal digits
+//! of the time (milliseconds × 4096 plus a counter, its low 48 bits) and 14 random base-62
+//! characters. Message, part and other ids are *ascending* (a later id compares greater, even
+//! within one millisecond in one process); session ids are *descending*, as OpenCode's: the
+//! newest session sorts first. Parsing is more lenient: any non-empty run of ASCII letters and
+//! digits is accepted as a body, so ids stored by earlier versions (a 26-character ULID body)
+//! and ids minted by clients round-trip.
 
-use std::sync::{LazyLock, Mutex, PoisonError};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::sync::{Mutex, PoisonError};
+use std::time::{SystemTime, UNIX_EPOCH};
 
-use ulid::{Generator, Ulid};
+use ulid::Ulid;
 
 /// The error for a string that is not a valid id of the expected kind.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -24,41 +26,41 @@ pub struct IdError {
     pub input: String,
 }
 
-/// The process-wide generator and the last ULID it produced.
-struct IdGenerator {
-    generator: Generator,
-    last: Option<Ulid>,
+/// The last time-and-counter value handed out in this process.
+static LAST: Mutex<u64> = Mutex::new(0);
+
+/// The low 48 bits: what the 12 hexadecimal digits of a body hold.
+const MASK_48: u64 = (1 << 48) - 1;
+
+/// A time-and-counter value greater than every one this function returned before in this
+/// process: the current millisecond × 4096 plus a counter.
+fn next_value() -> u64 {
+    // A poisoned lock only means another thread panicked while holding it; the value stays valid.
+    let mut last = LAST.lock().unwrap_or_else(PoisonError::into_inner);
+    let now = now_ms().saturating_mul(0x1000).saturating_add(1);
+    let next = now.max(last.saturating_add(1));
+    *last = next;
+    next
 }
 
-static GENERATOR: LazyLock<Mutex<IdGenerator>> = LazyLock::new(|| {
-    Mutex::new(IdGenerator {
-        generator: Generator::new(),
-        last: None,
-    })
-});
+/// 14 base-62 characters from 80 random bits.
+fn random_tail() -> String {
+    const DIGITS: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+    let mut bits = Ulid::new().random();
+    let mut tail = String::with_capacity(14);
+    for _ in 0..14 {
+        let digit = usize::try_from(bits % 62).unwrap_or(0);
+        tail.push(char::from(DIGITS[digit]));
+        bits /= 62;
+    }
+    tail
+}
 
-/// A fresh ULID, strictly greater than every ULID this function returned before in this process.
-fn next_ulid() -> Ulid {
-    // A poisoned lock only means another thread panicked while holding it; the state stays valid.
-    let mut state = GENERATOR.lock().unwrap_or_else(PoisonError::into_inner);
-    let generated = state.generator.generate().ok();
-    let next = match generated {
-        Some(ulid) => ulid,
-        // The random part overflowed within one millisecond (about 2^80 ids): move on to the
-        // next millisecond, which starts a fresh random part and still sorts after `last`.
-        None => {
-            let last_ms = state.last.map_or(0, |u| u.timestamp_ms());
-            let next_ms = UNIX_EPOCH + Duration::from_millis(last_ms.saturating_add(1));
-            let retried = state.generator.generate_from_datetime(next_ms).ok();
-            match retried {
-                Some(ulid) => ulid,
-                // Only reachable past the year 10889; give up on ordering rather than panic.
-                None => Ulid::new(),
-            }
-        }
-    };
-    state.last = Some(next);
-    next
+/// A fresh body: ascending, or descending (newer sorts first) as OpenCode's session ids.
+fn next_body(descending: bool) -> String {
+    let value = next_value();
+    let time = if descending { !value } else { value } & MASK_48;
+    format!("{time:012x}{}", random_tail())
 }
 
 /// Checks `input` against `<prefix>_<ASCII alphanumerics>`.
@@ -78,7 +80,8 @@ fn validate(input: &str, kind: &'static str, prefix: &'static str) -> Result<(),
     }
 }
 
-/// The creation time of a canonical ULID body (26 upper-case Crockford base32 characters).
+/// The creation time of a canonical ULID body (26 upper-case Crockford base32 characters), as
+/// earlier versions generated.
 fn ulid_timestamp_ms(body: &str) -> Option<u64> {
     const CROCKFORD: &[u8] = b"0123456789ABCDEFGHJKMNPQRSTVWXYZ";
     let bytes = body.as_bytes();
@@ -110,7 +113,7 @@ fn id_schema(prefix: &str, kind: &str) -> utoipa::openapi::RefOr<utoipa::openapi
 }
 
 macro_rules! prefixed_id {
-    ($(#[$doc:meta])* $name:ident, $prefix:literal, $kind:literal) => {
+    ($(#[$doc:meta])* $name:ident, $prefix:literal, $kind:literal, $descending:literal) => {
         $(#[$doc])*
         ///
         /// Shared text: a copy of the id costs a reference count, not an allocation.
@@ -135,10 +138,11 @@ macro_rules! prefixed_id {
             /// The prefix every id of this kind starts with, without the underscore.
             pub const PREFIX: &'static str = $prefix;
 
-            /// A fresh id that sorts after every id generated before it in this process.
+            /// A fresh id that sorts after (or, for sessions, before) every id of its kind
+            /// generated before it in this process.
             #[allow(clippy::new_without_default)] // a fresh unique id is not a "default" value
             pub fn new() -> Self {
-                $name(format!("{}_{}", $prefix, next_ulid()).into())
+                $name(format!("{}_{}", $prefix, next_body($descending)).into())
             }
 
             /// Validates an id received from outside: the prefix, then letters and digits.
@@ -157,7 +161,8 @@ macro_rules! prefixed_id {
                 self.0.get($prefix.len() + 1..).unwrap_or_default()
             }
 
-            /// The creation time in epoch milliseconds, when the body is a ULID.
+            /// The creation time in epoch milliseconds, when the body is a ULID (an id stored by
+            /// an earlier version).
             pub fn timestamp_ms(&self) -> Option<u64> {
                 ulid_timestamp_ms(self.body())
             }
@@ -262,37 +267,43 @@ prefixed_id!(
     /// The id of a session: `ses_…`.
     SessionId,
     "ses",
-    "session"
+    "session",
+    true
 );
 prefixed_id!(
     /// The id of a message (user or assistant): `msg_…`.
     MessageId,
     "msg",
-    "message"
+    "message",
+    false
 );
 prefixed_id!(
     /// The id of a part of a message: `prt_…`.
     PartId,
     "prt",
-    "part"
+    "part",
+    false
 );
 prefixed_id!(
     /// The id of a pending permission request: `per_…`.
     PermissionId,
     "per",
-    "permission"
+    "permission",
+    false
 );
 prefixed_id!(
     /// The id of a pending question to the user: `que_…`.
     QuestionId,
     "que",
-    "question"
+    "question",
+    false
 );
 prefixed_id!(
     /// The id of a tool call minted by taskforce: `call_…` (providers' own call ids are plain strings).
     CallId,
     "call",
-    "call"
+    "call",
+    false
 );
 
 #[cfg(test)]
@@ -302,10 +313,16 @@ mod tests {
     use super::*;
 
     #[test]
-    fn generated_ids_have_prefix_and_ulid_body() {
+    fn generated_ids_have_prefix_and_opencodes_body() {
         let id = SessionId::new();
         assert!(id.as_str().starts_with("ses_"));
         assert_eq!(id.body().len(), 26);
+        assert!(
+            id.body()[..12]
+                .bytes()
+                .all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+        );
+        assert!(id.body()[12..].bytes().all(|b| b.is_ascii_alphanumeric()));
         assert_eq!(SessionId::parse(id.as_str()).unwrap(), id);
         assert!(MessageId::new().as_str().starts_with("msg_"));
         assert!(PartId::new().as_str().starts_with("prt_"));
@@ -328,21 +345,41 @@ mod tests {
         assert!(a.body() < b.body());
     }
 
+    /// The time part of an OpenCode-scheme body: milliseconds × 4096 plus a counter, low 48 bits.
+    fn time_part(body: &str) -> u64 {
+        u64::from_str_radix(&body[..12], 16).unwrap()
+    }
+
     #[test]
-    fn timestamp_is_close_to_now() {
+    fn the_time_part_is_now_in_milliseconds_times_4096_plus_a_counter() {
         let before = now_ms();
         let id = MessageId::new();
         let after = now_ms();
-        let ts = id.timestamp_ms().unwrap();
-        // The generator may run ahead of the clock by a millisecond after an overflow.
+        let ms = time_part(id.body()) >> 12;
+        let window = (1u64 << 36) - 1;
         assert!(
-            ts + 1 >= before && ts <= after + 1,
-            "{before} <= {ts} <= {after}"
+            (before & window) <= ms && ms <= (after & window) + 1,
+            "{before} <= {ms} <= {after} (low 36 bits)"
         );
     }
 
     #[test]
-    fn opencode_ids_parse_but_have_no_ulid_timestamp() {
+    fn session_ids_descend_and_an_id_a_client_makes_later_sorts_after_ours() {
+        let older = SessionId::new();
+        let newer = SessionId::new();
+        assert!(
+            newer < older,
+            "the newest session sorts first: {newer} {older}"
+        );
+        let ours = MessageId::new();
+        // A client's id made a moment later, by OpenCode's formula.
+        let later = ((now_ms() + 5) * 0x1000 + 1) & MASK_48;
+        let theirs = MessageId::parse(&format!("msg_{later:012x}{}", "a".repeat(14))).unwrap();
+        assert!(ours < theirs, "{ours} < {theirs}");
+    }
+
+    #[test]
+    fn ids_of_other_schemes_parse_but_have_no_ulid_timestamp() {
         let id = SessionId::parse("ses_0a1b2c3d4e5f6ABCDEFghijkl").unwrap();
         assert_eq!(id.to_string(), "ses_0a1b2c3d4e5f6ABCDEFghijkl");
         assert_eq!(id.timestamp_ms(), None);

@@ -6,11 +6,13 @@ use serde_json::{Value, json};
 use taskforce_actors::bus::Event;
 use taskforce_agents::model::{Message, Part, Session};
 
-/// A session `id` under `parent`.
+/// A session `id` under `parent`, created after every fixture session made before it.
 pub fn session(id: &str, parent: Option<&str>, title: &str) -> Session {
+    static CLOCK: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    let created = CLOCK.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut value = json!({
         "id": id, "slug": "s", "projectID": "p", "directory": "/p", "title": title,
-        "version": "0", "time": {"created": 1, "updated": 1}
+        "version": "0", "time": {"created": created, "updated": created}
     });
     if let Some(parent) = parent {
         value["parentID"] = json!(parent);

@@ -422,7 +422,7 @@ async fn sessions_filter_and_order_in_sql() {
     let mut child = Session::child_of(&a, "Task child", 40);
     child.touch(400);
     let mut tie = root("Überprüfung 100% fertig", 50);
-    tie.touch(200); // the same update time as `b`, created later: its id is greater
+    tie.touch(200); // the same update time as `b`, created later: it comes first
     let mut elsewhere = Session::new("other", "/srv/other", "Other project", 60);
     elsewhere.touch(50);
     for s in [&child, &b, &tie, &a, &c, &elsewhere] {

@@ -269,7 +269,7 @@ mod tests {
             .with_permission(vec![Rule::new("task", "*", Action::Deny)]);
         assert_eq!(child.parent_id.as_ref(), Some(&root.id));
         assert_eq!(child.project_id, "proj");
-        assert!(child.id > root.id, "session ids ascend");
+        assert!(child.id < root.id, "session ids descend, as OpenCode's do");
         let v = serde_json::to_value(&child).unwrap();
         assert_eq!(v["parentID"], root.id.as_str());
         assert_eq!(

@@ -203,7 +203,14 @@ impl Mirror {
             .values()
             .filter(|s| s.info.parent_id.as_ref().is_some_and(|p| p.as_str() == id))
             .collect();
-        children.sort_by(|a, b| a.info.id.cmp(&b.info.id));
+        // By creation: session ids descend (the newest first), as OpenCode's do.
+        children.sort_by(|a, b| {
+            a.info
+                .time
+                .created
+                .cmp(&b.info.time.created)
+                .then_with(|| b.info.id.cmp(&a.info.id))
+        });
         children
     }
 

@@ -68,7 +68,7 @@ pub(super) async fn sessions(
            AND (?2 IS NULL OR time_updated >= ?2) \
            AND (?3 IS NULL OR instr(title_folded, ?3) > 0) \
            AND (?5 IS NULL OR project_id = ?5) \
-         ORDER BY time_updated DESC, id DESC \
+         ORDER BY time_updated DESC, time_created DESC, id DESC \
          LIMIT ?4",
     )
     .bind(filter.roots)
