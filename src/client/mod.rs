@@ -93,7 +93,7 @@ impl Client {
     fn request(&self, method: Method, path: &str) -> RequestBuilder {
         let request = self.http.request(method, format!("{}{path}", self.base));
         match &self.password {
-            Some(password) => request.basic_auth("opencode", Some(password)),
+            Some(password) => request.basic_auth("taskforce", Some(password)),
             None => request,
         }
     }
@@ -125,7 +125,9 @@ impl Client {
                 message: error_message(&bytes),
             });
         }
-        serde_json::from_slice(&bytes).map_err(|e| ClientError::Decode {
+        // A 204 answer (`prompt_async`, `abort`…) has no body: read as `null`.
+        let bytes: &[u8] = if bytes.is_empty() { b"null" } else { &bytes };
+        serde_json::from_slice(bytes).map_err(|e| ClientError::Decode {
             path: path.to_string(),
             cause: e.to_string(),
         })
