@@ -1,6 +1,9 @@
 //! The terminal UI as a person uses it: `taskforce` runs in a pseudo-terminal on a sandbox
 //! project with a scripted model, keys are typed and the screen is read.
 
+use std::io::BufRead;
+use std::process::Stdio;
+
 use serde_json::json;
 use taskforce_testkit::pty::{Cell, Color, Key, Pty, Screen};
 
@@ -46,9 +49,10 @@ fn project() -> Sandbox {
     s
 }
 
-/// `taskforce` (the TUI) on `s`'s project in a terminal `cols` × `rows`.
-fn open(s: &Sandbox, cols: u16, rows: u16, env: &[(&str, &str)]) -> Pty {
-    let mut command = s.command(&[]);
+/// `taskforce` with `args` (none: the TUI on `s`'s project) in a terminal `cols` × `rows`,
+/// once it shows the editor.
+fn open(s: &Sandbox, args: &[&str], cols: u16, rows: u16, env: &[(&str, &str)]) -> Pty {
+    let mut command = s.command(args);
     command.env("TERM", "xterm-256color").env("TMPDIR", &s.home);
     for (key, value) in env {
         command.env(key, value);
@@ -136,7 +140,7 @@ fn any_cell(screen: &Screen, mut test: impl FnMut(&Cell) -> bool) -> bool {
 #[test]
 fn a_prompt_streams_its_answer_and_a_child_is_opened_asked_for_and_left() {
     let s = project();
-    let mut pty = open(&s, 80, 24, &[]);
+    let mut pty = open(&s, &[], 80, 24, &[]);
     pty.wait_for("the header names a new session", |s| {
         header(s).contains("new session")
     });
@@ -207,7 +211,7 @@ fn a_prompt_streams_its_answer_and_a_child_is_opened_asked_for_and_left() {
 #[test]
 fn esc_twice_interrupts_a_busy_tree() {
     let s = project();
-    let mut pty = open(&s, 80, 24, &[]);
+    let mut pty = open(&s, &[], 80, 24, &[]);
     prompt(&mut pty, "a slow one");
     pty.wait_for_text("working");
     pty.key(Key::Esc);
@@ -226,7 +230,7 @@ fn esc_twice_interrupts_a_busy_tree() {
 #[test]
 fn tab_switches_the_agent_and_ctrl_c_clears_a_draft_before_it_quits() {
     let s = project();
-    let mut pty = open(&s, 80, 24, &[]);
+    let mut pty = open(&s, &[], 80, 24, &[]);
     pty.wait_for_text("┌ build ");
     pty.key(Key::Tab);
     pty.wait_for_text("┌ plan ");
@@ -248,7 +252,7 @@ fn tab_switches_the_agent_and_ctrl_c_clears_a_draft_before_it_quits() {
 #[test]
 fn a_resized_terminal_is_redrawn_at_its_new_size() {
     let s = project();
-    let mut pty = open(&s, 120, 40, &[]);
+    let mut pty = open(&s, &[], 120, 40, &[]);
     say_hello(&mut pty);
     for (cols, rows) in [(90u16, 30u16), (140, 45)] {
         pty.resize(cols, rows);
@@ -272,7 +276,7 @@ fn a_resized_terminal_is_redrawn_at_its_new_size() {
 #[test]
 fn no_color_draws_without_colours() {
     let s = project();
-    let mut pty = open(&s, 80, 24, &[("NO_COLOR", "1")]);
+    let mut pty = open(&s, &[], 80, 24, &[("NO_COLOR", "1")]);
     say_hello(&mut pty);
     pty.with_screen(|screen| {
         assert!(
@@ -283,4 +287,49 @@ fn no_color_draws_without_colours() {
         );
     });
     quit(pty);
+}
+
+#[test]
+fn attach_drives_a_running_server_that_has_a_password() {
+    let s = project();
+    let mut server = Serving(
+        s.command(&["serve", "--port", "0"])
+            .env("TASKFORCE_SERVER_PASSWORD", "hunter2")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut line = String::new();
+    std::io::BufReader::new(server.0.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let url = line
+        .trim()
+        .strip_prefix("taskforce server listening on ")
+        .unwrap_or_else(|| panic!("no address: {line:?}"))
+        .to_string();
+    let mut pty = open(
+        &s,
+        &["attach", &url],
+        80,
+        24,
+        &[("TASKFORCE_SERVER_PASSWORD", "hunter2")],
+    );
+    say_hello(&mut pty);
+    quit(pty);
+    assert!(
+        server.0.try_wait().unwrap().is_none(),
+        "the server outlives the TUI"
+    );
+}
+
+/// A running `taskforce serve`, stopped when dropped.
+struct Serving(std::process::Child);
+
+impl Drop for Serving {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
