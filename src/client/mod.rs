@@ -121,7 +121,9 @@ impl Client {
         if !status.is_success() {
             return Err(status_error(method, path, status, &bytes));
         }
-        serde_json::from_slice(&bytes).map_err(|e| ClientError::Decode {
+        // A 204 answer (`prompt_async`, `abort`…) has no body: read as `null`.
+        let bytes: &[u8] = if bytes.is_empty() { b"null" } else { &bytes };
+        serde_json::from_slice(bytes).map_err(|e| ClientError::Decode {
             path: path.to_string(),
             cause: e.to_string(),
         })

@@ -4,6 +4,8 @@
 
 pub mod fake_anthropic;
 pub mod fake_openai;
+#[cfg(feature = "pty")]
+pub mod pty;
 #[cfg(feature = "runtime")]
 pub mod runtime;
 pub mod sandbox;

@@ -12,3 +12,4 @@ mod secrets_cli;
 mod server;
 mod stop_cli;
 mod support;
+mod tui;

@@ -175,19 +175,20 @@ fn tokens(n: u64) -> String {
 fn draw_footer(frame: &mut Frame<'_>, app: &App, area: Rect, _tick: usize) {
     let theme = &app.theme;
     let mut left: Vec<Span<'static>> = Vec::new();
-    if let Some(notice) = app.notice() {
-        left.push(Span::styled(
-            notice.to_string(),
-            Style::default().fg(theme.warn),
-        ));
-    } else if app.leader.is_some() {
+    // A pending leader comes first: it is what the next key does.
+    if app.leader.is_some() {
         left.push(Span::styled(
             format!("{} …", app.keys.leader_text()),
             theme.strong(),
         ));
+    } else if let Some(notice) = app.notice() {
+        left.push(Span::styled(
+            notice.to_string(),
+            Style::default().fg(theme.warn),
+        ));
     } else if !app.connected {
         left.push(Span::styled(
-            "reconnecting to the server…".to_string(),
+            "connecting to the server…".to_string(),
             Style::default().fg(theme.error),
         ));
     } else {
