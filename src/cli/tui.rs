@@ -28,7 +28,7 @@ pub struct AttachArgs {
 
 /// The password of a server that has one (`TASKFORCE_SERVER_PASSWORD`, else OpenCode's
 /// `OPENCODE_SERVER_PASSWORD`).
-fn password() -> Option<String> {
+pub(super) fn password() -> Option<String> {
     std::env::var("TASKFORCE_SERVER_PASSWORD")
         .or_else(|_| std::env::var("OPENCODE_SERVER_PASSWORD"))
         .ok()

@@ -9,9 +9,9 @@ use reqwest::{Method, RequestBuilder, StatusCode};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use taskforce_actors::PromptInput;
 use taskforce_actors::permission::{PermissionReply, PermissionRequest};
 use taskforce_actors::store::MessageWithParts;
+use taskforce_actors::{PromptInput, SessionTree};
 use taskforce_agents::model::Session;
 
 pub use events::{EventStream, ServerEvent};
@@ -125,7 +125,9 @@ impl Client {
                 message: error_message(&bytes),
             });
         }
-        serde_json::from_slice(&bytes).map_err(|e| ClientError::Decode {
+        // A route without content (204) answers nothing: read as `null`.
+        let body: &[u8] = if bytes.is_empty() { b"null" } else { &bytes };
+        serde_json::from_slice(body).map_err(|e| ClientError::Decode {
             path: path.to_string(),
             cause: e.to_string(),
         })
@@ -169,6 +171,12 @@ impl Client {
         self.call(Method::POST, "/session", Some(&body)).await
     }
 
+    /// `GET /session/:id/tree`: the session's tree with each node's status and usage.
+    pub async fn tree(&self, id: &str) -> Result<SessionTree, ClientError> {
+        self.call(Method::GET, &format!("/session/{id}/tree"), None::<&()>)
+            .await
+    }
+
     /// `GET /session/:id/children`.
     pub async fn children(&self, id: &str) -> Result<Vec<Session>, ClientError> {
         self.call(Method::GET, &format!("/session/{id}/children"), None::<&()>)
@@ -195,9 +203,24 @@ impl Client {
         arguments: &str,
         agent: Option<&str>,
     ) -> Result<MessageWithParts, ClientError> {
+        self.command_on(id, command, arguments, agent, None).await
+    }
+
+    /// [`Client::command`] on `model` (`provider/model`) when one is given.
+    pub async fn command_on(
+        &self,
+        id: &str,
+        command: &str,
+        arguments: &str,
+        agent: Option<&str>,
+        model: Option<&str>,
+    ) -> Result<MessageWithParts, ClientError> {
         let mut body = json!({ "command": command, "arguments": arguments });
         if let Some(agent) = agent {
             body["agent"] = json!(agent);
+        }
+        if let Some(model) = model {
+            body["model"] = json!(model);
         }
         self.call(Method::POST, &format!("/session/{id}/command"), Some(&body))
             .await
@@ -241,12 +264,22 @@ impl Client {
 
     /// `POST /permission/:id/reply`.
     pub async fn reply(&self, id: &str, reply: PermissionReply) -> Result<(), ClientError> {
-        self.call_empty(
-            Method::POST,
-            &format!("/permission/{id}/reply"),
-            &json!({ "reply": reply }),
-        )
-        .await
+        self.reply_with(id, reply, None).await
+    }
+
+    /// `POST /permission/:id/reply` with a message for the model (why an ask was refused).
+    pub async fn reply_with(
+        &self,
+        id: &str,
+        reply: PermissionReply,
+        message: Option<&str>,
+    ) -> Result<(), ClientError> {
+        let mut body = json!({ "reply": reply });
+        if let Some(message) = message {
+            body["message"] = json!(message);
+        }
+        self.call_empty(Method::POST, &format!("/permission/{id}/reply"), &body)
+            .await
     }
 
     /// `POST /session/:id/revert`: rolls the session back to before `message`.
