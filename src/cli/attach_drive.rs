@@ -37,8 +37,9 @@ pub(super) enum Send {
 /// How many times in a row the event stream may fail to reopen before the run gives up.
 const MAX_RECONNECTS: u32 = 5;
 
-/// How long a command's run waits for the root's idle event after the server answered it.
-const COMMAND_SETTLE: Duration = Duration::from_millis(500);
+/// How long the run waits for the root's `session.idle` event once the end is otherwise known
+/// (the root's status went idle, or the server answered the command).
+const SETTLE: Duration = Duration::from_millis(500);
 
 /// The sessions of the run's tree: the root and every session created below one of them.
 struct Tree {
@@ -67,8 +68,10 @@ impl Tree {
 struct Progress {
     /// Our prompt's user message was stored (its turn began).
     started: bool,
-    /// The root went idle after the run's turn began.
+    /// The root's `session.idle` came after the run's turn began.
     idle: bool,
+    /// The root's status went idle after the run's turn began (`session.idle` follows).
+    idle_status: bool,
     /// The root's last error, when its loop failed.
     error: Option<AssistantError>,
 }
@@ -84,16 +87,21 @@ impl Progress {
             } if id == root => {
                 self.error = error.as_deref().cloned();
             }
-            Event::SessionIdle { session_id }
-            | Event::SessionStatus {
-                session_id,
-                status: SessionStatus::Idle,
-                // A loop that failed before storing our message ends the run too.
-            } if session_id == root && (self.started || ours.is_none() || self.error.is_some()) => {
+            // A loop that failed before storing our message ends the run too.
+            Event::SessionIdle { session_id } if session_id == root && self.ended(ours) => {
                 self.idle = true;
             }
+            Event::SessionStatus {
+                session_id,
+                status: SessionStatus::Idle,
+            } if session_id == root && self.ended(ours) => self.idle_status = true,
             _ => {}
         }
+    }
+
+    /// Whether the root going idle now ends the run.
+    fn ended(&self, ours: Option<&MessageId>) -> bool {
+        self.started || ours.is_none() || self.error.is_some()
     }
 }
 
@@ -159,9 +167,13 @@ pub(super) async fn drive(
     let mut give_up = None;
     let mut failed_reconnects = 0;
     loop {
-        let done_sending = command.is_none();
-        if progress.idle && done_sending {
-            break;
+        if command.is_none() {
+            if progress.idle {
+                break;
+            }
+            if progress.idle_status && settle.is_none() {
+                settle = Some(tokio::time::Instant::now() + SETTLE);
+            }
         }
         tokio::select! {
             item = events.next() => match item {
@@ -211,9 +223,9 @@ pub(super) async fn drive(
                     }
                     Err(e) => anyhow::bail!("the command crashed: {e}"),
                 }
-                settle = Some(tokio::time::Instant::now() + COMMAND_SETTLE);
+                settle.get_or_insert(tokio::time::Instant::now() + SETTLE);
             }
-            // The server answered the command and its idle event did not follow.
+            // The end is known and `session.idle` did not follow.
             () = until(settle) => break,
             () = tick(screen.animated()) => screen.tick(),
             signal = signals.recv(), if stopped.is_none() => {
@@ -341,6 +353,15 @@ mod tests {
             Some(&ours),
         );
         assert!(progress.started && !progress.idle);
+        progress.see(
+            &Event::SessionStatus {
+                session_id: root.clone(),
+                status: SessionStatus::Idle,
+            },
+            &root,
+            Some(&ours),
+        );
+        assert!(progress.idle_status && !progress.idle);
         progress.see(&idle(&root), &root, Some(&ours));
         assert!(progress.idle);
     }

@@ -6,10 +6,11 @@
 //! `--session`, agent or command are bad usage (2).
 
 use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
 
 use reqwest::StatusCode;
 use serde_json::Value;
-use taskforce_actors::PromptInput;
+use taskforce_actors::{PartInput, PromptInput, prompt_parts};
 use taskforce_agents::command::UnknownCommand;
 use taskforce_agents::config::Config;
 use taskforce_agents::id::{MessageId, SessionId};
@@ -38,6 +39,9 @@ pub fn run(context: Option<&Context>, url: &str, args: RunArgs) -> anyhow::Resul
     let client = Client::new(url, password()).map_err(UsageError::new)?;
     let config = context.map_or_else(Config::default, |c| c.loaded.config.clone());
     let show = args.show();
+    let home = context
+        .and_then(|c| c.loaded.paths.home.clone())
+        .or_else(|| std::env::var_os("HOME").map(PathBuf::from));
     let tokio = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()?;
@@ -95,7 +99,7 @@ pub fn run(context: Option<&Context>, url: &str, args: RunArgs) -> anyhow::Resul
             Some(_) => descendants(&client.sessions().await.unwrap_or_default(), &root),
             None => HashSet::from([root.clone()]),
         };
-        let send = send_of(request).await?;
+        let send = send_of(request, &offer, home.as_deref()).await?;
         let outcome =
             attach_drive::drive(&client, &root, members, &agent, &config, send, show).await;
         if show.format == Format::Text {
@@ -142,12 +146,20 @@ async fn offer(client: &Client) -> anyhow::Result<Offer> {
     })
 }
 
-/// What goes to the server: a prompt (with the attached files read here, and an id of our own
-/// for its user message, to know its answer), or a command.
-async fn send_of(request: Request) -> anyhow::Result<Send> {
+/// What goes to the server: a prompt (with `@path` references and the attached files read here,
+/// from this directory, and an id of our own for its user message, to know its answer), or a
+/// command.
+async fn send_of(request: Request, offer: &Offer, home: Option<&Path>) -> anyhow::Result<Send> {
     match request {
         Request::Prompt { mut input, files } => {
             let cwd = std::env::current_dir()?;
+            if let [PartInput::Text { text, .. }] = input.parts.as_slice() {
+                let text = text.clone();
+                input.parts = prompt_parts(&text, &cwd, home, |name| {
+                    offer.agents.iter().any(|a| a == name)
+                })
+                .await;
+            }
             request::attach_files(&mut input, &files, &cwd).await;
             let id = MessageId::new();
             Ok(Send::Prompt(PromptInput {
