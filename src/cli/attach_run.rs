@@ -19,7 +19,7 @@ use taskforce_agents::model::Session;
 use super::attach_drive::{self, Send};
 use super::request::{self, Request};
 use super::run::{Format, RunArgs, usage_line};
-use super::tui::password;
+use super::tui::server_client;
 use super::{Context, ExitStatus, UsageError};
 use crate::client::{Client, ClientError};
 
@@ -36,7 +36,7 @@ struct Offer {
 pub fn run(context: Option<&Context>, url: &str, args: RunArgs) -> anyhow::Result<()> {
     let model = args.model()?;
     let session = args.session()?;
-    let client = Client::new(url, password()).map_err(UsageError::new)?;
+    let client = server_client(url).map_err(UsageError::new)?;
     let config = context.map_or_else(Config::default, |c| c.loaded.config.clone());
     let show = args.show();
     let home = context

@@ -5,7 +5,7 @@ use clap::Args;
 use taskforce_server::{Server, ServerOptions};
 
 use super::{Context, UsageError};
-use crate::client::Client;
+use crate::client::{Client, ClientError};
 use crate::tui;
 
 /// Flags of the TUI on this project.
@@ -26,13 +26,16 @@ pub struct AttachArgs {
     pub session: Option<String>,
 }
 
-/// The password of a server that has one (`TASKFORCE_SERVER_PASSWORD`, else OpenCode's
-/// `OPENCODE_SERVER_PASSWORD`).
-pub(super) fn password() -> Option<String> {
-    std::env::var("TASKFORCE_SERVER_PASSWORD")
-        .or_else(|_| std::env::var("OPENCODE_SERVER_PASSWORD"))
-        .ok()
-        .filter(|p| !p.is_empty())
+/// A client of the server at `url`, with its password when one is set: taskforce's
+/// (`TASKFORCE_SERVER_PASSWORD`, as user `taskforce`), else OpenCode's
+/// (`OPENCODE_SERVER_PASSWORD`, as `OPENCODE_SERVER_USERNAME`, by default `opencode`).
+pub(super) fn server_client(url: &str) -> Result<Client, ClientError> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    if let Some(password) = var("TASKFORCE_SERVER_PASSWORD") {
+        return Client::new(url, Some(password));
+    }
+    let client = Client::new(url, var("OPENCODE_SERVER_PASSWORD"))?;
+    Ok(client.with_user(&var("OPENCODE_SERVER_USERNAME").unwrap_or_else(|| "opencode".into())))
 }
 
 /// The keybind overrides of the local configuration.
@@ -48,7 +51,7 @@ fn keybinds(context: &Context) -> Vec<(String, String)> {
 
 /// Runs the TUI against the server at `args.url`.
 pub fn attach(context: Option<&Context>, args: AttachArgs) -> anyhow::Result<()> {
-    let client = Client::new(&args.url, password()).map_err(UsageError::new)?;
+    let client = server_client(&args.url).map_err(UsageError::new)?;
     let options = tui::Options {
         session: args.session,
         keybinds: context.map(keybinds).unwrap_or_default(),

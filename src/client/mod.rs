@@ -58,11 +58,16 @@ pub struct Client {
     base: String,
     http: reqwest::Client,
     password: Option<String>,
+    /// The basic-auth user sent with the password.
+    user: String,
 }
+
+/// The basic-auth user of `taskforce serve`.
+pub const TASKFORCE_USER: &str = "taskforce";
 
 impl Client {
     /// A client of the server at `base` (`http://HOST:PORT`), with the server's password if it
-    /// has one (`TASKFORCE_SERVER_PASSWORD` on its side).
+    /// has one (`TASKFORCE_SERVER_PASSWORD` on its side), sent as user `taskforce`.
     pub fn new(base: &str, password: Option<String>) -> Result<Client, ClientError> {
         let base = base.trim_end_matches('/');
         let rest = base
@@ -82,7 +87,14 @@ impl Client {
             base: base.to_string(),
             http,
             password,
+            user: TASKFORCE_USER.to_string(),
         })
+    }
+
+    /// The same client sending its password as `user` (OpenCode's server expects `opencode`).
+    pub fn with_user(mut self, user: &str) -> Client {
+        self.user = user.to_string();
+        self
     }
 
     /// The server's base URL.
@@ -93,7 +105,7 @@ impl Client {
     fn request(&self, method: Method, path: &str) -> RequestBuilder {
         let request = self.http.request(method, format!("{}{path}", self.base));
         match &self.password {
-            Some(password) => request.basic_auth("opencode", Some(password)),
+            Some(password) => request.basic_auth(&self.user, Some(password)),
             None => request,
         }
     }

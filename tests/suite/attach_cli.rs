@@ -320,3 +320,34 @@ async fn ctrl_c_aborts_the_attached_run_on_the_server_and_exits_130() {
         .unwrap();
     assert!(health.status().is_success());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_attached_run_sends_the_servers_password() {
+    let fake = FakeOpenAi::start(|_| Response::text("let in"))
+        .await
+        .unwrap();
+    let mut s = Sandbox::new();
+    configure(&s, &fake.base_url());
+    s.env("TASKFORCE_SERVER_PASSWORD", "sekrit");
+    let (process, base) = spawn_serve(&s).await;
+    let server = Served { process, base };
+    let s = Arc::new(s);
+    let ok = run(&s, &["run", "--attach", &server.base, "hello"]).await;
+    assert_eq!(ok.status, 0, "{}", ok.stderr);
+    assert_eq!(ok.stdout, "let in\n");
+    let mut wrong = s.command(&["run", "--attach", &server.base, "hello"]);
+    wrong.env("TASKFORCE_SERVER_PASSWORD", "wrong");
+    let wrong = tokio::task::spawn_blocking(move || wrong.output())
+        .await
+        .unwrap()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&wrong.stderr);
+    assert_eq!(wrong.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "the server at {} refused the password",
+            server.base
+        )),
+        "{stderr}"
+    );
+}
