@@ -27,5 +27,5 @@ pub use runtime::{
     GeneratedAgentFile, LockError, PendingWork, Runtime, RuntimeOptions, SessionPatch, SessionTree,
     WorkWatch,
 };
-pub use session::{PartInput, PromptInput, STOPPED, SUMMARIZE, ShellInput};
+pub use session::{PartInput, PromptInput, STOPPED, SUMMARIZE, ShellInput, prompt_parts};
 pub use taskforce_agents as agents;

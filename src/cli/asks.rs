@@ -1,39 +1,48 @@
 //! Permission asks during a run: allowed with `--yes`, asked on the terminal when the run is
-//! interactive, else refused with a message that says how to allow them.
+//! interactive, else refused with a message that says how to allow them; the same for a run
+//! in this process and a run on a server (`run --attach`).
 
 use std::io::{BufRead, Write};
 
 use taskforce_actors::Runtime;
 use taskforce_actors::permission::{PermissionReply, PermissionRequest};
 
-/// Answers `request`: allowed once with `yes`, asked on the terminal when `interactive`, else
-/// refused (and said so on stderr).
+/// Answers `request` on `runtime`: allowed once with `yes`, asked on the terminal when
+/// `interactive`, else refused (and said so on stderr).
 pub(super) async fn answer(
     runtime: &Runtime,
     request: &PermissionRequest,
     yes: bool,
     interactive: bool,
 ) {
-    let (reply, message) = if yes {
-        (PermissionReply::Once, None)
-    } else if interactive {
-        ask_terminal(request.clone()).await
-    } else {
-        (
-            PermissionReply::Reject,
-            Some(format!(
-                "permission `{}` for {:?} needs approval and this run is not interactive; rerun with --yes to allow it, or allow it in the config",
-                request.permission, request.patterns
-            )),
-        )
-    };
-    if reply == PermissionReply::Reject && !interactive && !yes {
-        eprintln!(
-            "denied: {} (not interactive; pass --yes to allow)",
-            describe_ask(request)
-        );
-    }
+    let (reply, message) = decide(request, yes, interactive).await;
     runtime.reply_permission(&request.id, reply, message).await;
+}
+
+/// The reply to `request` and the message for the model: allowed once with `yes`, asked on
+/// the terminal when `interactive`, else refused (and said so on stderr).
+pub(super) async fn decide(
+    request: &PermissionRequest,
+    yes: bool,
+    interactive: bool,
+) -> (PermissionReply, Option<String>) {
+    if yes {
+        return (PermissionReply::Once, None);
+    }
+    if interactive {
+        return ask_terminal(request.clone()).await;
+    }
+    eprintln!(
+        "denied: {} (not interactive; pass --yes to allow)",
+        describe_ask(request)
+    );
+    (
+        PermissionReply::Reject,
+        Some(format!(
+            "permission `{}` for {:?} needs approval and this run is not interactive; rerun with --yes to allow it, or allow it in the config",
+            request.permission, request.patterns
+        )),
+    )
 }
 
 /// Who asks for what, for people: `build › explore asks: bash "ls"` (the agents from the

@@ -13,6 +13,8 @@
 mod agents;
 mod answer;
 mod asks;
+mod attach_drive;
+mod attach_run;
 mod commands;
 mod completion;
 mod context;
@@ -155,6 +157,12 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             // The server's configuration counts; a broken local one does not stop the TUI.
             let context = Context::load(&cli.global).ok();
             return tui::attach(context.as_ref(), args);
+        }
+        Some(Command::Run(args)) if args.attach.is_some() => {
+            // The server's configuration counts; a broken local one does not stop the run.
+            let context = Context::load(&cli.global).ok();
+            let url = args.attach.clone().unwrap_or_default();
+            return attach_run::run(context.as_ref(), &url, args);
         }
         // Completion scripts need no configuration (a broken one must not stop them).
         Some(Command::Completion(args)) => return completion::run(args),

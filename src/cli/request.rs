@@ -5,7 +5,7 @@ use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 
 use taskforce_actors::{PartInput, PromptInput, Runtime, RuntimeError};
-use taskforce_agents::command::{Commands, Reference, file_pieces};
+use taskforce_agents::command::{Commands, Reference, UnknownCommand, file_pieces};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::ModelRef;
 
@@ -51,14 +51,7 @@ impl Request {
                     input.parts = runtime.resolve_prompt(session, &text.clone()).await?;
                 }
                 let directory = runtime.session(session).await?.directory;
-                for file in &files {
-                    input.parts.extend(
-                        file_pieces(file, &directory)
-                            .await
-                            .into_iter()
-                            .map(PartInput::from),
-                    );
-                }
+                attach_files(&mut input, &files, &directory).await;
                 runtime.prompt(session, input).await
             }
             Request::Command {
@@ -75,10 +68,29 @@ impl Request {
     }
 }
 
+/// Adds `files` to `input`, read on this machine: their contents go in the prompt's text (so
+/// that a server on another machine gets them too), each followed by a file part naming it.
+pub(super) async fn attach_files(input: &mut PromptInput, files: &[Reference], cwd: &Path) {
+    for file in files {
+        input.parts.extend(
+            file_pieces(file, cwd)
+                .await
+                .into_iter()
+                .map(PartInput::from),
+        );
+    }
+}
+
+/// The slash commands of the local configuration, for [`build`].
+pub(super) fn local_commands(context: &Context) -> impl Fn(&str) -> Result<(), UnknownCommand> {
+    let commands = Commands::new(&context.loaded.config);
+    move |name| commands.get(name).map(|_| ())
+}
+
 /// The request of a `run`: `words` (else stdin, when it is no terminal) as a prompt with
-/// `files` attached, or as a slash command.
+/// `files` attached, or as a slash command, which `command_exists` checks.
 pub(super) fn build(
-    context: &Context,
+    command_exists: impl Fn(&str) -> Result<(), UnknownCommand>,
     words: &[String],
     files: &[PathBuf],
     agent: Option<String>,
@@ -96,9 +108,7 @@ pub(super) fn build(
                 .into());
             }
             let (name, arguments) = rest.split_once(char::is_whitespace).unwrap_or((rest, ""));
-            Commands::new(&context.loaded.config)
-                .get(name)
-                .map_err(UsageError::new)?;
+            command_exists(name).map_err(UsageError::new)?;
             Ok(Request::Command {
                 name: name.to_string(),
                 arguments: arguments.trim().to_string(),

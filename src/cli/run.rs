@@ -10,7 +10,7 @@ use taskforce_actors::bus::{BusItem, Event, Filter};
 use taskforce_actors::{Runtime, RuntimeError, SessionLock};
 use taskforce_agents::config::Config;
 use taskforce_agents::id::SessionId;
-use taskforce_agents::model::{Message, ModelRef};
+use taskforce_agents::model::{AssistantError, Message, ModelRef};
 
 use super::asks;
 use super::request::{self, Request};
@@ -50,6 +50,11 @@ pub struct RunArgs {
     /// Continue this session instead of starting a new one.
     #[arg(long, value_name = "ID")]
     pub session: Option<String>,
+    /// Run on the server at this URL (a running `taskforce serve`, or any OpenCode-compatible
+    /// server) instead of a runtime of this process; its password comes from
+    /// TASKFORCE_SERVER_PASSWORD. An unreachable server exits with status 2.
+    #[arg(long, value_name = "URL")]
+    pub attach: Option<String>,
     /// Output format.
     #[arg(long, value_enum, default_value_t = Format::Text)]
     pub format: Format,
@@ -67,23 +72,42 @@ pub struct RunArgs {
     pub message: Vec<String>,
 }
 
+impl RunArgs {
+    /// `--model`, checked.
+    pub(super) fn model(&self) -> Result<Option<ModelRef>, UsageError> {
+        self.model
+            .as_deref()
+            .map(str::parse::<ModelRef>)
+            .transpose()
+            .map_err(UsageError::new)
+    }
+
+    /// `--session`, checked.
+    pub(super) fn session(&self) -> Result<Option<SessionId>, UsageError> {
+        self.session
+            .as_deref()
+            .map(SessionId::parse)
+            .transpose()
+            .map_err(UsageError::new)
+    }
+
+    /// How the run shows itself.
+    pub(super) fn show(&self) -> Show {
+        Show {
+            format: self.format,
+            yes: self.yes,
+            quiet: self.quiet,
+        }
+    }
+}
+
 /// Runs `taskforce run`.
 pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<()> {
-    let model = args
-        .model
-        .as_deref()
-        .map(str::parse::<ModelRef>)
-        .transpose()
-        .map_err(UsageError::new)?;
+    let model = args.model()?;
     if let Some(agent) = &args.agent {
         context.agent(Some(agent))?;
     }
-    let session_id = args
-        .session
-        .as_deref()
-        .map(SessionId::parse)
-        .transpose()
-        .map_err(UsageError::new)?;
+    let session_id = args.session()?;
     let agent_name = args
         .agent
         .clone()
@@ -104,17 +128,13 @@ pub fn run(context: &Context, args: RunArgs) -> anyhow::Result<()> {
         .into());
     }
     let request = request::build(
-        context,
+        request::local_commands(context),
         &args.message,
         &args.files,
         args.agent.clone(),
         model,
     )?;
-    let show = Show {
-        format: args.format,
-        yes: args.yes,
-        quiet: args.quiet,
-    };
+    let show = args.show();
     let format = show.format;
     let config = context.loaded.config.clone();
     // One run at a time prompts a stored session: another process's run of it goes first.
@@ -157,7 +177,7 @@ fn wait_turn(data_dir: &std::path::Path, session: &SessionId) -> anyhow::Result<
 }
 
 /// Tokens and cost of the whole tree, for the last line of a run.
-fn usage_line(tree: &taskforce_actors::SessionTree) -> String {
+pub(super) fn usage_line(tree: &taskforce_actors::SessionTree) -> String {
     fn count(node: &taskforce_actors::SessionTree) -> usize {
         node.children.iter().map(|c| 1 + count(c)).sum()
     }
@@ -187,10 +207,10 @@ const UNDELIVERED_PATIENCE: Duration = Duration::from_secs(10);
 
 /// How long a run stopped by a signal waits for its cancelled tree to answer before it leaves
 /// the rest to the runtime's stop.
-const CANCEL_WAIT: Duration = Duration::from_millis(1500);
+pub(super) const CANCEL_WAIT: Duration = Duration::from_millis(1500);
 
 /// Sleeps until `at`, or forever without one.
-async fn until(at: Option<tokio::time::Instant>) {
+pub(super) async fn until(at: Option<tokio::time::Instant>) {
     match at {
         Some(at) => tokio::time::sleep_until(at).await,
         None => std::future::pending().await,
@@ -204,16 +224,12 @@ async fn cancel_on(
     signal: StopSignal,
     screen: &mut Screen,
 ) {
-    let what = match signal {
-        StopSignal::Interrupt => "interrupted",
-        StopSignal::Terminate => "terminated",
-    };
-    screen.note(&format!("{what}: cancelling the session tree…"));
+    screen.note(&format!("{}: cancelling the session tree…", signal.verb()));
     let _ = runtime.cancel(session).await;
 }
 
 /// Sleeps one tick of the status line, or forever when it is not drawn.
-async fn tick(animated: bool) {
+pub(super) async fn tick(animated: bool) {
     if animated {
         tokio::time::sleep(TICK).await;
     } else {
@@ -365,14 +381,18 @@ pub(super) async fn drive(
     if let Message::Assistant(a) = &*message.info
         && let Some(error) = &a.error
     {
-        return Err(ExitStatus::new(
-            1,
-            &format!("{}: {}", error.name(), error.message().unwrap_or("")),
-        )
-        .into());
+        return Err(failure(error).into());
     }
     screen.finish(&message);
     Ok(())
+}
+
+/// The exit of a run whose answer ended in `error`: status 1 with the error's name and message.
+pub(super) fn failure(error: &AssistantError) -> ExitStatus {
+    ExitStatus::new(
+        1,
+        &format!("{}: {}", error.name(), error.message().unwrap_or("")),
+    )
 }
 
 /// The session's newest assistant message, as stored.

@@ -24,6 +24,14 @@ impl StopSignal {
         }
     }
 
+    /// What it did to a run, for messages: `interrupted` or `terminated`.
+    pub fn verb(self) -> &'static str {
+        match self {
+            StopSignal::Interrupt => "interrupted",
+            StopSignal::Terminate => "terminated",
+        }
+    }
+
     /// Its name, for messages.
     pub fn name(self) -> &'static str {
         match self {

@@ -5,7 +5,7 @@ use clap::Args;
 use taskforce_server::{Server, ServerOptions};
 
 use super::{Context, UsageError};
-use crate::client::Client;
+use crate::client::{Client, ClientError};
 use crate::tui;
 
 /// Flags of the TUI on this project.
@@ -26,24 +26,16 @@ pub struct AttachArgs {
     pub session: Option<String>,
 }
 
-/// The basic-auth user and password of a server that has a password
-/// (`TASKFORCE_SERVER_PASSWORD`, else OpenCode's `OPENCODE_SERVER_PASSWORD` with its user
-/// `OPENCODE_SERVER_USERNAME`, by default `opencode`).
-pub(crate) fn server_auth() -> Option<(String, String)> {
-    let ours = std::env::var("TASKFORCE_SERVER_PASSWORD")
-        .ok()
-        .filter(|p| !p.is_empty());
-    if let Some(password) = ours {
-        return Some((taskforce_server::AUTH_USER.to_string(), password));
+/// A client of the server at `url`, with its password when one is set: taskforce's
+/// (`TASKFORCE_SERVER_PASSWORD`, as user `taskforce`), else OpenCode's
+/// (`OPENCODE_SERVER_PASSWORD`, as `OPENCODE_SERVER_USERNAME`, by default `opencode`).
+pub(super) fn server_client(url: &str) -> Result<Client, ClientError> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    if let Some(password) = var("TASKFORCE_SERVER_PASSWORD") {
+        return Client::new(url, Some(password));
     }
-    let password = std::env::var("OPENCODE_SERVER_PASSWORD")
-        .ok()
-        .filter(|p| !p.is_empty())?;
-    let user = std::env::var("OPENCODE_SERVER_USERNAME")
-        .ok()
-        .filter(|u| !u.is_empty())
-        .unwrap_or_else(|| "opencode".to_string());
-    Some((user, password))
+    let client = Client::new(url, var("OPENCODE_SERVER_PASSWORD"))?;
+    Ok(client.with_user(&var("OPENCODE_SERVER_USERNAME").unwrap_or_else(|| "opencode".into())))
 }
 
 /// The keybind overrides of the local configuration.
@@ -59,7 +51,7 @@ fn keybinds(context: &Context) -> Vec<(String, String)> {
 
 /// Runs the TUI against the server at `args.url`.
 pub fn attach(context: Option<&Context>, args: AttachArgs) -> anyhow::Result<()> {
-    let client = Client::new(&args.url, server_auth()).map_err(UsageError::new)?;
+    let client = server_client(&args.url).map_err(UsageError::new)?;
     let options = tui::Options {
         session: args.session,
         keybinds: context.map(keybinds).unwrap_or_default(),
@@ -92,8 +84,7 @@ pub fn run(context: &Context, args: TuiArgs) -> anyhow::Result<()> {
         let serving = tokio::spawn(server.run_until(async move {
             let _ = stopped.await;
         }));
-        let auth = (taskforce_server::AUTH_USER.to_string(), password);
-        let client = Client::new(&format!("http://{addr}"), Some(auth))?;
+        let client = Client::new(&format!("http://{addr}"), Some(password))?;
         let result = tui::run(
             client,
             tui::Options {

@@ -9,9 +9,9 @@ use reqwest::{Method, RequestBuilder, StatusCode};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
-use taskforce_actors::PromptInput;
 use taskforce_actors::permission::{PermissionReply, PermissionRequest};
 use taskforce_actors::store::MessageWithParts;
+use taskforce_actors::{PromptInput, SessionTree};
 use taskforce_agents::model::Session;
 
 pub use events::{EventStream, ServerEvent};
@@ -57,14 +57,18 @@ pub enum ClientError {
 pub struct Client {
     base: String,
     http: reqwest::Client,
-    /// Basic-auth user and password, for a server that has a password.
-    auth: Option<(String, String)>,
+    password: Option<String>,
+    /// The basic-auth user sent with the password.
+    user: String,
 }
 
+/// The basic-auth user of `taskforce serve`.
+pub const TASKFORCE_USER: &str = taskforce_server::AUTH_USER;
+
 impl Client {
-    /// A client of the server at `base` (`http://HOST:PORT`), with the basic-auth user and
-    /// password of a server that has one (`TASKFORCE_SERVER_PASSWORD` on its side).
-    pub fn new(base: &str, auth: Option<(String, String)>) -> Result<Client, ClientError> {
+    /// A client of the server at `base` (`http://HOST:PORT`), with the server's password if it
+    /// has one (`TASKFORCE_SERVER_PASSWORD` on its side), sent as user `taskforce`.
+    pub fn new(base: &str, password: Option<String>) -> Result<Client, ClientError> {
         let base = base.trim_end_matches('/');
         let rest = base
             .strip_prefix("http://")
@@ -82,8 +86,15 @@ impl Client {
         Ok(Client {
             base: base.to_string(),
             http,
-            auth,
+            password,
+            user: TASKFORCE_USER.to_string(),
         })
+    }
+
+    /// The same client sending its password as `user` (OpenCode's server expects `opencode`).
+    pub fn with_user(mut self, user: &str) -> Client {
+        self.user = user.to_string();
+        self
     }
 
     /// The server's base URL.
@@ -93,8 +104,8 @@ impl Client {
 
     fn request(&self, method: Method, path: &str) -> RequestBuilder {
         let request = self.http.request(method, format!("{}{path}", self.base));
-        match &self.auth {
-            Some((user, password)) => request.basic_auth(user, Some(password)),
+        match &self.password {
+            Some(password) => request.basic_auth(&self.user, Some(password)),
             None => request,
         }
     }
@@ -119,11 +130,16 @@ impl Client {
             .await
             .map_err(|e| self.unreachable(path, &e))?;
         if !status.is_success() {
-            return Err(status_error(method, path, status, &bytes));
+            return Err(ClientError::Status {
+                method,
+                path: path.to_string(),
+                status,
+                message: error_message(&bytes),
+            });
         }
-        // A 204 answer (`prompt_async`, `abort`…) has no body: read as `null`.
-        let bytes: &[u8] = if bytes.is_empty() { b"null" } else { &bytes };
-        serde_json::from_slice(bytes).map_err(|e| ClientError::Decode {
+        // A route without content (204) answers nothing: read as `null`.
+        let body: &[u8] = if bytes.is_empty() { b"null" } else { &bytes };
+        serde_json::from_slice(body).map_err(|e| ClientError::Decode {
             path: path.to_string(),
             cause: e.to_string(),
         })
@@ -178,6 +194,12 @@ impl Client {
         self.call(Method::POST, "/session", Some(&body)).await
     }
 
+    /// `GET /session/:id/tree`: the session's tree with each node's status and usage.
+    pub async fn tree(&self, id: &str) -> Result<SessionTree, ClientError> {
+        self.call(Method::GET, &format!("/session/{id}/tree"), None::<&()>)
+            .await
+    }
+
     /// `GET /session/:id/children`.
     pub async fn children(&self, id: &str) -> Result<Vec<Session>, ClientError> {
         self.call(Method::GET, &format!("/session/{id}/children"), None::<&()>)
@@ -204,9 +226,24 @@ impl Client {
         arguments: &str,
         agent: Option<&str>,
     ) -> Result<MessageWithParts, ClientError> {
+        self.command_on(id, command, arguments, agent, None).await
+    }
+
+    /// [`Client::command`] on `model` (`provider/model`) when one is given.
+    pub async fn command_on(
+        &self,
+        id: &str,
+        command: &str,
+        arguments: &str,
+        agent: Option<&str>,
+        model: Option<&str>,
+    ) -> Result<MessageWithParts, ClientError> {
         let mut body = json!({ "command": command, "arguments": arguments });
         if let Some(agent) = agent {
             body["agent"] = json!(agent);
+        }
+        if let Some(model) = model {
+            body["model"] = json!(model);
         }
         self.call(Method::POST, &format!("/session/{id}/command"), Some(&body))
             .await
@@ -250,12 +287,22 @@ impl Client {
 
     /// `POST /permission/:id/reply`.
     pub async fn reply(&self, id: &str, reply: PermissionReply) -> Result<(), ClientError> {
-        self.call_empty(
-            Method::POST,
-            &format!("/permission/{id}/reply"),
-            &json!({ "reply": reply }),
-        )
-        .await
+        self.reply_with(id, reply, None).await
+    }
+
+    /// `POST /permission/:id/reply` with a message for the model (why an ask was refused).
+    pub async fn reply_with(
+        &self,
+        id: &str,
+        reply: PermissionReply,
+        message: Option<&str>,
+    ) -> Result<(), ClientError> {
+        let mut body = json!({ "reply": reply });
+        if let Some(message) = message {
+            body["message"] = json!(message);
+        }
+        self.call_empty(Method::POST, &format!("/permission/{id}/reply"), &body)
+            .await
     }
 
     /// `POST /session/:id/revert`: rolls the session back to before `message`.
@@ -283,25 +330,16 @@ impl Client {
             .is_some_and(|paths| paths.get("/session/{sessionID}/revert").is_some())
     }
 
-    /// A call whose answer does not matter beyond its status (an empty body is fine).
+    /// A call whose answer does not matter beyond its status.
     async fn call_empty(
         &self,
         method: Method,
         path: &str,
         body: &(impl Serialize + ?Sized),
     ) -> Result<(), ClientError> {
-        let response = self
-            .request(method.clone(), path)
-            .json(body)
-            .send()
+        self.call::<serde::de::IgnoredAny>(method, path, Some(body))
             .await
-            .map_err(|e| self.unreachable(path, &e))?;
-        let status = response.status();
-        if status.is_success() {
-            return Ok(());
-        }
-        let bytes = response.bytes().await.unwrap_or_default();
-        Err(status_error(method, path, status, &bytes))
+            .map(|_| ())
     }
 
     /// `GET /event`: the project's events, reconnecting with `Last-Event-ID` when the stream
@@ -322,16 +360,6 @@ fn encode_query(text: &str) -> String {
         }
     }
     out
-}
-
-/// The error for an answer with a failing `status`.
-fn status_error(method: Method, path: &str, status: StatusCode, body: &[u8]) -> ClientError {
-    ClientError::Status {
-        method,
-        path: path.to_string(),
-        status,
-        message: error_message(body),
-    }
 }
 
 /// The message of an error answer: OpenCode's `{data: {message}}`, `{message}` or the text.

@@ -1,4 +1,5 @@
 mod agents_cli;
+mod attach_cli;
 mod config_cli;
 mod crash_cli;
 mod openapi_doc;

@@ -370,9 +370,10 @@ async fn run_slash_command_as_a_subtask() {
     assert!(child.contains("Check the parser"));
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn headless_runs_never_hang_on_permission_asks() {
-    let fake = FakeOpenAi::start(|req| {
+/// A model that runs `echo from-bash`, then says "bash ran", or "bash was refused" when the
+/// call was rejected.
+pub(super) async fn bash_asker() -> FakeOpenAi {
+    FakeOpenAi::start(|req| {
         if req.last_role() == Some("user") {
             Response::tool_calls(&[("c1", "bash", r#"{"command":"echo from-bash"}"#)])
         } else if req.contains("from-bash") && !req.contains("rejected") {
@@ -382,7 +383,12 @@ async fn headless_runs_never_hang_on_permission_asks() {
         }
     })
     .await
-    .unwrap();
+    .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn headless_runs_never_hang_on_permission_asks() {
+    let fake = bash_asker().await;
     let s = Sandbox::new();
     configure(&s, &fake.base_url());
     let config = std::fs::read_to_string(s.project.join("taskforce.toml")).unwrap();

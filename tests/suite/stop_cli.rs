@@ -2,7 +2,6 @@
 //! running bash command's processes killed, the run's cancelled end stored, and the runtime's
 //! lock file gone.
 
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
@@ -13,7 +12,7 @@ use taskforce_agents::model::ToolState;
 use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 
 use super::run_cli::configure;
-use super::support::Sandbox;
+use super::support::{Sandbox, spawn_serve};
 
 /// The command the model runs: it records its pid, then sleeps.
 const SLEEPER: &str = r#"{"command":"echo $$ > sleeper.pid && exec sleep 1000"}"#;
@@ -22,7 +21,7 @@ const SLEEPER: &str = r#"{"command":"echo $$ > sleeper.pid && exec sleep 1000"}"
 const STOP_LIMIT: Duration = Duration::from_secs(5);
 
 /// A model that runs [`SLEEPER`] and would then say "slept".
-async fn sleeper_model() -> FakeOpenAi {
+pub(super) async fn sleeper_model() -> FakeOpenAi {
     FakeOpenAi::start(|req: &RecordedRequest| {
         if req.last_role() == Some("tool") {
             Response::text("slept")
@@ -47,7 +46,7 @@ pub(super) fn lock_files(data: &Path) -> Vec<PathBuf> {
 }
 
 /// Waits until the bash command has written its pid; answers it.
-async fn sleeper_pid(project: &Path) -> u32 {
+pub(super) async fn sleeper_pid(project: &Path) -> u32 {
     let file = project.join("sleeper.pid");
     let read = || {
         std::fs::read_to_string(&file)
@@ -59,7 +58,7 @@ async fn sleeper_pid(project: &Path) -> u32 {
 }
 
 /// Whether process `pid` still runs (a zombie waiting for its parent does not).
-fn runs(pid: u32) -> bool {
+pub(super) fn runs(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         // The state follows the command's name in parentheses.
         Ok(stat) => stat
@@ -137,23 +136,7 @@ async fn sigterm_stops_serve_with_a_running_command_and_an_sse_client() {
     let fake = sleeper_model().await;
     let s = Sandbox::new();
     configure(&s, &fake.base_url());
-    let mut serve = s
-        .command(&["serve", "--port", "0"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = serve.stdout.take().unwrap();
-    let base = tokio::task::spawn_blocking(move || {
-        let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).unwrap();
-        line.trim()
-            .strip_prefix("taskforce server listening on ")
-            .map(str::to_string)
-    })
-    .await
-    .unwrap()
-    .expect("the server's address");
+    let (serve, base) = spawn_serve(&s).await;
 
     let client = reqwest::Client::new();
     let mut sse = client

@@ -1,7 +1,8 @@
 //! Running the binary in a throwaway home and project, with a clean environment.
 
+use std::io::{BufRead, BufReader};
 use std::path::PathBuf;
-use std::process::Command;
+use std::process::{Child, Command, Stdio};
 
 pub struct Sandbox {
     dirs: taskforce_testkit::Sandbox,
@@ -100,4 +101,27 @@ pub async fn interrupt(child: std::process::Child) -> std::process::Output {
         .await
         .unwrap()
         .unwrap()
+}
+
+/// Starts `taskforce serve --port 0` in `s`'s project; answers the process and its base URL
+/// (`http://127.0.0.1:PORT`), read from the line it prints once it listens.
+pub async fn spawn_serve(s: &Sandbox) -> (Child, String) {
+    let mut serve = s
+        .command(&["serve", "--port", "0"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = serve.stdout.take().unwrap();
+    let base = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        BufReader::new(stdout).read_line(&mut line).unwrap();
+        line.trim()
+            .strip_prefix("taskforce server listening on ")
+            .map(str::to_string)
+    })
+    .await
+    .unwrap()
+    .expect("the server's address");
+    (serve, base)
 }

@@ -195,7 +195,11 @@ fn a_prompt_streams_its_answer_and_a_child_is_opened_asked_for_and_left() {
     pty.wait_for("the ask panel is gone", |s| {
         !s.contents().contains("[o] once")
     });
-    pty.wait_for_text("done completed");
+    pty.wait_for("the card says the child is done", |s| {
+        s.contents()
+            .lines()
+            .any(|l| l.trim_end().trim_end_matches('│').trim() == "│ done")
+    });
 
     // Enter on an empty editor opens the task card's child.
     pty.key(Key::Enter);

@@ -4,9 +4,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use taskforce_agents::agent::{AgentError, AgentMode};
-use taskforce_agents::command::{
-    Reference, ShellContext, ShellGate, file_pieces, find_references, render,
-};
+use taskforce_agents::command::{ShellContext, ShellGate, render};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::{AssistantError, ModelRef};
 use taskforce_agents::permission::{Layers, PermissionAsk, PermissionError, merge};
@@ -16,7 +14,7 @@ use super::Runtime;
 use crate::RuntimeError;
 use crate::bus::Event;
 use crate::core::Core;
-use crate::session::{PartInput, PromptInput, ask_origin};
+use crate::session::{PartInput, PromptInput, ask_origin, prompt_parts};
 use crate::store::MessageWithParts;
 
 /// Answers the permission asks of a command template's `` !`cmd` `` through the broker, as the
@@ -167,22 +165,13 @@ impl Runtime {
     ) -> Result<Vec<PartInput>, RuntimeError> {
         let info = self.session(session).await?;
         let registry = &self.core.registry;
-        let references = find_references(
+        let parts = prompt_parts(
             text,
             &info.directory,
             self.core.paths.home.as_deref(),
             |name| registry.get(name).is_some(),
-        );
-        let mut parts = vec![PartInput::text(text)];
-        for reference in &references {
-            if let Reference::Agent(name) = reference {
-                parts.push(PartInput::Agent { name: name.clone() });
-                continue;
-            }
-            for piece in file_pieces(reference, &info.directory).await {
-                parts.push(piece.into());
-            }
-        }
+        )
+        .await;
         Ok(parts)
     }
 }

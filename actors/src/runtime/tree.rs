@@ -3,7 +3,7 @@
 use std::future::Future;
 use std::pin::Pin;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use taskforce_agents::model::{Message, Session};
 use taskforce_agents::tool::TaskUsage;
 
@@ -12,7 +12,7 @@ use crate::bus::SessionStatus;
 use crate::core::Core;
 
 /// Tokens and cost of a session or a subtree.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Usage {
     /// Input tokens (cache reads excluded).
@@ -56,7 +56,7 @@ impl Usage {
 }
 
 /// One node of a session tree.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct SessionTree {
     /// The session.

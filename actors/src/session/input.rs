@@ -1,10 +1,11 @@
 //! What a prompt carries, and turning it into a stored user message.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
-use taskforce_agents::command::PromptPiece;
+use taskforce_agents::command::{PromptPiece, Reference, file_pieces, find_references};
 use taskforce_agents::id::{MessageId, now_ms};
 use taskforce_agents::model::{
     AgentPart, CompactionPart, FilePart, Message, ModelRef, Part, PartKind, Session, SubtaskPart,
@@ -94,6 +95,29 @@ impl From<PromptPiece> for PartInput {
             },
         }
     }
+}
+
+/// The parts of a prompt text: the text itself, then for each `@reference` the file's contents
+/// as the read tool shows them, a directory's listing, or an agent mention (names `is_agent`
+/// accepts). Paths resolve against `directory` (`~` against `home`) and are read here.
+pub async fn prompt_parts(
+    text: &str,
+    directory: &Path,
+    home: Option<&Path>,
+    is_agent: impl Fn(&str) -> bool,
+) -> Vec<PartInput> {
+    let references = find_references(text, directory, home, is_agent);
+    let mut parts = vec![PartInput::text(text)];
+    for reference in &references {
+        if let Reference::Agent(name) = reference {
+            parts.push(PartInput::Agent { name: name.clone() });
+            continue;
+        }
+        for piece in file_pieces(reference, directory).await {
+            parts.push(piece.into());
+        }
+    }
+    parts
 }
 
 /// A prompt: its parts and, optionally, the agent and model that answer it.

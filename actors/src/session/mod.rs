@@ -25,7 +25,7 @@ mod tool_end;
 mod turn;
 mod writer;
 
-pub use input::{PartInput, PromptInput};
+pub use input::{PartInput, PromptInput, prompt_parts};
 pub use recover::STOPPED;
 pub use shell::ShellInput;
 pub use subtask::SUMMARIZE;
