@@ -5,7 +5,10 @@ use serde::Serialize;
 use taskforce_actors::bus::Event;
 use utoipa::OpenApi;
 
-use super::routes::{find, global, message, permission, session};
+use super::routes::{
+    file, find, global, init, log, message, permission, project, provider, search, services,
+    session, share,
+};
 
 /// The error shape of every failing route: `{name, data: {message}}`.
 #[derive(Debug, Serialize, utoipa::ToSchema)]
@@ -48,7 +51,27 @@ pub type Object = serde_json::Map<String, serde_json::Value>;
         global::agents,
         global::commands,
         global::config,
+        provider::config_providers,
+        provider::list,
+        provider::auth,
+        provider::oauth_authorize,
+        provider::oauth_callback,
+        provider::auth_set,
+        project::list,
+        project::get_current,
+        project::paths,
+        project::vcs,
+        services::mcp,
+        services::resources,
+        services::lsp,
+        services::formatter,
+        log::write,
+        search::text,
         find::files,
+        find::symbols,
+        file::list,
+        file::content,
+        file::status,
         session::list,
         session::create,
         session::status,
@@ -61,6 +84,9 @@ pub type Object = serde_json::Map<String, serde_json::Value>;
         session::fork,
         session::abort,
         session::summarize,
+        init::init,
+        share::share,
+        share::unshare,
         message::list,
         message::get,
         message::prompt,

@@ -183,3 +183,54 @@ test("the v2 client drives a subagent flow with a child's permission ask, then a
     events.stop();
   }
 });
+
+test("the routes OpenCode's TUI loads at start answer in the SDK's shapes", async () => {
+  const providers = ok(await client.config.providers(), "config.providers");
+  const fake = providers.providers.find((p) => p.id === "fake");
+  assert.ok(fake, "the configured provider is listed");
+  assert.equal(fake.models["gpt-test"].providerID, "fake");
+  assert.equal(typeof fake.models["gpt-test"].limit.context, "number");
+  assert.equal(providers.default.fake, "gpt-test");
+
+  const listed = ok(await client.provider.list(), "provider.list");
+  assert.ok(listed.connected.includes("fake"));
+  assert.ok(listed.all.some((p) => p.id === "openai"), "known providers are listed");
+  assert.deepEqual(ok(await client.provider.auth(), "provider.auth"), {});
+
+  const config = ok(await client.config.get(), "config.get");
+  assert.equal(config.keybinds.session_parent, "<leader>up");
+  assert.equal(config.keybinds.leader, "ctrl+x");
+
+  const paths = ok(await client.path.get(), "path.get");
+  assert.ok(paths.worktree.endsWith("project"), paths.worktree);
+  const project = ok(await client.project.current(), "project.current");
+  assert.equal(project.worktree, paths.worktree);
+  assert.deepEqual(ok(await client.project.list(), "project.list"), [project]);
+  ok(await client.vcs.get(), "vcs.get");
+
+  assert.deepEqual(ok(await client.mcp.status(), "mcp.status"), {});
+  assert.deepEqual(ok(await client.lsp.status(), "lsp.status"), []);
+  assert.deepEqual(ok(await client.formatter.status(), "formatter.status"), []);
+  assert.deepEqual(ok(await client.experimental.resource.list(), "experimental.resource.list"), {});
+
+  const matches = ok(await client.find.text({ pattern: "gpt-test" }), "find.text");
+  assert.equal(matches[0].path.text, "taskforce.toml");
+  assert.equal(matches[0].submatches[0].match.text, "gpt-test");
+  const nodes = ok(await client.file.list({ path: "" }), "file.list");
+  assert.ok(nodes.some((n) => n.name === "taskforce.toml" && n.type === "file"));
+  const content = ok(await client.file.read({ path: "taskforce.toml" }), "file.read");
+  assert.equal(content.type, "text");
+  assert.match(content.content, /gpt-test/);
+  const outside = await client.file.read({ path: "../outside.txt" });
+  assert.equal(outside.response.status, 400);
+  assert.ok(Array.isArray(ok(await client.file.status(), "file.status")));
+
+  assert.equal(
+    ok(await client.app.log({ service: "sdk-test", level: "info", message: "hello" }), "app.log"),
+    true,
+  );
+  const session = ok(await client.session.create({}), "session.create");
+  const shared = await client.session.share({ sessionID: session.id });
+  assert.equal(shared.response.status, 400);
+  assert.match(shared.error.data.message, /sharing is not supported by taskforce/);
+});

@@ -329,7 +329,7 @@ async fn run_slash_command_from_a_markdown_file() {
     assert!(
         out.1
             .stderr
-            .contains("unknown command \"/nope\"; known commands: review, greet"),
+            .contains("unknown command \"/nope\"; known commands: review, init, greet"),
         "{}",
         out.1.stderr
     );

@@ -5,6 +5,7 @@ mod connections;
 mod errors;
 mod guard;
 mod messages;
+mod opencode;
 mod permissions;
 mod secrets;
 mod sessions;

@@ -441,4 +441,9 @@ impl Runtime {
     pub fn paths(&self) -> &taskforce_agents::config::Paths {
         &self.core.paths
     }
+
+    /// The model providers: which exist and which can make models.
+    pub fn providers(&self) -> &Providers {
+        &self.core.providers
+    }
 }

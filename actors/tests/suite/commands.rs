@@ -475,7 +475,7 @@ async fn commands_list_the_built_in_review_first() {
     env.file(".taskforce/command/mine.md", "Mine $1");
     let rt = env.runtime().await;
     let names: Vec<&str> = rt.commands().list().map(|c| c.name.as_str()).collect();
-    assert_eq!(names, ["review", "mine"]);
+    assert_eq!(names, ["review", "init", "mine"]);
     let review = rt.commands().get("review").unwrap();
     assert_eq!(review.subtask, Some(true));
     assert_eq!(

@@ -1,4 +1,4 @@
-//! Commands every configuration has: `review`.
+//! Commands every configuration has: `review` and `init`.
 //!
 //! A config table or markdown file with the same name replaces a built-in command.
 
@@ -36,18 +36,50 @@ Report your findings grouped by severity, most severe first:
 
 For each finding give a `path/to/file:line` reference, what is wrong, why it matters, and a concrete fix. Leave out empty severity groups. End with a short overall assessment of the change and whether it is ready to merge. If there are no changes to review, say so and stop."#;
 
+/// The name of the built-in command that writes the project's `AGENTS.md`.
+pub const INIT: &str = "init";
+
+/// The description of the built-in init command.
+pub const INIT_DESCRIPTION: &str = "create or update AGENTS.md for this project";
+
+/// The template of the built-in init command.
+pub const INIT_TEMPLATE: &str = r#"Study this project and write an `AGENTS.md` file at its root for the coding agents that will work here. If `AGENTS.md` already exists, improve it rather than starting over, and keep what is still true.
+
+Find out, by reading the repository (build files, CI configuration, READMEs, existing tests and source):
+1. How to build, lint, format and test the project, with the exact commands, including how to run one single test.
+2. The code style the code actually follows: imports and module layout, formatting, naming, types, error handling, and the conventions for tests.
+3. How the code is organised: the main parts, where they live and how they depend on each other, at the level a newcomer needs first.
+
+Also fold in any rules already written for other tools (for example `CLAUDE.md`, `.cursorrules`, `.cursor/rules/`, `.github/copilot-instructions.md`), saying where each came from.
+
+Keep it short and specific to this project, about 20 to 40 lines: commands in code blocks, no generic advice that would fit any project, nothing you have not checked in the repository. Write the file with your tools, then say in one or two sentences what it contains.
+
+$ARGUMENTS"#;
+
 /// The built-in commands, in listing order.
 pub fn builtin_commands() -> Vec<(&'static str, CommandConfig)> {
-    vec![(
-        REVIEW,
-        CommandConfig {
-            template: REVIEW_TEMPLATE.to_string(),
-            description: Some(REVIEW_DESCRIPTION.to_string()),
-            agent: None,
-            model: None,
-            subtask: Some(true),
-        },
-    )]
+    vec![
+        (
+            REVIEW,
+            CommandConfig {
+                template: REVIEW_TEMPLATE.to_string(),
+                description: Some(REVIEW_DESCRIPTION.to_string()),
+                agent: None,
+                model: None,
+                subtask: Some(true),
+            },
+        ),
+        (
+            INIT,
+            CommandConfig {
+                template: INIT_TEMPLATE.to_string(),
+                description: Some(INIT_DESCRIPTION.to_string()),
+                agent: None,
+                model: None,
+                subtask: Some(false),
+            },
+        ),
+    ]
 }
 
 #[cfg(test)]
@@ -59,7 +91,7 @@ mod tests {
     fn review_is_a_subtask_that_takes_arguments() {
         let commands = builtin_commands();
         let names: Vec<&str> = commands.iter().map(|(n, _)| *n).collect();
-        assert_eq!(names, ["review"]);
+        assert_eq!(names, ["review", "init"]);
         let review = &commands[0].1;
         assert_eq!(review.subtask, Some(true));
         assert_eq!(
@@ -67,6 +99,20 @@ mod tests {
             Some("review changes [commit|branch|pr], defaults to uncommitted")
         );
         assert_eq!(hints(&review.template), ["$ARGUMENTS"]);
+    }
+
+    #[test]
+    fn init_runs_in_the_session_and_asks_for_agents_md() {
+        let commands = builtin_commands();
+        let init = &commands[1].1;
+        assert_eq!(commands[1].0, "init");
+        assert_eq!(init.subtask, Some(false));
+        let prompt = expand(INIT_TEMPLATE, "");
+        assert!(prompt.contains("`AGENTS.md`"), "{prompt}");
+        assert!(!prompt.contains("$ARGUMENTS"));
+        assert!(
+            expand(INIT_TEMPLATE, "mention the fuzz targets").ends_with("mention the fuzz targets")
+        );
     }
 
     #[test]

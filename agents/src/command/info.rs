@@ -130,7 +130,7 @@ mod tests {
             },
         );
         let commands = Commands::new(&config);
-        assert_eq!(names(&commands), ["review", "greet"]);
+        assert_eq!(names(&commands), ["review", "init", "greet"]);
         let review = commands.get("review").unwrap();
         assert_eq!(review.source, CommandSource::Command);
         assert_eq!(review.subtask, Some(true));
@@ -143,7 +143,10 @@ mod tests {
                                "source": "command", "template": REVIEW_TEMPLATE,
                                "subtask": true, "hints": ["$ARGUMENTS"]})
         );
-        assert_eq!(names(&Commands::new(&Config::default())), ["review"]);
+        assert_eq!(
+            names(&Commands::new(&Config::default())),
+            ["review", "init"]
+        );
     }
 
     #[test]
@@ -165,7 +168,7 @@ mod tests {
             },
         );
         let commands = Commands::new(&config);
-        assert_eq!(names(&commands), ["review", "fix"]);
+        assert_eq!(names(&commands), ["review", "init", "fix"]);
         let info = commands.get("review").unwrap();
         assert_eq!(info.hints, ["$1"]);
         let json = serde_json::to_value(info).unwrap();
@@ -189,7 +192,7 @@ mod tests {
         let err = Commands::new(&config).get("reveiw").unwrap_err();
         assert_eq!(
             err.to_string(),
-            "unknown command \"/reveiw\"; known commands: review, greet"
+            "unknown command \"/reveiw\"; known commands: review, init, greet"
         );
         let empty = Commands::default();
         assert_eq!(

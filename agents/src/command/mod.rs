@@ -13,7 +13,10 @@ mod references;
 mod shell;
 mod template;
 
-pub use builtin::{REVIEW, REVIEW_DESCRIPTION, REVIEW_TEMPLATE, builtin_commands};
+pub use builtin::{
+    INIT, INIT_DESCRIPTION, INIT_TEMPLATE, REVIEW, REVIEW_DESCRIPTION, REVIEW_TEMPLATE,
+    builtin_commands,
+};
 pub use config::CommandConfig;
 pub use info::{CommandInfo, CommandSource, Commands, UnknownCommand};
 pub use prompt_files::{DIRECTORY_MIME, FILE_MIME, PromptPiece, file_pieces};

@@ -42,7 +42,7 @@ pub use envelope::{
 pub use glob::GlobTool;
 pub use grep::GrepTool;
 pub use list::ListTool;
-pub use read::ReadTool;
+pub use read::{ReadTool, looks_binary};
 pub use registry::{builtin_tools, find_tool, tool};
 pub use run::{ToolArgs, resolve_tool_name, run_tool};
 pub use task::TaskTool;

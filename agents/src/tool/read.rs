@@ -271,7 +271,7 @@ pub(crate) fn is_binary(path: &Path) -> std::io::Result<bool> {
 }
 
 /// Whether a file's first bytes look binary (a NUL byte, or over 30% control characters).
-pub(crate) fn looks_binary(head: &[u8]) -> bool {
+pub fn looks_binary(head: &[u8]) -> bool {
     if head.is_empty() {
         return false;
     }

@@ -29,7 +29,7 @@ fn builtins_come_before_markdown_commands_and_can_be_replaced() {
     );
     let commands = Commands::new(&f.load().config);
     let names: Vec<&str> = commands.list().map(|c| c.name.as_str()).collect();
-    assert_eq!(names, ["review", "greet"]);
+    assert_eq!(names, ["review", "init", "greet"]);
     let review = commands.get("review").unwrap();
     assert_eq!(review.source, CommandSource::Command);
     assert_eq!(review.subtask, Some(true));
@@ -50,7 +50,7 @@ fn builtins_come_before_markdown_commands_and_can_be_replaced() {
     );
     let commands = Commands::new(&f.load().config);
     let names: Vec<&str> = commands.list().map(|c| c.name.as_str()).collect();
-    assert_eq!(names, ["review", "greet"]);
+    assert_eq!(names, ["review", "init", "greet"]);
     let review = commands.get("review").unwrap();
     assert_eq!(review.template, "Review $1 quickly");
     assert_eq!(review.description.as_deref(), Some("Mine"));

@@ -12,7 +12,7 @@ use super::super::AppState;
 use super::super::error::ApiError;
 use super::super::extract::Query;
 #[allow(unused_imports)]
-use super::super::openapi::ErrorBody;
+use super::super::openapi::{ErrorBody, Object};
 use super::check_directory;
 
 /// The most paths one search answers.
@@ -28,6 +28,10 @@ pub struct FindFileQuery {
     query: String,
     /// Whether folders are answered too (`"true"`, the default, or `"false"`).
     dirs: Option<String>,
+    /// Only files (`"file"`) or only folders (`"directory"`); wins over `dirs`.
+    #[serde(rename = "type")]
+    #[param(rename = "type")]
+    kind: Option<String>,
     /// At most this many (default 10, at most 200).
     limit: Option<usize>,
     /// The project directory (must be the served one).
@@ -58,12 +62,59 @@ pub async fn files(
             )));
         }
     };
+    let wanted = match q.kind.as_deref() {
+        None if dirs => Wanted::Both,
+        None | Some("file") => Wanted::Files,
+        Some("directory") => Wanted::Dirs,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "type: expected \"file\" or \"directory\", got {other:?}"
+            )));
+        }
+    };
     let limit = q.limit.unwrap_or(10).clamp(1, MAX_LIMIT);
     let root = state.directory.clone();
-    let found = tokio::task::spawn_blocking(move || search(&root, &q.query, dirs, limit))
+    let found = tokio::task::spawn_blocking(move || search(&root, &q.query, wanted, limit))
         .await
         .map_err(|e| ApiError::unknown(format!("file search failed: {e}")))?;
     Ok(Json(found))
+}
+
+/// Which entries a file search answers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wanted {
+    Files,
+    Dirs,
+    Both,
+}
+
+/// Query of `GET /find/symbol`.
+#[derive(Debug, Default, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct FindSymbolQuery {
+    /// The symbol name looked for.
+    #[allow(dead_code)]
+    query: Option<String>,
+    /// The project directory (must be the served one).
+    directory: Option<String>,
+}
+
+/// `GET /find/symbol`: workspace symbols; taskforce runs no language server, so none.
+#[utoipa::path(
+    get,
+    path = "/find/symbol",
+    operation_id = "find.symbols",
+    summary = "Workspace symbols (none: taskforce runs no language server)",
+    params(FindSymbolQuery),
+    responses((status = 200, body = Vec<Object>), (status = 400, description = "Bad request: the message names the field", body = ErrorBody))
+)]
+pub async fn symbols(
+    State(state): State<AppState>,
+    Query(q): Query<FindSymbolQuery>,
+    headers: HeaderMap,
+) -> Result<Json<Vec<serde_json::Value>>, ApiError> {
+    check_directory(&state, q.directory.as_deref(), &headers)?;
+    Ok(Json(Vec::new()))
 }
 
 /// How well `path` matches `needle` (lower is better), or `None`.
@@ -87,7 +138,7 @@ fn score(path: &str, needle: &str) -> Option<(u8, usize)> {
 }
 
 /// The best `limit` paths under `root` matching `query`.
-fn search(root: &Path, query: &str, dirs: bool, limit: usize) -> Vec<String> {
+fn search(root: &Path, query: &str, wanted: Wanted, limit: usize) -> Vec<String> {
     let needle = query.trim().trim_start_matches('@').to_lowercase();
     let mut scored: Vec<((u8, usize), String)> = Vec::new();
     let walker = ignore::WalkBuilder::new(root)
@@ -103,7 +154,12 @@ fn search(root: &Path, query: &str, dirs: bool, limit: usize) -> Vec<String> {
             continue;
         }
         let is_dir = entry.file_type().is_some_and(|t| t.is_dir());
-        if is_dir && !dirs {
+        let keep = match wanted {
+            Wanted::Both => true,
+            Wanted::Files => !is_dir,
+            Wanted::Dirs => is_dir,
+        };
+        if !keep {
             continue;
         }
         let mut text = relative.to_string_lossy().replace('\\', "/");
@@ -136,14 +192,15 @@ mod tests {
             std::fs::write(path, "").unwrap();
         }
         std::fs::write(dir.path().join(".gitignore"), "target/\n").unwrap();
-        let found = search(dir.path(), "main", false, 10);
+        let found = search(dir.path(), "main", Wanted::Files, 10);
         assert_eq!(
             found,
             ["src/main.rs", "docs/maintenance.md", "src/domain.rs"]
         );
-        let with_dirs = search(dir.path(), "sr", true, 10);
+        let with_dirs = search(dir.path(), "sr", Wanted::Both, 10);
         assert_eq!(with_dirs[0], "src/");
-        assert_eq!(search(dir.path(), "mrs", false, 1), ["src/main.rs"]);
-        assert!(search(dir.path(), "zzz", true, 10).is_empty());
+        assert_eq!(search(dir.path(), "sr", Wanted::Dirs, 10), ["src/"]);
+        assert_eq!(search(dir.path(), "mrs", Wanted::Files, 1), ["src/main.rs"]);
+        assert!(search(dir.path(), "zzz", Wanted::Both, 10).is_empty());
     }
 }

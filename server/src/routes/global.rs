@@ -11,6 +11,7 @@ use taskforce_actors::bus::Event;
 use taskforce_agents::agent::AgentInfo;
 #[allow(unused_imports)]
 use taskforce_agents::command::CommandInfo;
+use taskforce_agents::config::keybinds;
 
 use super::super::AppState;
 use super::super::error::ApiError;
@@ -128,7 +129,8 @@ pub async fn commands(
     Ok(Json(to_value(&all)?))
 }
 
-/// `GET /config`: the configuration the runtime runs on (secrets redacted).
+/// `GET /config`: the configuration the runtime runs on (secrets redacted), with `keybinds`
+/// holding every action's key (the defaults with `[keybinds]` laid over them).
 #[utoipa::path(
     get,
     path = "/config",
@@ -143,7 +145,13 @@ pub async fn config(
     headers: HeaderMap,
 ) -> Result<Json<Value>, ApiError> {
     check_directory(&state, q.directory.as_deref(), &headers)?;
-    Ok(Json(to_value(&state.runtime.config().redacted())?))
+    let config = state.runtime.config();
+    let mut shown = to_value(&config.redacted())?;
+    if let Value::Object(fields) = &mut shown {
+        let keybinds = keybinds::with_defaults(&config.keybinds);
+        fields.insert("keybinds".into(), to_value(&keybinds)?);
+    }
+    Ok(Json(shown))
 }
 
 pub(crate) fn to_value<T: serde::Serialize + ?Sized>(value: &T) -> Result<Value, ApiError> {

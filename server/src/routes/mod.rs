@@ -1,13 +1,23 @@
 //! The route table: every HTTP route the server answers, by path and method.
 
+mod catalog;
+pub(crate) mod file;
 pub(crate) mod find;
+mod git;
 pub(crate) mod global;
+pub(crate) mod init;
+pub(crate) mod log;
 pub(crate) mod message;
 pub(crate) mod permission;
+pub(crate) mod project;
+pub(crate) mod provider;
+pub(crate) mod search;
+pub(crate) mod services;
 pub(crate) mod session;
+pub(crate) mod share;
 
 use axum::Router;
-use axum::routing::{get, post};
+use axum::routing::{get, post, put};
 
 use super::AppState;
 use super::error::ApiError;
@@ -22,7 +32,36 @@ pub(crate) fn all() -> Router<AppState> {
         .route("/agent", get(global::agents))
         .route("/command", get(global::commands))
         .route("/config", get(global::config))
+        .route("/config/providers", get(provider::config_providers))
+        .route("/provider", get(provider::list))
+        .route("/provider/auth", get(provider::auth))
+        .route(
+            "/provider/{providerID}/oauth/authorize",
+            post(provider::oauth_authorize),
+        )
+        .route(
+            "/provider/{providerID}/oauth/callback",
+            post(provider::oauth_callback),
+        )
+        .route(
+            "/auth/{providerID}",
+            put(provider::auth_set).delete(provider::auth_set),
+        )
+        .route("/project", get(project::list))
+        .route("/project/current", get(project::get_current))
+        .route("/path", get(project::paths))
+        .route("/vcs", get(project::vcs))
+        .route("/mcp", get(services::mcp))
+        .route("/experimental/resource", get(services::resources))
+        .route("/lsp", get(services::lsp))
+        .route("/formatter", get(services::formatter))
+        .route("/log", post(log::write))
+        .route("/find", get(search::text))
         .route("/find/file", get(find::files))
+        .route("/find/symbol", get(find::symbols))
+        .route("/file", get(file::list))
+        .route("/file/content", get(file::content))
+        .route("/file/status", get(file::status))
         .route("/session", get(session::list).post(session::create))
         .route("/session/status", get(session::status))
         .route(
@@ -37,6 +76,11 @@ pub(crate) fn all() -> Router<AppState> {
         .route("/session/{sessionID}/fork", post(session::fork))
         .route("/session/{sessionID}/abort", post(session::abort))
         .route("/session/{sessionID}/summarize", post(session::summarize))
+        .route("/session/{sessionID}/init", post(init::init))
+        .route(
+            "/session/{sessionID}/share",
+            post(share::share).delete(share::unshare),
+        )
         .route(
             "/session/{sessionID}/message",
             get(message::list).post(message::prompt),
