@@ -5,34 +5,40 @@ use std::collections::HashMap;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-/// The actions the TUI binds, by their OpenCode names, with their default keys.
-pub const DEFAULTS: &[(&str, &str)] = &[
-    ("leader", "ctrl+x"),
-    ("app_exit", "ctrl+c,ctrl+d,<leader>q"),
-    ("session_new", "<leader>n"),
-    ("session_list", "<leader>l"),
-    ("session_tree", "<leader>t"),
-    ("session_interrupt", "escape"),
-    ("session_compact", "<leader>c"),
-    ("session_child_cycle", "<leader>right"),
-    ("session_child_cycle_reverse", "<leader>left"),
-    ("session_parent", "<leader>up"),
-    ("messages_page_up", "pageup"),
-    ("messages_page_down", "pagedown"),
-    ("messages_first", "ctrl+g,home"),
-    ("messages_last", "ctrl+alt+g,end"),
-    ("agent_cycle", "tab"),
-    ("agent_cycle_reverse", "shift+tab"),
-    ("command_list", "ctrl+p"),
-    ("input_clear", "ctrl+c"),
-    ("input_submit", "return"),
-    (
-        "input_newline",
-        "shift+return,ctrl+return,alt+return,ctrl+j",
-    ),
-    ("history_previous", "up"),
-    ("history_next", "down"),
+/// The actions this TUI binds, by their OpenCode names; their default keys are OpenCode's (and
+/// taskforce's own `session_tree`), from the configuration's table.
+pub const USED: &[&str] = &[
+    "leader",
+    "app_exit",
+    "session_new",
+    "session_list",
+    "session_tree",
+    "session_interrupt",
+    "session_compact",
+    "session_child_cycle",
+    "session_child_cycle_reverse",
+    "session_parent",
+    "messages_page_up",
+    "messages_page_down",
+    "messages_first",
+    "messages_last",
+    "agent_cycle",
+    "agent_cycle_reverse",
+    "command_list",
+    "input_clear",
+    "input_submit",
+    "input_newline",
+    "history_previous",
+    "history_next",
 ];
+
+/// The default keys of the actions this TUI binds.
+fn defaults() -> impl Iterator<Item = (&'static str, &'static str)> {
+    taskforce_agents::config::keybinds::DEFAULTS
+        .iter()
+        .filter(|(name, _)| USED.contains(name))
+        .copied()
+}
 
 /// One key with its modifiers, maybe after the leader.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -133,18 +139,16 @@ impl Default for Keybinds {
 impl Keybinds {
     /// The defaults with `overrides` (`("session_parent", "<leader>k")`, `"none"` unbinds).
     pub fn new(overrides: &[(String, String)]) -> Result<Keybinds, KeyError> {
-        let mut texts: HashMap<&'static str, String> = DEFAULTS
-            .iter()
-            .map(|(name, keys)| (*name, (*keys).to_string()))
+        let mut texts: HashMap<&'static str, String> = defaults()
+            .map(|(name, keys)| (name, keys.to_string()))
             .collect();
         for (name, keys) in overrides {
-            let Some((known, _)) = DEFAULTS.iter().find(|(n, _)| n == name) else {
+            let Some(known) = USED.iter().copied().find(|n| n == name) else {
                 // OpenCode's other actions (themes, sidebar…) have no meaning here.
                 if taskforce_agents::config::keybinds::is_action(name) {
                     continue;
                 }
-                let known: Vec<&str> = DEFAULTS.iter().map(|(n, _)| *n).collect();
-                return Err(KeyError::UnknownAction(name.clone(), known.join(", ")));
+                return Err(KeyError::UnknownAction(name.clone(), USED.join(", ")));
             };
             texts.insert(known, keys.clone());
         }
@@ -269,12 +273,13 @@ mod tests {
     }
 
     #[test]
-    fn every_default_key_reads() {
-        for (name, keys) in DEFAULTS {
-            for k in keys.split(',') {
+    fn every_default_key_reads_and_every_used_action_has_one() {
+        for (name, keys) in taskforce_agents::config::keybinds::DEFAULTS {
+            for k in keys.split(',').filter(|k| *k != "none") {
                 assert!(parse_chord(k).is_some(), "{name}: {k}");
             }
         }
+        assert_eq!(defaults().count(), USED.len());
         let keys = Keybinds::new(&[]).unwrap();
         assert_eq!(keys.describe("session_child_cycle"), "ctrl+x right");
         assert_eq!(keys.describe("agent_cycle_reverse"), "shift+tab");
