@@ -238,7 +238,7 @@ async fn an_attached_run_sends_files_references_and_slash_commands() {
     assert!(
         unknown
             .stderr
-            .contains("unknown command \"/nope\"; known commands: review, greet"),
+            .contains("unknown command \"/nope\"; known commands: review, init, greet"),
         "{}",
         unknown.stderr
     );

@@ -91,7 +91,6 @@ mod tests {
     use taskforce_agents::id::SessionId;
     use taskforce_agents::model::Session;
 
-    use super::super::open::MIGRATOR;
     use super::super::writer::MAX_BATCH;
     use super::*;
 
@@ -103,7 +102,12 @@ mod tests {
             .connect()
             .await
             .unwrap();
-        MIGRATOR.run(&mut conn).await.unwrap();
+        super::super::migrations::migrator()
+            .await
+            .unwrap()
+            .run(&mut conn)
+            .await
+            .unwrap();
         conn
     }
 

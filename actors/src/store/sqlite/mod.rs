@@ -49,6 +49,7 @@ mod checkpoint;
 mod commit;
 mod deletes;
 mod jobs;
+mod migrations;
 mod open;
 mod queue;
 mod reads;

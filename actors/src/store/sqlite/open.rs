@@ -8,7 +8,6 @@ use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use sqlx::ConnectOptions;
-use sqlx::migrate::Migrator;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use tokio::sync::Mutex as AsyncMutex;
 use tokio::sync::mpsc;
@@ -23,9 +22,6 @@ use super::writer::write_batches;
 
 /// The file beside the database that one process at a time locks to apply the migrations.
 const MIGRATION_LOCK: &str = "taskforce.db.migrate-lock";
-
-/// The schema migrations in `actors/migrations`, embedded at compile time.
-pub(super) static MIGRATOR: Migrator = sqlx::migrate!("./migrations");
 
 /// How long a statement waits for a lock held by another connection before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(10);
@@ -82,7 +78,9 @@ impl SqliteStore {
             .connect()
             .await
             .map_err(|e| open_error(format!("cannot open the database: {e}")))?;
-        MIGRATOR
+        super::migrations::migrator()
+            .await
+            .map_err(|e| open_error(format!("cannot read the migrations: {e}")))?
             .run(&mut writer)
             .await
             .map_err(|e| open_error(format!("cannot apply the migrations: {e}")))?;
