@@ -3,13 +3,17 @@
 //! one first what it missed). Clients keep no copies: they hold a position in the ring and are
 //! woken when it grows.
 
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
 use bytes::Bytes;
 use futures::StreamExt;
 use taskforce_actors::Runtime;
 use taskforce_actors::bus::{BusItem, Envelope, Event, Filter};
 use tokio::sync::watch;
+
+use super::readers::{ReaderPosition, Readers};
 
 pub use super::ring::Frame;
 use super::ring::{After, Ring, Role};
@@ -54,6 +58,8 @@ pub struct Join {
 #[derive(Clone)]
 pub struct EventLog {
     ring: Arc<Mutex<Ring>>,
+    /// How far each open stream has handed its events to its connection.
+    readers: Arc<Readers>,
     /// The newest number in the ring, for readers waiting for more.
     grown: watch::Sender<u64>,
     /// The server run, the `<epoch>` of every id.
@@ -84,6 +90,7 @@ impl EventLog {
     pub(crate) fn new(directory: String, max_bytes: usize, epoch: u64) -> Self {
         EventLog {
             ring: Arc::new(Mutex::new(Ring::new(max_bytes))),
+            readers: Arc::default(),
             grown: watch::Sender::new(0),
             epoch,
             directory: Arc::from(
@@ -173,11 +180,94 @@ impl EventLog {
     pub fn watch(&self) -> watch::Receiver<u64> {
         self.grown.subscribe()
     }
+
+    /// Registers a stream that has handed out every event up to `seq`; it reports its progress
+    /// through the returned position, and leaves when the position is dropped.
+    pub(crate) fn reader(&self, seq: u64) -> ReaderPosition {
+        let sent = Arc::new(AtomicU64::new(seq));
+        Readers::join(&self.readers, sent)
+    }
+
+    /// Waits until every event up to `seq` is in the ring and every open stream has handed it
+    /// to its connection, or `limit` passed (a client that stopped reading holds nobody up
+    /// for longer). Answers whether all of them got there.
+    pub async fn delivered(&self, seq: u64, limit: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        let mut grown = self.watch();
+        loop {
+            // Registered before the check, so that progress after it wakes the wait.
+            let progressed = self.readers.progressed();
+            tokio::pin!(progressed);
+            progressed.as_mut().enable();
+            let in_ring = *grown.borrow_and_update() >= seq;
+            if in_ring && self.readers.all_past(seq) {
+                return true;
+            }
+            tokio::select! {
+                _ = grown.changed(), if !in_ring => {}
+                () = &mut progressed => {}
+                () = tokio::time::sleep_until(deadline) => return false,
+            }
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
+    use futures::FutureExt;
+    use taskforce_agents::id::SessionId;
+
     use super::*;
+
+    fn push_idle(log: &EventLog, seq: u64) {
+        log.push(&Envelope {
+            seq,
+            event: Event::SessionIdle {
+                session_id: SessionId::new(),
+            },
+        });
+    }
+
+    #[tokio::test]
+    async fn an_answer_waits_until_every_stream_has_handed_out_its_turns_events() {
+        let log = EventLog::new("/p".into(), 1 << 20, 1);
+        let first = log.reader(0);
+        let second = log.reader(0);
+        push_idle(&log, 1);
+        push_idle(&log, 2);
+        let wait = log.delivered(2, Duration::from_secs(3600));
+        tokio::pin!(wait);
+        assert!(
+            (&mut wait).now_or_never().is_none(),
+            "no stream has sent anything"
+        );
+        first.reached(2);
+        assert!(
+            (&mut wait).now_or_never().is_none(),
+            "one stream is still behind"
+        );
+        // A stream that closes holds nobody up.
+        drop(second);
+        assert!(wait.await);
+        // Events not in the ring yet are waited for too.
+        let later = log.delivered(3, Duration::from_secs(3600));
+        tokio::pin!(later);
+        assert!((&mut later).now_or_never().is_none());
+        push_idle(&log, 3);
+        first.reached(3);
+        assert!(later.await);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_stream_that_stopped_reading_holds_an_answer_up_no_longer_than_the_limit() {
+        let log = EventLog::new("/p".into(), 1 << 20, 1);
+        let _stuck = log.reader(0);
+        push_idle(&log, 1);
+        assert!(!log.delivered(1, Duration::from_secs(2)).await);
+        // With no stream open, what is in the ring is delivered at once.
+        drop(_stuck);
+        assert!(log.delivered(1, Duration::from_secs(2)).await);
+    }
 
     #[test]
     fn last_event_ids_parse_as_epoch_and_number_and_anything_else_is_unknown() {

@@ -15,6 +15,7 @@ pub mod fuzzing;
 mod guard;
 mod listen;
 pub mod openapi;
+mod readers;
 mod ring;
 mod routes;
 mod sse;

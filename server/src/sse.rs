@@ -20,6 +20,7 @@ use tokio::time::{Instant, Interval, interval_at};
 use tokio_util::sync::CancellationToken;
 
 use super::events::{EventLog, Frame, LastEventId};
+use super::readers::ReaderPosition;
 
 /// How many frames a client takes from the ring at once.
 const BATCH: usize = 64;
@@ -119,6 +120,8 @@ struct State {
     grown: watch::Receiver<u64>,
     /// The number of the last event sent (or skipped by a resync).
     last_sent: u64,
+    /// What this stream reports of its progress to answers waiting for their events.
+    position: ReaderPosition,
     heartbeat: Interval,
     /// Cancelled when the server stops.
     stop: CancellationToken,
@@ -144,6 +147,7 @@ fn stream(
         pending,
         grown,
         last_sent: join.after,
+        position: log.reader(join.after),
         heartbeat: interval_at(Instant::now() + heartbeat, heartbeat),
         stop,
     };
@@ -161,6 +165,8 @@ async fn next_chunk(s: &mut State) -> Option<Bytes> {
         if let Some(next) = s.pending.pop_front() {
             return Some(next);
         }
+        // Asked for more with nothing queued: every chunk so far went to the connection.
+        s.position.reached(s.last_sent);
         // Seen before reading, so that growth after the read wakes the wait below.
         s.grown.borrow_and_update();
         match s.log.after(s.last_sent, BATCH) {
@@ -250,6 +256,36 @@ mod tests {
         log.push(&idle(501));
         let next = stream.next().await.unwrap().unwrap();
         assert_eq!(ids(&[next]), [id(501)]);
+    }
+
+    #[tokio::test]
+    async fn a_stream_counts_as_delivered_once_it_asked_for_more_after_the_events() {
+        use futures::FutureExt;
+        let log = EventLog::new("/p".into(), 1 << 20, 7);
+        let mut stream = Box::pin(stream(
+            &log,
+            None,
+            Flavor::Global,
+            Duration::from_secs(60),
+            CancellationToken::new(),
+        ));
+        log.push(&idle(1));
+        log.push(&idle(2));
+        let wait = log.delivered(2, Duration::from_secs(3600));
+        tokio::pin!(wait);
+        assert!(
+            (&mut wait).now_or_never().is_none(),
+            "the stream has sent nothing"
+        );
+        let frames: Vec<Bytes> = (&mut stream).take(3).map(|f| f.unwrap()).collect().await;
+        assert_eq!(ids(&frames[1..]), [id(1), id(2)]);
+        assert!(
+            (&mut wait).now_or_never().is_none(),
+            "the last chunk may still be queued"
+        );
+        // The connection asks for more: everything before went out.
+        assert!(stream.next().now_or_never().is_none());
+        assert!(wait.await);
     }
 
     #[tokio::test]

@@ -116,6 +116,15 @@ impl BusHandle {
         self.fanout.publish(event);
     }
 
+    /// The number of the newest event published (0 before the first).
+    pub fn last_seq(&self) -> u64 {
+        *self
+            .fanout
+            .seq
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Publishes several events in order, one after the other with nothing in between (build
     /// them before: the bus's ordering lock is held while the iterator runs).
     pub fn publish_all(&self, events: impl IntoIterator<Item = Event>) {

@@ -400,6 +400,12 @@ impl Runtime {
         self.core.bus.subscribe(filter)
     }
 
+    /// The number of the newest event published so far (every event has a greater or equal
+    /// number than those published before it).
+    pub fn last_event_seq(&self) -> u64 {
+        self.core.bus.last_seq()
+    }
+
     /// Publishes `event` on the runtime's bus, as if the runtime had (embedders announcing
     /// changes they made, load generators).
     pub fn publish(&self, event: Event) {

@@ -67,6 +67,8 @@ pub async fn init(
             ));
         }
     };
-    state.runtime.command(&id, INIT, "", None, model).await?;
+    let ran = state.runtime.command(&id, INIT, "", None, model).await;
+    super::message::events_first(&state).await;
+    ran?;
     Ok(Json(true))
 }

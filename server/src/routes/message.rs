@@ -87,10 +87,25 @@ pub async fn prompt(
 ) -> Result<Json<MessageWithParts>, ApiError> {
     let id = session_id(&id)?;
     check_prompt(&input)?;
-    match state.runtime.prompt(&id, input).await {
+    let answered = state.runtime.prompt(&id, input).await;
+    events_first(&state).await;
+    match answered {
         Ok(answer) => Ok(Json(answer)),
         Err(RuntimeError::Cancelled) => aborted_answer(&state, &id).await.map(Json),
         Err(e) => Err(e.into()),
+    }
+}
+
+/// The longest an answer waits for its turn's events to reach the event streams (a client that
+/// stopped reading its stream holds the answer up no longer than this).
+const EVENTS_FIRST_LIMIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// Waits until every event published so far is on its way to every event stream, so that a
+/// client that ends when the answer comes (`opencode run`) has seen the whole turn.
+pub(crate) async fn events_first(state: &AppState) {
+    let seq = state.runtime.last_event_seq();
+    if !state.events.delivered(seq, EVENTS_FIRST_LIMIT).await {
+        tracing::debug!("an event stream had not taken event {seq} when the answer went out");
     }
 }
 
@@ -178,11 +193,12 @@ pub async fn command(
         .transpose()
         .map_err(|e| ApiError::bad_request(format!("request body: field `model`: {e}")))?;
     let name = body.command.trim_start_matches('/');
-    match state
+    let answered = state
         .runtime
         .command(&id, name, &body.arguments, body.agent.as_deref(), model)
-        .await
-    {
+        .await;
+    events_first(&state).await;
+    match answered {
         Ok(answer) => Ok(Json(answer)),
         Err(RuntimeError::Cancelled) => aborted_answer(&state, &id).await.map(Json),
         Err(e) => Err(e.into()),
@@ -209,6 +225,7 @@ pub async fn shell(
             "request body: field `command`: must not be empty",
         ));
     }
-    let answer = state.runtime.shell(&session_id(&id)?, input).await?;
-    Ok(Json(to_value(&answer.info)?))
+    let answered = state.runtime.shell(&session_id(&id)?, input).await;
+    events_first(&state).await;
+    Ok(Json(to_value(&answered?.info)?))
 }

@@ -330,7 +330,9 @@ pub async fn summarize(
         model_id: body.model_id,
     };
     let id = session_id(&id)?;
-    let summary = state.runtime.summarize(&id, Some(model)).await?;
+    let summarized = state.runtime.summarize(&id, Some(model)).await;
+    super::message::events_first(&state).await;
+    let summary = summarized?;
     if let Some(error) = summary.info.as_assistant().and_then(|a| a.error.as_ref()) {
         return Err(ApiError::unknown(format!(
             "the summary failed: {}",
