@@ -18,8 +18,8 @@ pub enum Done {
     Loaded(Box<Session>, Vec<MessageWithParts>, Vec<Session>),
     /// Every session of the project.
     Sessions(Vec<Session>),
-    /// Files matching an `@` completion.
-    Files(Vec<String>),
+    /// Files matching the query of an `@` completion.
+    Files(String, Vec<String>),
     /// Something failed: shown in the footer.
     Failed(String),
 }
@@ -132,9 +132,10 @@ async fn perform(
         }
         Effect::Reply(id, reply) => client.reply(&id, reply).await.map(|()| None),
         Effect::ListSessions => Ok(Some(Done::Sessions(client.sessions().await?))),
-        Effect::FindFiles(query) => Ok(Some(Done::Files(
-            client.find_files(&query).await.unwrap_or_default(),
-        ))),
+        Effect::FindFiles(query) => {
+            let found = client.find_files(&query).await.unwrap_or_default();
+            Ok(Some(Done::Files(query, found)))
+        }
     }
 }
 
@@ -162,7 +163,7 @@ pub fn apply(app: &mut App, done: Done) -> Vec<Effect> {
             }
             Vec::new()
         }
-        Done::Files(_) => Vec::new(),
+        Done::Files(..) => Vec::new(),
         Done::Failed(message) => {
             app.notify(message);
             Vec::new()

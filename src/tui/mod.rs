@@ -114,9 +114,12 @@ pub async fn run(client: Client, options: Options) -> anyhow::Result<()> {
             },
             done = effects.next() => {
                 if let Some(done) = done {
-                    if let Done::Files(found) = &done {
-                        files.clone_from(found);
-                        app.refresh_completion(&files);
+                    if let Done::Files(query, found) = &done {
+                        // Answers of older queries (typed past since) are dropped.
+                        if app.completing_mention().as_deref() == Some(query.as_str()) {
+                            files.clone_from(found);
+                            app.refresh_completion(&files);
+                        }
                     } else {
                         for effect in effects::apply(&mut app, done) {
                             effects.run(effect);

@@ -58,6 +58,12 @@ impl App {
         (command || word.starts_with('@')).then(|| word.to_string())
     }
 
+    /// The `@mention` being completed, without its `@`.
+    pub fn completing_mention(&self) -> Option<String> {
+        self.completion_word()
+            .and_then(|w| w.strip_prefix('@').map(str::to_string))
+    }
+
     /// Opens, updates or closes the completion for what is typed now; answers a file search
     /// to run when an `@mention` may be a file.
     pub fn refresh_completion(&mut self, files: &[String]) -> Vec<Effect> {
@@ -98,10 +104,21 @@ impl App {
                         },
                     }),
             );
-            items.extend(files.iter().take(20).map(|f| CompletionItem {
-                label: format!("@{f}"),
-                detail: "file".to_string(),
-            }));
+            // Files found for an earlier query stay only while they still match.
+            let matches = |f: &str| {
+                let mut rest = f.chars().flat_map(char::to_lowercase);
+                needle.chars().all(|c| rest.any(|p| p == c))
+            };
+            items.extend(
+                files
+                    .iter()
+                    .filter(|f| matches(f))
+                    .take(20)
+                    .map(|f| CompletionItem {
+                        label: format!("@{f}"),
+                        detail: "file".to_string(),
+                    }),
+            );
             effects.push(Effect::FindFiles(word[1..].to_string()));
         }
         // Names that start with what is typed come first.

@@ -176,6 +176,7 @@ fn at_mentions_complete_agents_and_files() {
     let mut app = app();
     let effects = typed(&mut app, "look @ex");
     assert!(effects.contains(&Effect::FindFiles("ex".into())));
+    assert_eq!(app.completing_mention().as_deref(), Some("ex"));
     let Overlay::Completion(c) = &app.overlay else {
         panic!("completion is open");
     };
