@@ -181,12 +181,16 @@ fn at_mentions_complete_agents_and_files() {
         panic!("completion is open");
     };
     assert_eq!(c.items[0].label, "@explore");
-    let files = vec!["src/extra.rs".to_string()];
+    let files = vec!["src/extra.rs".to_string(), "docs/readme.md".to_string()];
     app.refresh_completion(&files);
     let Overlay::Completion(c) = &app.overlay else {
         panic!("completion is open");
     };
     assert!(c.items.iter().any(|i| i.label == "@src/extra.rs"));
+    assert!(
+        !c.items.iter().any(|i| i.label == "@docs/readme.md"),
+        "a file that does not match what is typed is left out"
+    );
 }
 
 #[test]
