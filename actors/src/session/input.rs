@@ -5,7 +5,9 @@ use std::sync::Arc;
 
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
-use taskforce_agents::command::{PromptPiece, Reference, file_pieces, find_references};
+use taskforce_agents::command::{
+    PromptPiece, Reference, attachment_pieces, file_pieces, find_references,
+};
 use taskforce_agents::id::{MessageId, now_ms};
 use taskforce_agents::model::{
     AgentPart, CompactionPart, FilePart, Message, ModelRef, Part, PartKind, Session, SubtaskPart,
@@ -209,6 +211,44 @@ pub(crate) async fn hold_user_message(
     Ok(user)
 }
 
+/// A prompt's file parts that a client attached, expanded into what the model reads (see
+/// `attachment_pieces`); a file part that follows the synthetic read note made for it (by an
+/// `@path` reference or `run -f`) stays as it is.
+async fn expand_attachments(parts: Vec<PartInput>) -> Vec<PartInput> {
+    let mut out: Vec<PartInput> = Vec::with_capacity(parts.len());
+    for part in parts {
+        let PartInput::File {
+            mime,
+            url,
+            filename,
+        } = &part
+        else {
+            out.push(part);
+            continue;
+        };
+        let named = url
+            .strip_prefix("file://")
+            .map(taskforce_agents::model::data_url::percent_decode)
+            .or_else(|| filename.clone())
+            .map(|n| serde_json::to_string(&n).unwrap_or_default());
+        let covered = named.is_some_and(|quoted| {
+            out.iter().any(|p| {
+                matches!(p, PartInput::Text { text, synthetic: true }
+                    if text.starts_with("Called the ") && text.contains(&quoted))
+            })
+        });
+        if covered {
+            out.push(part);
+            continue;
+        }
+        match attachment_pieces(mime, url, filename.as_deref()).await {
+            Some(pieces) => out.extend(pieces.into_iter().map(PartInput::from)),
+            None => out.push(part),
+        }
+    }
+    out
+}
+
 /// The user message of `input` to `session`, with its agent and model resolved.
 async fn user_message(
     core: &Core,
@@ -242,8 +282,9 @@ async fn user_message(
     user.tools = input.tools;
     user.system = input.system;
     let info = Arc::new(Message::User(user));
-    let mut parts = Vec::with_capacity(input.parts.len());
-    for p in input.parts {
+    let input_parts = expand_attachments(input.parts).await;
+    let mut parts = Vec::with_capacity(input_parts.len());
+    for p in input_parts {
         let kind: PartKind = match p {
             PartInput::Text { text, synthetic } => {
                 let mut t = TextPart::new(text);

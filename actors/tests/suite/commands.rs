@@ -551,3 +551,50 @@ async fn template_commands_are_asked_like_bash_calls() {
         last_content(request)
     );
 }
+
+#[actix_rt::test]
+async fn files_a_client_attaches_reach_the_model_as_text_or_as_an_image() {
+    let fake = FakeOpenAi::start(|_| Response::text("seen")).await.unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    env.file("notes/plan.txt", "step one: attach files\n");
+    std::fs::write(env.project().join("shot.png"), [0x89, b'P', b'N', b'G']).unwrap();
+    let rt = env.runtime().await;
+    let s = rt.create_session(None, None).await.unwrap();
+    let url = |rel: &str| format!("file://{}", env.project().join(rel).display());
+    let input = PromptInput {
+        parts: vec![
+            PartInput::text("look at these"),
+            PartInput::File {
+                mime: "text/plain".into(),
+                url: url("notes/plan.txt"),
+                filename: Some("plan.txt".into()),
+            },
+            PartInput::File {
+                mime: "image/png".into(),
+                url: url("shot.png"),
+                filename: Some("shot.png".into()),
+            },
+            PartInput::File {
+                mime: "text/markdown".into(),
+                url: "data:text/markdown;base64,IyBpbmxpbmUgbm90ZQ==".into(),
+                filename: Some("note.md".into()),
+            },
+        ],
+        ..PromptInput::default()
+    };
+    rt.prompt(&s.id, input).await.unwrap();
+    let request = &fake.requests()[0];
+    assert!(
+        request.contains("step one: attach files"),
+        "the text file's contents reach the model"
+    );
+    assert!(
+        request.contains("data:image/png;base64,iVBORw=="),
+        "the image goes as image content: {}",
+        request.raw_body
+    );
+    assert!(
+        request.contains("# inline note"),
+        "a data: URL's text is inline"
+    );
+}

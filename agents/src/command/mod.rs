@@ -19,7 +19,7 @@ pub use builtin::{
 };
 pub use config::CommandConfig;
 pub use info::{CommandInfo, CommandSource, Commands, UnknownCommand};
-pub use prompt_files::{DIRECTORY_MIME, FILE_MIME, PromptPiece, file_pieces};
+pub use prompt_files::{DIRECTORY_MIME, FILE_MIME, PromptPiece, attachment_pieces, file_pieces};
 pub use references::{Reference, find_references};
 pub use shell::{SHELL_TIMEOUT, ShellContext, ShellGate, render, substitute_shell};
 pub use template::{Piece, expand, expand_pieces, hints, split_arguments};

@@ -123,6 +123,74 @@ pub async fn file_pieces(reference: &Reference, cwd: &Path) -> Vec<PromptPiece> 
     ]
 }
 
+/// The most bytes of an attached binary file (an image) carried to the model.
+const MAX_ATTACHMENT: u64 = 10 * 1024 * 1024;
+
+/// The pieces that carry a file part a client attached, as the model should see it: a
+/// `file://` text file or directory as [`file_pieces`] gives it (read now), the text of a
+/// textual `data:` URL inline, and any other `file://` file (an image) as a `data:` URL file
+/// part, which providers that take images send as image content. `None` leaves the part as it
+/// is (a `data:` URL of an image already is what providers take).
+pub async fn attachment_pieces(
+    mime: &str,
+    url: &str,
+    filename: Option<&str>,
+) -> Option<Vec<PromptPiece>> {
+    if let Some(path) = url.strip_prefix("file://") {
+        let path = std::path::PathBuf::from(crate::model::data_url::percent_decode(path));
+        let is_dir = tokio::fs::metadata(&path).await.is_ok_and(|m| m.is_dir());
+        if is_dir || mime == DIRECTORY_MIME {
+            return Some(file_pieces(&Reference::Directory(path), Path::new("/")).await);
+        }
+        if mime == FILE_MIME || crate::model::data_url::is_textual(mime) {
+            return Some(file_pieces(&Reference::File(path), Path::new("/")).await);
+        }
+        let shown = path.display().to_string();
+        let read = match tokio::fs::metadata(&path).await {
+            Ok(m) if m.len() > MAX_ATTACHMENT => Err(format!(
+                "it is larger than {} MB",
+                MAX_ATTACHMENT / 1024 / 1024
+            )),
+            Ok(_) => tokio::fs::read(&path).await.map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        return Some(match read {
+            Ok(bytes) => vec![PromptPiece::File {
+                mime: mime.to_string(),
+                url: crate::model::data_url::data_url(mime, &bytes),
+                filename: filename.map_or_else(
+                    || {
+                        path.file_name()
+                            .map_or_else(|| shown.clone(), |n| n.to_string_lossy().into_owned())
+                    },
+                    str::to_string,
+                ),
+            }],
+            Err(message) => vec![PromptPiece::synthetic(format!(
+                "Read tool failed to read {shown} with the following error: {message}"
+            ))],
+        });
+    }
+    if crate::model::data_url::is_textual(mime)
+        && let Some(text) = crate::model::data_url::data_url_text(url)
+    {
+        let name = filename.unwrap_or("attachment");
+        return Some(vec![
+            PromptPiece::synthetic(format!(
+                "Called the Read tool with the following input: {}",
+                json!({ "filePath": name })
+            )),
+            PromptPiece::synthetic(text),
+            PromptPiece::File {
+                mime: mime.to_string(),
+                url: url.to_string(),
+                filename: name.to_string(),
+            },
+        ]);
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -254,6 +322,28 @@ mod tests {
             file_pieces(&Reference::Agent("general".into()), dir.path())
                 .await
                 .is_empty()
+        );
+    }
+
+    #[tokio::test]
+    async fn attached_directories_are_listed_missing_files_say_so_and_images_stay_data_urls() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.rs"), "fn a() {}").unwrap();
+        let folder = format!("file://{}", dir.path().display());
+        let pieces = attachment_pieces("application/x-directory", &folder, None)
+            .await
+            .unwrap();
+        assert!(text(&pieces[0]).starts_with("Called the list tool"));
+        assert!(text(&pieces[1]).contains("a.rs"));
+        let gone = format!("file://{}/gone%20file.png", dir.path().display());
+        let pieces = attachment_pieces("image/png", &gone, None).await.unwrap();
+        assert_eq!(pieces.len(), 1);
+        assert!(text(&pieces[0]).contains("gone file.png"), "{pieces:?}");
+        assert!(
+            attachment_pieces("image/png", "data:image/png;base64,AA==", None)
+                .await
+                .is_none(),
+            "an image already in a data: URL is what providers take"
         );
     }
 }

@@ -4,6 +4,7 @@
 //! camel-case ids such as `sessionID`, `type`/`status`/`role`/`name` tags, absent optionals
 //! omitted. Times are epoch milliseconds (`u64`), costs are `f64` dollars.
 
+pub mod data_url;
 mod diff;
 pub mod envelope;
 mod error;

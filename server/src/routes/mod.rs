@@ -132,7 +132,7 @@ pub(crate) fn check_directory(
     let Some(given) = query.or(header) else {
         return Ok(());
     };
-    let decoded = percent_decode(given);
+    let decoded = taskforce_agents::model::data_url::percent_decode(given);
     let same = |p: &std::path::Path| {
         std::fs::canonicalize(p).ok() == std::fs::canonicalize(&state.directory).ok()
     };
@@ -144,28 +144,4 @@ pub(crate) fn check_directory(
             state.directory.display()
         )))
     }
-}
-
-fn percent_decode(text: &str) -> String {
-    fn hex(b: u8) -> Option<u8> {
-        (b as char).to_digit(16).and_then(|d| u8::try_from(d).ok())
-    }
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        if bytes[i] == b'%'
-            && let (Some(hi), Some(lo)) = (
-                bytes.get(i + 1).copied().and_then(hex),
-                bytes.get(i + 2).copied().and_then(hex),
-            )
-        {
-            out.push(hi * 16 + lo);
-            i += 3;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }

@@ -2,6 +2,7 @@
 
 use serde_json::{Map, Value, json};
 
+use crate::model::data_url::{data_url_text, is_textual};
 use crate::provider::{ChatMessage, Content, ModelRequest, Role};
 
 /// The JSON body of `POST /chat/completions` for `request`, asking `model` to stream.
@@ -184,60 +185,6 @@ pub(in crate::provider) fn file_text(mime: &str, url: &str, filename: Option<&st
     })
 }
 
-/// Whether a file of this MIME type is text a model can read inline.
-fn is_textual(mime: &str) -> bool {
-    let mime = mime.split(';').next().unwrap_or("").trim();
-    mime.starts_with("text/")
-        || matches!(
-            mime,
-            "application/json"
-                | "application/xml"
-                | "application/yaml"
-                | "application/x-yaml"
-                | "application/toml"
-                | "application/javascript"
-                | "application/x-sh"
-        )
-}
-
-/// The text of a `data:` URL (base64 or plain), when it is UTF-8.
-fn data_url_text(url: &str) -> Option<String> {
-    let rest = url.strip_prefix("data:")?;
-    let (meta, data) = rest.split_once(',')?;
-    if meta.ends_with(";base64") {
-        String::from_utf8(base64_decode(data)?).ok()
-    } else {
-        Some(data.to_string())
-    }
-}
-
-/// Standard or URL-safe base64, padding optional, whitespace ignored.
-fn base64_decode(input: &str) -> Option<Vec<u8>> {
-    let mut out = Vec::with_capacity(input.len() * 3 / 4);
-    let mut acc: u32 = 0;
-    let mut bits = 0u32;
-    for c in input.bytes() {
-        let v = match c {
-            b'A'..=b'Z' => c - b'A',
-            b'a'..=b'z' => c - b'a' + 26,
-            b'0'..=b'9' => c - b'0' + 52,
-            b'+' | b'-' => 62,
-            b'/' | b'_' => 63,
-            b'=' => break,
-            b' ' | b'\n' | b'\r' | b'\t' => continue,
-            _ => return None,
-        };
-        acc = (acc << 6) | u32::from(v);
-        bits += 6;
-        if bits >= 8 {
-            bits -= 8;
-            out.push((acc >> bits) as u8);
-            acc &= (1 << bits) - 1;
-        }
-    }
-    Some(out)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -408,13 +355,5 @@ mod tests {
     fn raw_string_arguments_are_sent_unchanged() {
         assert_eq!(arguments(&json!("{bad json")), "{bad json");
         assert_eq!(arguments(&json!({"a": 1})), "{\"a\":1}");
-    }
-
-    #[test]
-    fn base64_round_trips() {
-        assert_eq!(base64_decode("aGVsbG8=").unwrap(), b"hello");
-        assert_eq!(base64_decode("aGVsbG8").unwrap(), b"hello");
-        assert_eq!(base64_decode("aGk=").unwrap(), b"hi");
-        assert!(base64_decode("a*b").is_none());
     }
 }
