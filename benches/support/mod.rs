@@ -93,6 +93,16 @@ pub fn peak_rss_mib() -> Option<f64> {
     status_mib("self", "VmHWM:")
 }
 
+/// The CPU time this process has used so far (user and system, all threads), from
+/// `/proc/self/stat` (Linux; in clock ticks, usually 10 ms), in milliseconds.
+pub fn cpu_ms() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command name, which is in parentheses and may hold spaces.
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
+    Some(ticks * 10.0)
+}
+
 /// The resident set size of this process now, from /proc (Linux), in MiB.
 pub fn rss_mib() -> Option<f64> {
     status_mib("self", "VmRSS:")

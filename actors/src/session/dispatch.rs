@@ -4,8 +4,8 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use futures::StreamExt;
 use futures::stream::FuturesUnordered;
+use futures::{FutureExt, StreamExt};
 use serde_json::{Map, Value};
 use taskforce_agents::id::now_ms;
 use taskforce_agents::model::{Part, PartKind, ToolPart, ToolState, ToolStateRunning};
@@ -17,6 +17,7 @@ use super::host::SessionToolHost;
 use super::part::SharedPart;
 use super::tool_end::end_tool;
 use super::turn::Turn;
+use super::writer::Item;
 use crate::core::Core;
 
 /// How many identical consecutive tool calls count as a doom loop.
@@ -97,27 +98,33 @@ impl ToolCalls {
     }
 
     /// Waits for the started calls (a cancel reaches them through their child tokens) and
-    /// writes each one's end; the call that ends last, once the stream is over, is pushed to
-    /// `last` instead, to be written with the closing commit. Answers whether a permission was
-    /// rejected.
+    /// writes their ends, those that have ended by the time one is written together, in one
+    /// commit; the calls that end last, once the stream is over, are pushed to `last` instead,
+    /// to be written with the closing commit. Answers whether a permission was rejected.
     pub async fn wait(&mut self, turn: &Turn, last: &mut Vec<Arc<Part>>) -> bool {
         let mut blocked = false;
         while let Some(joined) = self.runs.next().await {
-            let Ok((call_id, outcome)) = joined else {
-                continue;
-            };
-            if let Some(part) = self.parts.get(&call_id) {
-                if matches!(&outcome, Err(e) if matches!(
-                    e.cause(),
-                    ToolError::Permission(PermissionError::Rejected)
-                )) {
-                    blocked = true;
+            let mut ended = Vec::new();
+            let mut next = Some(joined);
+            while let Some(joined) = next {
+                if let Ok((call_id, outcome)) = joined
+                    && let Some(part) = self.parts.get(&call_id)
+                {
+                    if matches!(&outcome, Err(e) if matches!(
+                        e.cause(),
+                        ToolError::Permission(PermissionError::Rejected)
+                    )) {
+                        blocked = true;
+                    }
+                    ended.push(end_tool(part, outcome));
                 }
-                if self.runs.is_empty() && !turn.token.is_cancelled() {
-                    last.push(end_tool(part, outcome));
-                } else {
-                    finish_tool(turn, part, outcome).await;
-                }
+                // The calls that have ended meanwhile go with this one.
+                next = self.runs.next().now_or_never().flatten();
+            }
+            if self.runs.is_empty() && !turn.token.is_cancelled() {
+                last.extend(ended);
+            } else {
+                write_ends(turn, ended).await;
             }
         }
         blocked
@@ -286,11 +293,19 @@ fn is_doom_loop(parts: &[SharedPart], name: &str, input: &Map<String, Value>) ->
 
 /// Records a call's result on its part, writes and publishes it.
 async fn finish_tool(turn: &Turn, part: &SharedPart, outcome: Result<ToolOutput, ToolError>) {
-    let done = end_tool(part, outcome);
-    // A cancelled run's calls end without waiting for the disk (see `Writer::save_behind`).
+    write_ends(turn, vec![end_tool(part, outcome)]).await;
+}
+
+/// Writes ended calls in one commit and publishes them; a cancelled run's calls end without
+/// waiting for the disk (see `Writer::save_behind`).
+async fn write_ends(turn: &Turn, ended: Vec<Arc<Part>>) {
+    if ended.is_empty() {
+        return;
+    }
     if turn.token.is_cancelled() {
-        turn.writer.save_behind(Vec::new(), vec![done]);
+        turn.writer.save_behind(Vec::new(), ended);
     } else {
-        let _ = turn.writer.part(&done).await;
+        let items: Vec<Item<'_>> = ended.iter().map(Item::Part).collect();
+        let _ = turn.writer.save(&items).await;
     }
 }

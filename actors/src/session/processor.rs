@@ -135,9 +135,10 @@ impl Processor {
         result.closing.extend(Streaming::end(live.reasoning));
         result.closing.extend(Streaming::end(live.text));
 
-        // Wait for the step's tool calls. The call that ends last, once the stream is over, is
-        // written with the closing commit (and what it leaves pending with it), ahead of the
-        // finished text as it would have been.
+        // Wait for the step's tool calls. Calls that end together are written in one commit;
+        // those that end last, once the stream is over, are written with the closing commit
+        // (and what they leave pending with it), ahead of the finished text as they would have
+        // been.
         let mut last: Vec<Arc<Part>> = Vec::new();
         result.blocked = self.calls.wait(&self.turn, &mut last).await;
         if aborted_now || self.turn.token.is_cancelled() {

@@ -82,10 +82,9 @@ pub fn real(path: &Path) -> PathBuf {
             continue;
         }
         let candidate = out.join(&name);
-        let is_link =
-            std::fs::symlink_metadata(&candidate).is_ok_and(|m| m.file_type().is_symlink());
+        // `read_link` answers a target only for a link (one call per component, no `stat`).
         match std::fs::read_link(&candidate) {
-            Ok(target) if is_link && links < MAX_LINKS => {
+            Ok(target) if links < MAX_LINKS => {
                 links += 1;
                 let mut front: Vec<std::ffi::OsString> = Vec::new();
                 for component in target.components() {
@@ -117,8 +116,15 @@ pub struct Boundary {
 impl Boundary {
     /// The boundary of `ctx`'s project and session directory.
     pub fn of(ctx: &ToolContext) -> Boundary {
+        let root = real(&ctx.project_root);
+        // A session working in the project root (the usual case) resolves it once.
+        let directory = if ctx.directory == ctx.project_root {
+            root.clone()
+        } else {
+            real(&ctx.directory)
+        };
         Boundary {
-            roots: [real(&ctx.project_root), real(&ctx.directory)],
+            roots: [root, directory],
         }
     }
 
@@ -139,12 +145,21 @@ pub fn is_external(ctx: &ToolContext, path: &Path) -> bool {
 /// really lies inside; else `<dir>/*` of its real form, and that of the path as given when it
 /// names a different folder outside too.
 pub fn external_globs(ctx: &ToolContext, path: &Path, kind: PathKind) -> Vec<String> {
+    external_globs_of(ctx, path, &real(path), kind)
+}
+
+/// [`external_globs`] of `path` whose real form `real_path` is known.
+fn external_globs_of(
+    ctx: &ToolContext,
+    path: &Path,
+    real_path: &Path,
+    kind: PathKind,
+) -> Vec<String> {
     let boundary = Boundary::of(ctx);
-    let real_path = real(path);
-    if boundary.contains(&real_path) {
+    if boundary.contains(real_path) {
         return Vec::new();
     }
-    let mut globs = vec![external_glob(&real_path, kind)];
+    let mut globs = vec![external_glob(real_path, kind)];
     let given = normalize(path);
     let inside_as_given = boundary.contains(&given)
         || given.starts_with(normalize(&ctx.project_root))
@@ -213,14 +228,24 @@ pub async fn ask_external_directory(
     path: &Path,
     kind: PathKind,
 ) -> Result<(), ToolError> {
-    let globs = external_globs(ctx, path, kind);
+    ask_external_directory_of(ctx, path, &real(path), kind).await
+}
+
+/// [`ask_external_directory`] for `path` whose real form ([`real`]) is `real_path`: for a
+/// tool that needs the real form for other asks too, so that links are resolved once.
+pub async fn ask_external_directory_of(
+    ctx: &ToolContext,
+    path: &Path,
+    real_path: &Path,
+    kind: PathKind,
+) -> Result<(), ToolError> {
+    let globs = external_globs_of(ctx, path, real_path, kind);
     let Some(first) = globs.first() else {
         return Ok(());
     };
     let parent = first.trim_end_matches("/*").to_string();
     let mut metadata = Map::new();
     metadata.insert("filepath".into(), Value::String(path.display().to_string()));
-    let real_path = real(path);
     if real_path != normalize(path) {
         metadata.insert(
             "realPath".into(),

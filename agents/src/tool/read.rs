@@ -88,8 +88,9 @@ impl Tool for ReadTool {
         let offset = usize::try_from(args.offset.unwrap_or(0)).unwrap_or(usize::MAX);
         let limit = usize::try_from(limit).unwrap_or(usize::MAX);
         let path = paths::resolve(&ctx.directory, &args.file_path);
-        paths::ask_external_directory(ctx, &path, PathKind::File).await?;
-        access::ask_read(ctx, &path).await?;
+        let real = paths::real(&path);
+        paths::ask_external_directory_of(ctx, &path, &real, PathKind::File).await?;
+        access::ask_read(ctx, &path, &real).await?;
 
         let file = path.clone();
         let window = tokio::task::spawn_blocking(move || read_window(&file, offset, limit))

@@ -56,6 +56,9 @@ impl SqliteStore {
             .journal_mode(SqliteJournalMode::Wal)
             // Checkpoints (which fsync) run in the background, not inside a write.
             .pragma("wal_autocheckpoint", "0")
+            // Statement journals (the undo of one upsert inside a batch's transaction) stay in
+            // memory instead of spilling to a temporary file.
+            .pragma("temp_store", "MEMORY")
             .optimize_on_close(true, None);
         // Two processes opening a new database at once must not both create its tables, nor
         // switch it to WAL at the same moment (that answers "database is locked" at once, with

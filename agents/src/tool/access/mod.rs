@@ -31,10 +31,11 @@ pub fn strictest_first(ctx: &ToolContext, permission: &str, patterns: Vec<String
     ranked.into_iter().map(|(_, pattern)| pattern).collect()
 }
 
-/// The path as given (folded lexically) and its real form, as patterns, without duplicates.
-fn both_forms(path: &Path) -> Vec<String> {
+/// The path as given (folded lexically) and its real form `real`, as patterns, without
+/// duplicates.
+fn both_forms(path: &Path, real: &Path) -> Vec<String> {
     let given = paths::normalize(path).display().to_string();
-    let real = paths::real(path).display().to_string();
+    let real = real.display().to_string();
     if given == real {
         vec![given]
     } else {
@@ -42,11 +43,12 @@ fn both_forms(path: &Path) -> Vec<String> {
     }
 }
 
-/// Asks `read` for `path` as given and in real form, the strictest first; always `*`.
-pub async fn ask_read(ctx: &ToolContext, path: &Path) -> Result<(), ToolError> {
+/// Asks `read` for `path` as given and in its real form `real` ([`paths::real`], resolved by
+/// the caller once for all its asks), the strictest first; always `*`.
+pub async fn ask_read(ctx: &ToolContext, path: &Path, real: &Path) -> Result<(), ToolError> {
     ctx.ask(PermissionAsk {
         permission: "read".into(),
-        patterns: strictest_first(ctx, "read", both_forms(path)),
+        patterns: strictest_first(ctx, "read", both_forms(path, real)),
         always: vec!["*".into()],
         force_ask: false,
         metadata: Map::new(),
