@@ -47,6 +47,11 @@ impl Readers {
         self.all.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    /// Whether no stream is open.
+    pub(crate) fn none_open(&self) -> bool {
+        self.lock().positions.is_empty()
+    }
+
     /// Whether every open stream has handed out everything up to `seq`.
     pub(crate) fn all_past(&self, seq: u64) -> bool {
         self.lock()
