@@ -30,6 +30,7 @@ pub const USED: &[&str] = &[
     "input_newline",
     "history_previous",
     "history_next",
+    "display_thinking",
 ];
 
 /// The default keys of the actions this TUI binds.

@@ -120,6 +120,10 @@ impl App {
             self.cycle_agent(is("agent_cycle"));
             return Vec::new();
         }
+        if is("display_thinking") {
+            self.toggle_thinking();
+            return Vec::new();
+        }
         if is("command_list") {
             self.editor.set_text("/");
             return Vec::new();
@@ -184,6 +188,15 @@ impl App {
             self.keys.describe("session_interrupt")
         ));
         Vec::new()
+    }
+
+    fn toggle_thinking(&mut self) {
+        self.show_thinking = !self.show_thinking;
+        self.notify(if self.show_thinking {
+            "reasoning shown"
+        } else {
+            "reasoning folded"
+        });
     }
 
     fn cycle_agent(&mut self, forward: bool) {
@@ -277,6 +290,7 @@ impl App {
             }
             "compact" | "summarize" => return self.compact(),
             "tree" => return self.open_tree(),
+            "thinking" => self.toggle_thinking(),
             "exit" | "quit" => self.quit = true,
             "undo" => match session {
                 Some(id) if self.commands.iter().any(|c| c.name == "undo") => {

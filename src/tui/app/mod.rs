@@ -119,6 +119,8 @@ pub struct App {
     pub notice: Option<(String, Instant)>,
     /// The selected answer of the ask on screen (0 once, 1 always, 2 reject).
     pub ask_choice: usize,
+    /// Whether reasoning is shown whole rather than folded to one line.
+    pub show_thinking: bool,
     /// Whether the event stream is connected.
     pub connected: bool,
     /// Text parts already rendered (drawing takes `&App`).
@@ -156,6 +158,7 @@ impl App {
             interrupt: None,
             notice: None,
             ask_choice: 0,
+            show_thinking: false,
             connected: false,
             rendered: std::cell::RefCell::default(),
             quit: false,
@@ -378,6 +381,7 @@ fn builtin_commands(can_undo: bool) -> Vec<CommandChoice> {
         ("sessions", "switch to another session of this project"),
         ("compact", "summarize the session to free its context"),
         ("tree", "show the session tree"),
+        ("thinking", "show or fold the models' reasoning"),
         ("exit", "quit"),
     ];
     if can_undo {

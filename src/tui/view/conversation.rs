@@ -107,6 +107,17 @@ fn part_lines(
                 .render(part.id.as_str(), &t.text, width, theme);
             out.extend(lines);
         }
+        PartKind::Reasoning(r) if app.show_thinking => {
+            let style = theme.dim().add_modifier(Modifier::ITALIC);
+            out.push(Line::styled("▾ thinking".to_string(), style));
+            for line in r.text.lines() {
+                for wrapped in wrap_spans(vec![Span::styled(line.to_string(), style)], width, 2) {
+                    let mut spans = vec![Span::styled("  ".to_string(), style)];
+                    spans.extend(wrapped);
+                    out.push(Line::from(spans));
+                }
+            }
+        }
         PartKind::Reasoning(r) => {
             let lines = r.text.lines().filter(|l| !l.trim().is_empty()).count();
             let first = r.text.lines().find(|l| !l.trim().is_empty()).unwrap_or("");

@@ -161,3 +161,26 @@ fn the_footer_shows_how_full_the_context_is_when_the_window_is_known() {
         lines[23]
     );
 }
+
+#[test]
+fn reasoning_is_folded_to_one_line_until_shown_whole() {
+    let mut app = conversation();
+    let folded = screen(&app, 80, 24).join("\n");
+    assert!(
+        folded.contains("▸ thinking (2 lines) Let me think."),
+        "{folded}"
+    );
+    assert!(!folded.contains("  More."), "{folded}");
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    let key = |code| KeyEvent::new(code, KeyModifiers::NONE);
+    for c in "/thinking".chars() {
+        app.on_key(&key(KeyCode::Char(c)), &[]);
+    }
+    app.on_key(&key(KeyCode::Esc), &[]);
+    assert!(app.on_key(&key(KeyCode::Enter), &[]).is_empty());
+    let shown = screen(&app, 80, 24).join("\n");
+    assert!(
+        shown.contains("▾ thinking\n  Let me think.\n  More."),
+        "{shown}"
+    );
+}
