@@ -24,7 +24,7 @@ pub(crate) struct OwnerLock {
 
 /// Why the lock could not be taken.
 #[derive(Debug, Clone, thiserror::Error)]
-#[error("cannot create the runtime lock file {}: {message}", path.display())]
+#[error("cannot take the lock file {}: {message}", path.display())]
 pub struct LockError {
     path: PathBuf,
     message: String,
@@ -45,13 +45,7 @@ impl OwnerLock {
                 path: path.clone(),
                 message: e.to_string(),
             };
-            std::fs::create_dir_all(&dir).map_err(fail)?;
-            let file = OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .open(&path)
-                .map_err(fail)?;
+            let file = open_lock_file(&dir, &path).map_err(fail)?;
             match file.try_lock() {
                 Ok(()) => {}
                 // Between its creation and its lock, another runtime sweeping the directory
@@ -125,13 +119,7 @@ impl SessionLock {
             message: e.to_string(),
         };
         loop {
-            std::fs::create_dir_all(&dir).map_err(fail)?;
-            let file = OpenOptions::new()
-                .create(true)
-                .truncate(false)
-                .write(true)
-                .open(&path)
-                .map_err(fail)?;
+            let file = open_lock_file(&dir, &path).map_err(fail)?;
             if wait {
                 file.lock().map_err(fail)?;
             } else {
@@ -154,6 +142,16 @@ impl Drop for SessionLock {
         // Removed while still locked, so that whoever opened it next sees it is gone.
         let _ = std::fs::remove_file(&self.path);
     }
+}
+
+/// Opens (creating it and its directory `dir` if needed) the lock file at `path`, unlocked.
+fn open_lock_file(dir: &Path, path: &Path) -> std::io::Result<File> {
+    std::fs::create_dir_all(dir)?;
+    OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(path)
 }
 
 /// Whether `path` still names the open `file`.

@@ -302,10 +302,7 @@ impl App {
 
     /// Whether anything in the open session's tree runs.
     pub fn tree_busy(&self) -> bool {
-        let Some(root) = self.root() else {
-            return false;
-        };
-        self.mirror.tree_rows(&root).iter().any(|r| r.node.busy)
+        self.root().is_some_and(|root| self.mirror.any_busy(&root))
     }
 
     /// The pending ask shown now: the oldest one raised in the open session's tree.

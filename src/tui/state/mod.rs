@@ -170,6 +170,9 @@ fn text_len(part: &Part) -> usize {
 #[derive(Debug, Default)]
 pub struct Mirror {
     sessions: HashMap<String, SessionView>,
+    /// The ids of each session's children, so that walking a tree of thousands of sessions
+    /// does not scan them all at every node.
+    children_of: HashMap<String, Vec<String>>,
     asks: Vec<PermissionRequest>,
 }
 
@@ -199,9 +202,11 @@ impl Mirror {
     /// The children of `id`, oldest first.
     pub fn children(&self, id: &str) -> Vec<&SessionView> {
         let mut children: Vec<&SessionView> = self
-            .sessions
-            .values()
-            .filter(|s| s.info.parent_id.as_ref().is_some_and(|p| p.as_str() == id))
+            .children_of
+            .get(id)
+            .into_iter()
+            .flatten()
+            .filter_map(|c| self.sessions.get(c))
             .collect();
         // By creation: session ids descend (the newest first), as OpenCode's do.
         children.sort_by(|a, b| {
@@ -258,12 +263,34 @@ impl Mirror {
 
     /// Adds or replaces a session from a listing.
     pub fn put_session(&mut self, info: Session) {
-        match self.sessions.get_mut(info.id.as_str()) {
-            Some(view) => view.info = info,
-            None => {
-                self.sessions
-                    .insert(info.id.to_string(), SessionView::new(info));
+        let id = info.id.to_string();
+        let parent = info.parent_id.as_ref().map(ToString::to_string);
+        let before = match self.sessions.get_mut(&id) {
+            Some(view) => {
+                let before = view.info.parent_id.as_ref().map(ToString::to_string);
+                view.info = info;
+                before
             }
+            None => {
+                self.sessions.insert(id.clone(), SessionView::new(info));
+                None
+            }
+        };
+        if before != parent {
+            self.unlink(&id, before.as_deref());
+        }
+        if let Some(parent) = parent {
+            let children = self.children_of.entry(parent).or_default();
+            if !children.contains(&id) {
+                children.push(id);
+            }
+        }
+    }
+
+    /// Forgets that `id` is a child of `parent`.
+    fn unlink(&mut self, id: &str, parent: Option<&str>) {
+        if let Some(children) = parent.and_then(|p| self.children_of.get_mut(p)) {
+            children.retain(|c| c != id);
         }
     }
 
@@ -309,6 +336,8 @@ impl Mirror {
                 self.put_session(info.as_ref().clone());
             }
             Event::SessionDeleted { info } => {
+                let parent = info.parent_id.as_ref().map(ToString::to_string);
+                self.unlink(info.id.as_str(), parent.as_deref());
                 self.sessions.remove(info.id.as_str());
             }
             Event::SessionStatus { session_id, status } => {

@@ -182,3 +182,24 @@ fn asks_come_and_go_with_their_events() {
     assert!(m.asks().is_empty());
     let _ = task_call("ses_root", "msg_1", "prt_9", "ses_a");
 }
+
+#[test]
+fn a_deleted_child_leaves_its_parents_children_and_a_busy_grandchild_makes_the_tree_busy() {
+    let mut m = tree();
+    assert!(!m.any_busy("ses_root"));
+    m.apply(&Event::SessionStatus {
+        session_id: "ses_a1".parse().unwrap(),
+        status: SessionStatus::Busy,
+    });
+    assert!(m.any_busy("ses_root"));
+    assert!(!m.any_busy("ses_b"));
+    m.apply(&Event::SessionDeleted {
+        info: Box::new(session("ses_b", Some("ses_root"), "b")),
+    });
+    let children: Vec<&str> = m
+        .children("ses_root")
+        .iter()
+        .map(|c| c.info.id.as_str())
+        .collect();
+    assert_eq!(children, ["ses_a"]);
+}

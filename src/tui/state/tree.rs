@@ -1,7 +1,7 @@
 //! The session tree as the tree panel shows it: each node with its status, agent, running
 //! tool, and its own and rolled-up cost.
 
-use super::Mirror;
+use super::{Mirror, SessionView};
 
 /// One session in the tree, with what its subtree adds up to.
 #[derive(Debug, Clone, PartialEq)]
@@ -60,6 +60,31 @@ impl Mirror {
             total_cost: cost + children.iter().map(|c| c.total_cost).sum::<f64>(),
             children,
         })
+    }
+
+    /// Whether any session of the tree rooted at `id` runs (without building the tree: this is
+    /// asked at every frame).
+    pub fn any_busy(&self, id: &str) -> bool {
+        let mut pending = vec![id];
+        let mut seen = 0;
+        while let Some(at) = pending.pop() {
+            seen += 1;
+            if self.session(at).is_some_and(SessionView::busy) {
+                return true;
+            }
+            // The walk is bounded by the number of sessions, so a broken parent chain ends.
+            if seen > self.sessions.len() {
+                break;
+            }
+            pending.extend(
+                self.children_of
+                    .get(at)
+                    .into_iter()
+                    .flatten()
+                    .map(String::as_str),
+            );
+        }
+        false
     }
 
     /// The tree rooted at `id` as rows, depth first.
