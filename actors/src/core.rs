@@ -71,6 +71,10 @@ pub(crate) struct Core {
     /// The runtime is stopping: it takes no new prompts and delivers no background results
     /// (they wait for the next runtime).
     pub stopping: std::sync::atomic::AtomicBool,
+    /// Snapshots of the worktree, for undoing turns.
+    pub snapshots: crate::snapshot::Snapshots,
+    /// Where new messages move their session's `time.updated`.
+    pub toucher: crate::touch::Toucher,
 }
 
 impl Core {

@@ -16,9 +16,11 @@ mod owner;
 pub mod permission;
 mod runtime;
 mod session;
+mod snapshot;
 pub mod store;
 mod subagent;
 mod supervisor;
+mod touch;
 
 pub use error::RuntimeError;
 pub use hooks::{HookCall, Hooks};

@@ -6,8 +6,8 @@ use taskforce_actors::bus::Event;
 use utoipa::OpenApi;
 
 use super::routes::{
-    file, find, global, init, log, message, permission, project, provider, search, services,
-    session, share,
+    file, find, global, init, log, message, permission, project, provider, revert, search,
+    services, session, share,
 };
 
 /// The error shape of every failing route: `{name, data: {message}}`.
@@ -85,6 +85,9 @@ pub type Object = serde_json::Map<String, serde_json::Value>;
         session::abort,
         session::summarize,
         init::init,
+        revert::revert,
+        revert::unrevert,
+        revert::diff,
         share::share,
         share::unshare,
         message::list,

@@ -315,6 +315,12 @@ impl Client {
         .await
     }
 
+    /// `POST /session/:id/unrevert`: brings back what the session's revert undid.
+    pub async fn unrevert(&self, id: &str) -> Result<(), ClientError> {
+        self.call_empty(Method::POST, &format!("/session/{id}/unrevert"), &json!({}))
+            .await
+    }
+
     /// `GET /find/file?query=`: project files whose path matches `query`.
     pub async fn find_files(&self, query: &str) -> Result<Vec<String>, ClientError> {
         let path = format!("/find/file?query={}", encode_query(query));

@@ -117,8 +117,14 @@ async fn perform(
         Effect::Abort(id) => client.abort(&id).await.map(|()| None),
         Effect::Compact(id) => client.summarize(&id).await.map(|()| None),
         Effect::Undo(id) => {
-            let messages = client.messages(&id).await?;
-            let last_user = messages
+            let (session, messages) = tokio::try_join!(client.session(&id), client.messages(&id))?;
+            // Each undo steps one prompt further back from where the last one left.
+            let end = session
+                .revert
+                .as_ref()
+                .and_then(|r| messages.iter().position(|m| *m.info.id() == r.message_id))
+                .unwrap_or(messages.len());
+            let last_user = messages[..end]
                 .iter()
                 .rev()
                 .find(|m| matches!(m.info.as_ref(), Message::User(_)));
@@ -129,6 +135,23 @@ async fn perform(
                     .map(|()| None),
                 None => Ok(Some(Done::Failed("nothing to undo".into()))),
             }
+        }
+        Effect::Redo(id) => {
+            let (session, messages) = tokio::try_join!(client.session(&id), client.messages(&id))?;
+            let Some(revert) = session.revert else {
+                return Ok(Some(Done::Failed("nothing to redo".into())));
+            };
+            // Each redo brings one prompt back; the last brings back everything.
+            let next_user = messages
+                .iter()
+                .skip_while(|m| *m.info.id() != revert.message_id)
+                .skip(1)
+                .find(|m| matches!(m.info.as_ref(), Message::User(_)));
+            match next_user {
+                Some(m) => client.revert(&id, m.info.id().as_str()).await,
+                None => client.unrevert(&id).await,
+            }
+            .map(|()| None)
         }
         Effect::Reply(id, reply) => client.reply(&id, reply).await.map(|()| None),
         Effect::ListSessions => Ok(Some(Done::Sessions(client.sessions().await?))),

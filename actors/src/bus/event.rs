@@ -175,6 +175,15 @@ pub enum Event {
         #[serde(rename = "messageID")]
         message_id: MessageId,
     },
+    /// The files a session's turns changed (or, after an undo, the undone turns changed).
+    #[serde(rename = "session.diff")]
+    SessionDiff {
+        /// The session.
+        #[serde(rename = "sessionID")]
+        session_id: SessionId,
+        /// Each changed file.
+        diff: Vec<taskforce_agents::model::FileDiff>,
+    },
     /// A session's todo list changed.
     #[serde(rename = "todo.updated")]
     TodoUpdated {
@@ -201,6 +210,7 @@ impl Event {
             | Event::PartDelta { session_id, .. }
             | Event::PermissionReplied { session_id, .. }
             | Event::TodoUpdated { session_id, .. }
+            | Event::SessionDiff { session_id, .. }
             | Event::CommandExecuted { session_id, .. } => Some(session_id),
             Event::SessionError { session_id, .. } => session_id.as_ref(),
             Event::MessageUpdated { info } => Some(info.session_id()),
@@ -227,6 +237,7 @@ impl Event {
             Event::PermissionAsked(_) => "permission.asked",
             Event::PermissionReplied { .. } => "permission.replied",
             Event::TodoUpdated { .. } => "todo.updated",
+            Event::SessionDiff { .. } => "session.diff",
             Event::CommandExecuted { .. } => "command.executed",
         }
     }

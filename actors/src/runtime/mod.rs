@@ -6,6 +6,7 @@ mod manage;
 mod options;
 mod stop;
 mod tree;
+mod undo;
 mod work;
 
 pub use generate::GeneratedAgentFile;
@@ -37,11 +38,13 @@ use crate::hooks::Hooks;
 use crate::id_map::IdMap;
 use crate::permission::{PermissionBroker, PermissionReply, PermissionRequest};
 use crate::session::{Exclusive, Job, Prompt, PromptInput, Seed, Writer};
+use crate::snapshot::Snapshots;
 use crate::store::{MessageWithParts, SessionFilter, SqliteStore, Store};
 use crate::subagent::Subagents;
 use crate::supervisor::{
     Activate, ArbiterCores, CancelTree, Forget, Live, LiveCount, Placement, Supervisor,
 };
+use crate::touch::Toucher;
 
 /// A running taskforce. Cheap to clone; usable from any tokio runtime once started.
 #[derive(Clone)]
@@ -80,6 +83,8 @@ impl Runtime {
         let tools = builtin_tools();
         let names = tools.iter().map(|t| Arc::from(t.id())).collect();
         let schemas = tools.iter().map(|t| Arc::new(t.parameters())).collect();
+        let snapshots = Snapshots::new(&paths.data_dir, config.snapshot != Some(false));
+        let toucher = Toucher::start(store.clone(), bus.clone());
         let core = Arc::new(Core {
             store,
             broker: Arc::new(broker),
@@ -102,6 +107,8 @@ impl Runtime {
             commands: Commands::new(&config_for_commands),
             owner,
             stopping: Default::default(),
+            snapshots,
+            toucher,
         });
         let arbiters = if options.arbiters == 0 {
             std::thread::available_parallelism().map_or(2, |n| n.get())
@@ -217,13 +224,14 @@ impl Runtime {
     }
 
     /// Delivers `make()` to the session's actor, starting it from the store when needed.
-    async fn send_to_actor<M>(
+    async fn send_to_actor<M, R>(
         &self,
         session: &SessionId,
         make: impl Fn() -> M,
-    ) -> Result<crate::session::Reply, RuntimeError>
+    ) -> Result<R, RuntimeError>
     where
-        M: actix::Message<Result = Result<crate::session::Reply, RuntimeError>> + Send + 'static,
+        M: actix::Message<Result = Result<R, RuntimeError>> + Send + 'static,
+        R: Send + 'static,
         crate::session::SessionActor: actix::Handler<M>,
     {
         // A live actor knows its session; otherwise it is read (and must exist) first.

@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use super::exclusive::{Job, run_job};
 use super::input::PromptInput;
 use super::relay::spawn_relay;
+use super::revert::{Undo, run_undo};
 use super::run::run_loops;
 use super::state::{LoopState, lock};
 use crate::RuntimeError;
@@ -171,7 +172,15 @@ impl SessionActor {
 
     /// Runs `job` with the session to itself, or fails with `Busy` while a loop runs. Prompts
     /// that arrive meanwhile wait and start the loop when the job ends.
-    fn exclusive(&mut self, job: Job, ctx: &mut Context<Self>) -> Result<Reply, RuntimeError> {
+    fn exclusive<T, F>(
+        &mut self,
+        ctx: &mut Context<Self>,
+        work: impl FnOnce(CancellationToken) -> F,
+    ) -> Result<oneshot::Receiver<Result<T, RuntimeError>>, RuntimeError>
+    where
+        T: Send + 'static,
+        F: Future<Output = Result<T, RuntimeError>> + Send + 'static,
+    {
         let token = {
             let mut state = lock(&self.state);
             if state.running.is_some() {
@@ -182,13 +191,7 @@ impl SessionActor {
             token
         };
         let (tx, rx) = oneshot::channel();
-        let task = tokio::spawn(run_job(
-            self.core.clone(),
-            self.id.clone(),
-            self.state.clone(),
-            token,
-            job,
-        ));
+        let task = tokio::spawn(work(token));
         ctx.spawn(task.into_actor(self).map(move |joined, act, _| {
             let result = joined.unwrap_or_else(|e| {
                 tracing::error!(session = %act.id, "session job crashed: {e}");
@@ -392,7 +395,22 @@ impl Handler<Exclusive> for SessionActor {
     type Result = Result<Reply, RuntimeError>;
 
     fn handle(&mut self, msg: Exclusive, ctx: &mut Self::Context) -> Self::Result {
-        self.exclusive(msg.0, ctx)
+        let (core, id, state) = (self.core.clone(), self.id.clone(), self.state.clone());
+        self.exclusive(ctx, |token| run_job(core, id, state, token, msg.0))
+    }
+}
+
+/// Undo or redo turns of the session. Fails with `Busy` while the loop runs.
+#[derive(Message)]
+#[rtype(result = "Result<oneshot::Receiver<Result<Session, RuntimeError>>, RuntimeError>")]
+pub(crate) struct UndoTurns(pub Undo);
+
+impl Handler<UndoTurns> for SessionActor {
+    type Result = Result<oneshot::Receiver<Result<Session, RuntimeError>>, RuntimeError>;
+
+    fn handle(&mut self, msg: UndoTurns, ctx: &mut Self::Context) -> Self::Result {
+        let (core, id, state) = (self.core.clone(), self.id.clone(), self.state.clone());
+        self.exclusive(ctx, |_| run_undo(core, id, state, msg.0))
     }
 }
 

@@ -15,6 +15,7 @@ use taskforce_agents::tool::{Delegate, Tool, ToolError, ToolOutput};
 use super::call::{CallSite, call_tool, delegate};
 use super::host::SessionToolHost;
 use super::part::SharedPart;
+use super::step_snapshot::StepSnapshot;
 use super::tool_end::end_tool;
 use super::turn::Turn;
 use super::writer::Item;
@@ -44,6 +45,8 @@ pub(super) struct ToolCalls {
     parts: HashMap<String, SharedPart, foldhash::fast::RandomState>,
     /// The calls started and not yet ended.
     runs: FuturesUnordered<ToolRun>,
+    /// The worktree as it was before the step's first call that may change files.
+    pub snapshot: Arc<StepSnapshot>,
 }
 
 impl ToolCalls {
@@ -53,6 +56,7 @@ impl ToolCalls {
         rules: Layers,
         bypass_agent_check: bool,
         task_guarded: bool,
+        snapshot: Arc<StepSnapshot>,
     ) -> Self {
         ToolCalls {
             tools,
@@ -62,6 +66,7 @@ impl ToolCalls {
             delegate: None,
             parts: HashMap::default(),
             runs: FuturesUnordered::new(),
+            snapshot,
         }
     }
 
@@ -225,6 +230,10 @@ impl ToolCalls {
             Some(_) => String::new(),
         };
         let core = turn.core.clone();
+        let snapshot = tool
+            .as_ref()
+            .is_some_and(|t| t.changes_files())
+            .then(|| self.snapshot.clone());
         let flush_every = turn.core.flush_every;
         let agent = turn.agent.clone();
         // Boxed, so that ending the call copies no large state machine (see `start_loop`).
@@ -245,6 +254,9 @@ impl ToolCalls {
                     };
                     match allowed {
                         Ok(()) => {
+                            if let Some(snapshot) = &snapshot {
+                                snapshot.before_change().await;
+                            }
                             let call = call_tool(&core, tool.as_ref(), Value::Object(args), &ctx);
                             tokio::pin!(call);
                             tokio::select! {

@@ -7,6 +7,7 @@ use taskforce_agents::id::SessionId;
 use tokio_util::sync::CancellationToken;
 
 use super::input::{PromptInput, create_user_message};
+use super::revert::drop_reverted;
 use super::shell::{ShellInput, run_shell};
 use super::state::{LoopState, load, lock};
 use super::writer::Writer;
@@ -34,6 +35,7 @@ pub(crate) async fn run_job(
 ) -> Result<MessageWithParts, RuntimeError> {
     let writer = Writer::new(core.clone());
     let (session, mut messages, mut unsaved) = load(&core, &id, &state).await?;
+    let session = drop_reverted(&core, &state, session, &mut messages).await?;
     let result = match job {
         Job::Message(input) => {
             let new = std::mem::take(&mut unsaved);

@@ -14,10 +14,12 @@ mod processor;
 mod recover;
 mod relay;
 mod retry;
+mod revert;
 mod run;
 mod shell;
 mod state;
 mod step;
+mod step_snapshot;
 mod streaming;
 mod subtask;
 mod title;
@@ -32,11 +34,12 @@ pub use subtask::SUMMARIZE;
 
 pub(crate) use actor::{
     AnswerBook, Cancel, Exclusive, IsBusy, Prompt, Seed, SessionActor, Shutdown, Subtask,
-    SubtaskRun,
+    SubtaskRun, UndoTurns,
 };
 pub(crate) use actor::{Reply, RunHandle};
 pub(crate) use environment::civil_from_days as civil_date;
 pub(crate) use exclusive::Job;
 pub(crate) use host::ask_origin;
 pub(crate) use recover::repair_dead_runs;
+pub(crate) use revert::{Undo, session_diff};
 pub(crate) use writer::Writer;

@@ -13,6 +13,7 @@ use taskforce_agents::provider::{
 };
 
 use super::dispatch::ToolCalls;
+use super::part::SharedPart;
 use super::retry::{Attempts, Recovery, to_assistant_error};
 use super::streaming::Streaming;
 use super::turn::Turn;
@@ -147,6 +148,13 @@ impl Processor {
         // Nothing stays pending or running.
         self.calls.end_unfinished(&self.turn, &mut last).await;
         result.closing.splice(0..0, last);
+        // What the step's calls changed in the worktree, even when the step failed or was
+        // cancelled: undoing the turn must find it.
+        if let Some(patch) = self.calls.snapshot.patch(&self.turn).await {
+            let patch = SharedPart::new(patch);
+            self.turn.parts.push(patch.clone());
+            result.closing.push(patch.lock());
+        }
         // A step that failed or was cancelled never finished: like OpenCode, it gets no
         // `step-finish` part (its usage is on the assistant message).
         if result.error.is_some() {

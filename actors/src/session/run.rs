@@ -12,6 +12,7 @@ use tracing::Instrument;
 
 use super::compaction::{CONTINUE, needs_compaction, pending_compaction, prune};
 use super::input::{PartInput, PromptInput, create_user_message, hold_user_message};
+use super::revert::drop_reverted;
 use super::state::{LoopState, Run, load, lock};
 use super::step::{StepOutcome, run_step};
 use super::subtask::{pending_subtask, run_subtask};
@@ -75,6 +76,14 @@ async fn run_loop(
         Ok(loaded) => loaded,
         Err(e) => {
             // Nothing can run here: every queued prompt hears why.
+            lock(&state).queue.clear();
+            return finish(&state, Err(e));
+        }
+    };
+    // What a revert hid goes for good now that the session goes on.
+    let session = match drop_reverted(&core, &state, session, &mut messages).await {
+        Ok(s) => s,
+        Err(e) => {
             lock(&state).queue.clear();
             return finish(&state, Err(e));
         }

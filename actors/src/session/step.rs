@@ -19,6 +19,7 @@ use super::part::SharedPart;
 use super::processor::{Processor, tokens};
 use super::retry::to_assistant_error;
 use super::state::{LoopState, MergedRules, OfferedTools, Run, lock};
+use super::step_snapshot::StepSnapshot;
 use super::turn::Turn;
 use super::writer::{Held, Item};
 use crate::RuntimeError;
@@ -184,7 +185,13 @@ pub(crate) async fn run_step(
             parts: Vec::new(),
             held: std::mem::take(held),
         },
-        calls: ToolCalls::new(tools, rules, mentions_agent, task_guarded),
+        calls: ToolCalls::new(
+            tools,
+            rules,
+            mentions_agent,
+            task_guarded,
+            StepSnapshot::new(core.clone(), session.directory.clone()),
+        ),
     };
     // Shared by the first write and its event; dropped once written, not kept through the
     // step (a cancelled tree would otherwise free a copy per session on its way out).

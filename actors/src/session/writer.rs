@@ -82,6 +82,16 @@ impl Writer {
             .put_many(&sessions, &messages, &parts)
             .await?;
         self.publish(items);
+        // A session's `time.updated` moves with each of its messages.
+        if let Some(first) = messages.first() {
+            let now = taskforce_agents::id::now_ms();
+            self.core.toucher.touch(first.session_id(), now);
+            for m in &messages[1..] {
+                if m.session_id() != first.session_id() {
+                    self.core.toucher.touch(m.session_id(), now);
+                }
+            }
+        }
         Ok(())
     }
 

@@ -108,6 +108,25 @@ pub trait Store: Send + Sync + 'static {
     async fn put_session(&self, session: &Session) -> Result<(), StoreError>;
     /// The session with this id.
     async fn session(&self, id: &SessionId) -> Result<Option<Session>, StoreError>;
+    /// Moves each session's `time.updated` forward to its time (never back), keeping what
+    /// else was stored; answers the sessions as stored after (sessions not stored are left
+    /// out). Stores that cannot update in place read and write each session.
+    async fn touch_sessions(
+        &self,
+        touches: Vec<(SessionId, u64)>,
+    ) -> Result<Vec<Session>, StoreError> {
+        let mut out = Vec::with_capacity(touches.len());
+        for (id, at) in touches {
+            if let Some(mut session) = self.session(&id).await? {
+                if session.time.updated < at {
+                    session.time.updated = at;
+                    self.put_session(&session).await?;
+                }
+                out.push(session);
+            }
+        }
+        Ok(out)
+    }
     /// Sessions matching `filter`, most recently updated first.
     async fn sessions(&self, filter: &SessionFilter) -> Result<Vec<Session>, StoreError>;
     /// The direct children of a session, oldest first.

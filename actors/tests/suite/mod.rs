@@ -20,3 +20,4 @@ mod subagent_parallel;
 mod subagent_timeouts;
 mod subagents;
 mod titles;
+mod undo;

@@ -13,7 +13,8 @@ use taskforce_actors::store::MessageWithParts;
 use taskforce_actors::{PartInput, PromptInput, SessionTree};
 use taskforce_agents::id::{MessageId, PartId, PermissionId, SessionId};
 use taskforce_agents::model::{
-    AssistantError, Message, ModelRef, Part, Session, TextPart, Todo, TodoPriority, UserMessage,
+    AssistantError, FileDiff, FileDiffStatus, Message, ModelRef, Part, Session, TextPart, Todo,
+    TodoPriority, UserMessage,
 };
 use taskforce_testkit::fake_openai::{FakeOpenAi, Response};
 use taskforce_testkit::script::{call_then, delegating};
@@ -110,6 +111,7 @@ fn variant(event: &Event) -> &'static str {
         | Event::PermissionAsked(_)
         | Event::PermissionReplied { .. }
         | Event::CommandExecuted { .. }
+        | Event::SessionDiff { .. }
         | Event::TodoUpdated { .. } => event.type_name(),
     }
 }
@@ -217,6 +219,17 @@ fn every_event() -> Vec<Event> {
             arguments: "main".into(),
             message_id: user.id,
         },
+        Event::SessionDiff {
+            session_id: root.id.clone(),
+            diff: vec![FileDiff {
+                file: "src/a.rs".into(),
+                before: "a\n".into(),
+                after: "b\n".into(),
+                additions: 1,
+                deletions: 1,
+                status: Some(FileDiffStatus::Modified),
+            }],
+        },
         Event::TodoUpdated {
             session_id: root.id,
             todos: vec![Todo::new("1", "Write the schema", TodoPriority::High)],
@@ -276,7 +289,7 @@ fn openapi_every_event_variant_validates() {
     let doc = document();
     let events = every_event();
     let names: BTreeSet<&str> = events.iter().map(variant).collect();
-    assert_eq!(names.len(), 16, "an event of each variant: {names:?}");
+    assert_eq!(names.len(), 17, "an event of each variant: {names:?}");
     // The schema lists each variant once: an object with a `type` const and `properties`.
     let variants = doc["components"]["schemas"]["Event"]["oneOf"]
         .as_array()

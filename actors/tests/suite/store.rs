@@ -1169,3 +1169,38 @@ async fn a_background_record_is_taken_over_by_one_claim_only() {
             .unwrap()
     );
 }
+
+#[tokio::test]
+async fn touching_a_session_moves_its_update_time_forward_only_and_keeps_a_new_title() {
+    let (_dir, store) = open().await;
+    let mut s = root("first", 1_000);
+    store.put_session(&s).await.unwrap();
+    // A title written meanwhile by somebody else stays.
+    s.title = "renamed".into();
+    store.put_session(&s).await.unwrap();
+
+    let missing = SessionId::new();
+    let touched = store
+        .touch_sessions(vec![(s.id.clone(), 5_000), (missing, 6_000)])
+        .await
+        .unwrap();
+    assert_eq!(touched.len(), 1, "a session not stored is left out");
+    assert_eq!(touched[0].time.updated, 5_000);
+    assert_eq!(touched[0].title, "renamed");
+
+    let earlier = store
+        .touch_sessions(vec![(s.id.clone(), 2_000)])
+        .await
+        .unwrap();
+    assert_eq!(earlier[0].time.updated, 5_000, "never moved back");
+    let stored = store.session(&s.id).await.unwrap().unwrap();
+    assert_eq!(
+        (stored.time.updated, stored.title.as_str()),
+        (5_000, "renamed")
+    );
+    // The listing orders by the new time too.
+    let newer = root("newer", 3_000);
+    store.put_session(&newer).await.unwrap();
+    let listed = store.sessions(&SessionFilter::default()).await.unwrap();
+    assert_eq!(listed[0].id, s.id);
+}

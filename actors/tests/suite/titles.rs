@@ -1,5 +1,6 @@
-//! Session titles: the hidden title agent names a root session on the small model after its
-//! first real message; children and named sessions keep their titles.
+//! Session titles and times: the hidden title agent names a root session on the small model
+//! after its first real message; children and named sessions keep their titles; a session's
+//! update time moves with its messages.
 
 use std::time::Duration;
 
@@ -62,10 +63,8 @@ async fn a_root_session_is_named_by_the_title_agent_on_the_small_model() {
     assert_eq!(title_update(&mut sub).await, "Login bug fix");
     let stored = rt.session(&session.id).await.unwrap();
     assert_eq!(stored.title, "Login bug fix");
-    assert_eq!(
-        stored.time.updated, session.time.updated,
-        "titles do not touch time.updated"
-    );
+    // The messages moved time.updated; naming the session did not move it back.
+    assert!(stored.time.updated >= session.time.updated);
 
     let titles: Vec<RecordedRequest> = fake.requests().into_iter().filter(is_title).collect();
     assert_eq!(titles.len(), 1);
@@ -139,4 +138,38 @@ async fn a_renamed_session_keeps_the_users_title() {
         rt.session(&session.id).await.unwrap().title,
         "Chosen by the user"
     );
+}
+
+#[actix_rt::test]
+async fn a_sessions_update_time_moves_with_its_messages_and_is_published() {
+    let fake = FakeOpenAi::start(model).await.unwrap();
+    let env = env(&fake);
+    let rt = env.runtime().await;
+    let session = rt.create_session(None, None).await.unwrap();
+    let mut sub = rt.subscribe(Filter::Session(session.id.clone()));
+    rt.prompt(&session.id, PromptInput::text("Fix the login bug please"))
+        .await
+        .unwrap();
+    // The published times grow, and the last one is the stored one (the title kept).
+    let mut last = session.time.updated;
+    let stored = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(item) = sub.next().await {
+            if let BusItem::Event(e) = item
+                && let Event::SessionUpdated { info } = &e.event
+            {
+                assert!(info.time.updated >= last, "time.updated never goes back");
+                last = info.time.updated;
+                let stored = rt.session(&session.id).await.unwrap();
+                if last > session.time.updated && stored.time.updated == last {
+                    return stored;
+                }
+            }
+        }
+        panic!("the bus ended");
+    })
+    .await
+    .expect("a session.updated with a later time");
+    assert!(stored.time.updated >= stored.time.created);
+    let listed = rt.session(&session.id).await.unwrap();
+    assert_eq!(listed.time.updated, stored.time.updated);
 }

@@ -72,6 +72,11 @@ pub struct Config {
     /// TUI keybinds by OpenCode's action names (`session_parent = "<leader>up"`).
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub keybinds: IndexMap<String, String>,
+    /// Whether steps that may change files first snapshot the worktree (in a separate git store
+    /// under the data directory), so that a turn can be undone; on unless `false`, and only in a
+    /// git project.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub snapshot: Option<bool>,
 }
 
 impl Config {

@@ -109,6 +109,10 @@ impl Tool for GlobTool {
             metadata: metadata.into(),
         })
     }
+
+    fn changes_files(&self) -> bool {
+        false
+    }
 }
 
 /// The files below `root` matching `pattern` (gitignore-style glob: without a `/` it matches a

@@ -155,6 +155,10 @@ impl Tool for GrepTool {
             metadata: metadata.into(),
         })
     }
+
+    fn changes_files(&self) -> bool {
+        false
+    }
 }
 
 /// Every file below `root` (or `root` itself when it is a file) with lines matching `regex`,

@@ -141,6 +141,10 @@ impl Tool for ListTool {
             metadata: metadata.into(),
         })
     }
+
+    fn changes_files(&self) -> bool {
+        false
+    }
 }
 
 impl ListTool {

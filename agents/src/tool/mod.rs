@@ -183,4 +183,10 @@ pub trait Tool: Send + Sync {
     fn handles_abort(&self) -> bool {
         false
     }
+
+    /// Whether a call may change files in the project: the worktree is snapshotted before the
+    /// first such call of a step, so that the step can be undone.
+    fn changes_files(&self) -> bool {
+        true
+    }
 }

@@ -111,6 +111,10 @@ impl Tool for ReadTool {
             metadata: metadata.into(),
         })
     }
+
+    fn changes_files(&self) -> bool {
+        false
+    }
 }
 
 impl ReadTool {

@@ -215,6 +215,10 @@ impl Tool for TaskTool {
     fn handles_abort(&self) -> bool {
         true
     }
+
+    fn changes_files(&self) -> bool {
+        false
+    }
 }
 
 /// The coded error of a delegation that did not give a child: the runtime's own code (a limit

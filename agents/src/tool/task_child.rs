@@ -82,6 +82,10 @@ impl Tool for TaskChildTool {
         };
         Ok(report.to_output(title, ctx))
     }
+
+    fn changes_files(&self) -> bool {
+        false
+    }
 }
 
 /// The child session named by a `{session_id}` call of `tool`, and the delegate that can reach

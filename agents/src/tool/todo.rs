@@ -91,6 +91,10 @@ impl Tool for TodoWriteTool {
             .await?;
         Ok(todo_output(&args.todos))
     }
+
+    fn changes_files(&self) -> bool {
+        false
+    }
 }
 
 #[async_trait]
@@ -112,6 +116,10 @@ impl Tool for TodoReadTool {
         ask(ctx, self.id()).await?;
         let todos = ctx.host.todos(&ctx.session_id).await?;
         Ok(todo_output(&todos))
+    }
+
+    fn changes_files(&self) -> bool {
+        false
     }
 }
 

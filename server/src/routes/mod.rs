@@ -11,6 +11,7 @@ pub(crate) mod message;
 pub(crate) mod permission;
 pub(crate) mod project;
 pub(crate) mod provider;
+pub(crate) mod revert;
 pub(crate) mod search;
 pub(crate) mod services;
 pub(crate) mod session;
@@ -77,6 +78,9 @@ pub(crate) fn all() -> Router<AppState> {
         .route("/session/{sessionID}/abort", post(session::abort))
         .route("/session/{sessionID}/summarize", post(session::summarize))
         .route("/session/{sessionID}/init", post(init::init))
+        .route("/session/{sessionID}/revert", post(revert::revert))
+        .route("/session/{sessionID}/unrevert", post(revert::unrevert))
+        .route("/session/{sessionID}/diff", get(revert::diff))
         .route(
             "/session/{sessionID}/share",
             post(share::share).delete(share::unshare),

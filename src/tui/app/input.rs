@@ -299,6 +299,13 @@ impl App {
                 Some(_) => self.notify("this server cannot undo a turn"),
                 None => self.notify("nothing to undo"),
             },
+            "redo" => match session {
+                Some(id) if self.commands.iter().any(|c| c.name == "redo") => {
+                    return vec![Effect::Redo(id)];
+                }
+                Some(_) => self.notify("this server cannot redo a turn"),
+                None => self.notify("nothing to redo"),
+            },
             _ if self.commands.iter().any(|c| c.name == name && !c.builtin) => {
                 return vec![Effect::Command {
                     session,

@@ -49,6 +49,8 @@ pub enum Effect {
     Compact(String),
     /// Undo a session's last turn (the server reverts to before its last prompt).
     Undo(String),
+    /// Redo the last undone turn.
+    Redo(String),
     /// Answer a permission ask.
     Reply(String, PermissionReply),
     /// Reload the session list (the session list was opened).
@@ -383,6 +385,7 @@ fn builtin_commands(can_undo: bool) -> Vec<CommandChoice> {
     ];
     if can_undo {
         all.insert(3, ("undo", "undo the last turn and its file changes"));
+        all.insert(4, ("redo", "redo the last undone turn"));
     }
     all.into_iter()
         .map(|(name, description)| CommandChoice {

@@ -21,7 +21,21 @@ pub fn lines(app: &App, width: u16, now_ms: u64) -> Vec<Line<'static>> {
     let mut out: Vec<Line<'static>> = Vec::new();
     let cards = app.task_children();
     let selected_card = cards.get(app.card).cloned();
-    for message in &view.messages {
+    let reverted = view.info.revert.as_ref().map(|r| &r.message_id);
+    for (i, message) in view.messages.iter().enumerate() {
+        // What a revert undid is hidden until redone (or dropped by the next prompt).
+        if reverted == Some(message.info.id()) {
+            let prompts = view.messages[i..]
+                .iter()
+                .filter(|m| matches!(m.info.as_ref(), Message::User(_)))
+                .count();
+            out.push(Line::default());
+            out.push(Line::styled(
+                format!("{prompts} undone prompt(s) hidden · /redo brings them back"),
+                theme.dim(),
+            ));
+            break;
+        }
         match message.info.as_ref() {
             Message::User(_) => {
                 out.push(Line::default());

@@ -57,6 +57,7 @@ mod rows;
 mod statements;
 mod store;
 mod todos;
+mod touch;
 mod unflushed;
 mod upsert;
 mod writer;

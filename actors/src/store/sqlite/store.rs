@@ -13,7 +13,7 @@ use crate::store::{
 };
 
 use super::upsert::{Upsert, rows};
-use super::{SqliteStore, answers, approvals, background, deletes, reads, todos};
+use super::{SqliteStore, answers, approvals, background, deletes, reads, todos, touch};
 
 #[async_trait]
 impl Store for SqliteStore {
@@ -24,6 +24,16 @@ impl Store for SqliteStore {
     async fn session(&self, id: &SessionId) -> Result<Option<Session>, StoreError> {
         self.unflushed.settled(id.as_str()).await;
         reads::session(&mut *self.readers.get().await, id).await
+    }
+
+    async fn touch_sessions(
+        &self,
+        touches: Vec<(SessionId, u64)>,
+    ) -> Result<Vec<Session>, StoreError> {
+        self.exclusive("cannot update the sessions' times".into(), move |conn| {
+            Box::pin(touch::touch(conn, touches))
+        })
+        .await
     }
 
     async fn sessions(&self, filter: &SessionFilter) -> Result<Vec<Session>, StoreError> {
