@@ -11,6 +11,7 @@ mod secrets;
 mod sessions;
 mod sse;
 mod streaming;
+mod undo;
 
 use std::path::PathBuf;
 use std::pin::Pin;

@@ -306,6 +306,32 @@ async fn change(
     Ok(session)
 }
 
+/// How many patch parts `messages` hold: a turn that added some changed files.
+pub(crate) fn patch_count(messages: &[MessageWithParts]) -> usize {
+    messages
+        .iter()
+        .flat_map(|m| &m.parts)
+        .filter(|p| matches!(p.kind, PartKind::Patch(_)))
+        .count()
+}
+
+/// Publishes, once worked out, what the session's turns have changed so far (OpenCode's
+/// clients list it as the session's modified files).
+pub(crate) fn publish_session_diff(
+    core: Arc<Core>,
+    session: Arc<Session>,
+    messages: Vec<MessageWithParts>,
+) {
+    tokio::spawn(async move {
+        match session_diff(&core, &session, &messages, None).await {
+            Ok(diff) => publish_diff(&core, &session.id, diff),
+            Err(e) => {
+                tracing::warn!(session = %session.id, error = %e, "cannot work out the session's diff")
+            }
+        }
+    });
+}
+
 /// Publishes what the session's undone turns changed (empty after a redo).
 fn publish_diff(core: &Core, id: &SessionId, diff: Vec<FileDiff>) {
     core.bus.publish(Event::SessionDiff {

@@ -12,7 +12,7 @@ use tracing::Instrument;
 
 use super::compaction::{CONTINUE, needs_compaction, pending_compaction, prune};
 use super::input::{PartInput, PromptInput, create_user_message, hold_user_message};
-use super::revert::drop_reverted;
+use super::revert::{drop_reverted, patch_count, publish_session_diff};
 use super::state::{LoopState, Run, load, lock};
 use super::step::{StepOutcome, run_step};
 use super::subtask::{pending_subtask, run_subtask};
@@ -91,6 +91,7 @@ async fn run_loop(
     if let Some(parent) = &session.parent_id {
         core.bus.register_parent(&session.id, parent);
     }
+    let patches = patch_count(&messages);
     let depth = core.bus.depth_of(&session.id);
     let span = tracing::info_span!("session", id = %id, depth);
     writer.status(&session, SessionStatus::Busy);
@@ -171,6 +172,11 @@ async fn run_loop(
                 intact = false;
             }
         }
+    }
+    core.toucher
+        .touch(&session.id, taskforce_agents::id::now_ms());
+    if patch_count(&messages) != patches {
+        publish_session_diff(core.clone(), session.clone(), messages.clone());
     }
     // What the loop holds is what the store holds, unless a write failed on the way.
     {

@@ -82,14 +82,10 @@ impl Writer {
             .put_many(&sessions, &messages, &parts)
             .await?;
         self.publish(items);
-        // A session's `time.updated` moves with each of its messages.
-        if let Some(first) = messages.first() {
-            let now = taskforce_agents::id::now_ms();
-            self.core.toucher.touch(first.session_id(), now);
-            for m in &messages[1..] {
-                if m.session_id() != first.session_id() {
-                    self.core.toucher.touch(m.session_id(), now);
-                }
+        // A prompt moves its session's `time.updated` (the end of the answer does too).
+        for m in &messages {
+            if let Message::User(u) = m {
+                self.core.toucher.touch(&u.session_id, u.time.created);
             }
         }
         Ok(())

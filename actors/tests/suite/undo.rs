@@ -65,6 +65,7 @@ async fn a_revert_puts_back_what_a_turn_and_its_subagents_changed_and_an_unrever
     env.file("a.txt", "old a\n");
     let rt = env.runtime().await;
     let s = rt.create_session(None, None).await.unwrap();
+    let mut events = rt.subscribe(Filter::Session(s.id.clone()));
     prompt(&rt, &s.id, "change the files").await;
 
     assert_eq!(read(&env, "a.txt").as_deref(), Some("new a\n"));
@@ -90,6 +91,21 @@ async fn a_revert_puts_back_what_a_turn_and_its_subagents_changed_and_an_unrever
         (a.before.as_str(), a.after.as_str()),
         ("old a\n", "new a\n")
     );
+    // The turn's end published the same list.
+    let published = tokio::time::timeout(Duration::from_secs(10), async {
+        while let Some(item) = events.next().await {
+            if let BusItem::Event(e) = item
+                && let Event::SessionDiff { session_id, diff } = &e.event
+                && *session_id == s.id
+            {
+                return diff.clone();
+            }
+        }
+        panic!("the bus ended");
+    })
+    .await
+    .expect("a session.diff after the turn");
+    assert_eq!(published, diff);
 
     let messages = rt.messages(&s.id).await.unwrap();
     let first = messages[0].info.id().clone();
