@@ -7,7 +7,7 @@ use utoipa::OpenApi;
 
 use super::routes::{
     file, find, global, init, log, message, permission, project, provider, revert, search,
-    services, session, share,
+    services, session, share, tui,
 };
 
 /// The error shape of every failing route: `{name, data: {message}}`.
@@ -88,6 +88,17 @@ pub type Object = serde_json::Map<String, serde_json::Value>;
         revert::revert,
         revert::unrevert,
         revert::diff,
+        tui::append_prompt,
+        tui::submit_prompt,
+        tui::clear_prompt,
+        tui::open_help,
+        tui::open_sessions,
+        tui::open_themes,
+        tui::open_models,
+        tui::execute_command,
+        tui::show_toast,
+        tui::select_session,
+        tui::publish_event,
         share::share,
         share::unshare,
         message::list,

@@ -11,6 +11,7 @@ mod secrets;
 mod sessions;
 mod sse;
 mod streaming;
+mod tui_control;
 mod undo;
 
 use std::path::PathBuf;

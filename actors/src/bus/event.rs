@@ -184,6 +184,39 @@ pub enum Event {
         /// Each changed file.
         diff: Vec<taskforce_agents::model::FileDiff>,
     },
+    /// Text for the TUI's prompt (sent by an editor plugin or a script).
+    #[serde(rename = "tui.prompt.append")]
+    TuiPromptAppend {
+        /// The text to add.
+        text: String,
+    },
+    /// A command for the TUI to run (`prompt.submit`, `session.new`, …).
+    #[serde(rename = "tui.command.execute")]
+    TuiCommandExecute {
+        /// The command's name.
+        command: String,
+    },
+    /// A toast for the TUI to show.
+    #[serde(rename = "tui.toast.show")]
+    TuiToastShow {
+        /// Its title.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+        /// Its text.
+        message: String,
+        /// `info`, `success`, `warning` or `error`.
+        variant: ToastVariant,
+        /// How long it shows, in milliseconds.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duration: Option<u64>,
+    },
+    /// A session for the TUI to open.
+    #[serde(rename = "tui.session.select")]
+    TuiSessionSelect {
+        /// The session.
+        #[serde(rename = "sessionID")]
+        session_id: SessionId,
+    },
     /// A session's todo list changed.
     #[serde(rename = "todo.updated")]
     TodoUpdated {
@@ -193,6 +226,21 @@ pub enum Event {
         /// The whole list.
         todos: Vec<Todo>,
     },
+}
+
+/// How a TUI toast looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "lowercase")]
+pub enum ToastVariant {
+    /// News.
+    Info,
+    /// Something worked.
+    Success,
+    /// Something to look at.
+    Warning,
+    /// Something failed.
+    Error,
 }
 
 impl Event {
@@ -213,6 +261,11 @@ impl Event {
             | Event::SessionDiff { session_id, .. }
             | Event::CommandExecuted { session_id, .. } => Some(session_id),
             Event::SessionError { session_id, .. } => session_id.as_ref(),
+            // Meant for every TUI attached, whichever session it shows.
+            Event::TuiPromptAppend { .. }
+            | Event::TuiCommandExecute { .. }
+            | Event::TuiToastShow { .. }
+            | Event::TuiSessionSelect { .. } => None,
             Event::MessageUpdated { info } => Some(info.session_id()),
             Event::PartUpdated { part, .. } => Some(&part.session_id),
             Event::PermissionAsked(request) => Some(&request.session_id),
@@ -238,6 +291,10 @@ impl Event {
             Event::PermissionReplied { .. } => "permission.replied",
             Event::TodoUpdated { .. } => "todo.updated",
             Event::SessionDiff { .. } => "session.diff",
+            Event::TuiPromptAppend { .. } => "tui.prompt.append",
+            Event::TuiCommandExecute { .. } => "tui.command.execute",
+            Event::TuiToastShow { .. } => "tui.toast.show",
+            Event::TuiSessionSelect { .. } => "tui.session.select",
             Event::CommandExecuted { .. } => "command.executed",
         }
     }

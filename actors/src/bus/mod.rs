@@ -11,7 +11,7 @@ mod session_queue;
 mod subscription;
 mod wake;
 
-pub use event::{Event, SessionStatus};
+pub use event::{Event, SessionStatus, ToastVariant};
 pub use subscription::{BusItem, Filter, Subscription};
 pub(crate) use wake::batch_wakes_here;
 

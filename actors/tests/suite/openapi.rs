@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::{Value, json};
-use taskforce_actors::bus::{BusItem, Event, Filter, SessionStatus, Subscription};
+use taskforce_actors::bus::{BusItem, Event, Filter, SessionStatus, Subscription, ToastVariant};
 use taskforce_actors::permission::{PermissionReply, PermissionRequest};
 use taskforce_actors::store::MessageWithParts;
 use taskforce_actors::{PartInput, PromptInput, SessionTree};
@@ -112,6 +112,10 @@ fn variant(event: &Event) -> &'static str {
         | Event::PermissionReplied { .. }
         | Event::CommandExecuted { .. }
         | Event::SessionDiff { .. }
+        | Event::TuiPromptAppend { .. }
+        | Event::TuiCommandExecute { .. }
+        | Event::TuiToastShow { .. }
+        | Event::TuiSessionSelect { .. }
         | Event::TodoUpdated { .. } => event.type_name(),
     }
 }
@@ -230,6 +234,21 @@ fn every_event() -> Vec<Event> {
                 status: Some(FileDiffStatus::Modified),
             }],
         },
+        Event::TuiPromptAppend {
+            text: "fix the bug".into(),
+        },
+        Event::TuiCommandExecute {
+            command: "prompt.submit".into(),
+        },
+        Event::TuiToastShow {
+            title: None,
+            message: "saved".into(),
+            variant: ToastVariant::Success,
+            duration: Some(3000),
+        },
+        Event::TuiSessionSelect {
+            session_id: root.id.clone(),
+        },
         Event::TodoUpdated {
             session_id: root.id,
             todos: vec![Todo::new("1", "Write the schema", TodoPriority::High)],
@@ -289,7 +308,7 @@ fn openapi_every_event_variant_validates() {
     let doc = document();
     let events = every_event();
     let names: BTreeSet<&str> = events.iter().map(variant).collect();
-    assert_eq!(names.len(), 17, "an event of each variant: {names:?}");
+    assert_eq!(names.len(), 21, "an event of each variant: {names:?}");
     // The schema lists each variant once: an object with a `type` const and `properties`.
     let variants = doc["components"]["schemas"]["Event"]["oneOf"]
         .as_array()

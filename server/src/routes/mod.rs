@@ -16,6 +16,7 @@ pub(crate) mod search;
 pub(crate) mod services;
 pub(crate) mod session;
 pub(crate) mod share;
+pub(crate) mod tui;
 
 use axum::Router;
 use axum::routing::{get, post, put};
@@ -63,6 +64,17 @@ pub(crate) fn all() -> Router<AppState> {
         .route("/file", get(file::list))
         .route("/file/content", get(file::content))
         .route("/file/status", get(file::status))
+        .route("/tui/append-prompt", post(tui::append_prompt))
+        .route("/tui/submit-prompt", post(tui::submit_prompt))
+        .route("/tui/clear-prompt", post(tui::clear_prompt))
+        .route("/tui/open-help", post(tui::open_help))
+        .route("/tui/open-sessions", post(tui::open_sessions))
+        .route("/tui/open-themes", post(tui::open_themes))
+        .route("/tui/open-models", post(tui::open_models))
+        .route("/tui/execute-command", post(tui::execute_command))
+        .route("/tui/show-toast", post(tui::show_toast))
+        .route("/tui/select-session", post(tui::select_session))
+        .route("/tui/publish", post(tui::publish_event))
         .route("/session", get(session::list).post(session::create))
         .route("/session/status", get(session::status))
         .route(
