@@ -57,6 +57,7 @@ pub type Object = serde_json::Map<String, serde_json::Value>;
         provider::oauth_authorize,
         provider::oauth_callback,
         provider::auth_set,
+        provider::auth_remove,
         project::list,
         project::get_current,
         project::paths,

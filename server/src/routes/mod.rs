@@ -47,7 +47,7 @@ pub(crate) fn all() -> Router<AppState> {
         )
         .route(
             "/auth/{providerID}",
-            put(provider::auth_set).delete(provider::auth_set),
+            put(provider::auth_set).delete(provider::auth_remove),
         )
         .route("/project", get(project::list))
         .route("/project/current", get(project::get_current))

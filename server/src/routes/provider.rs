@@ -400,7 +400,7 @@ pub async fn oauth_callback(Path(provider): Path<String>) -> ApiError {
     sign_in_unsupported(&provider)
 }
 
-/// `PUT` and `DELETE /auth/:id`: storing keys is not supported (400).
+/// `PUT /auth/:id`: storing keys is not supported (400).
 #[utoipa::path(
     put,
     path = "/auth/{providerID}",
@@ -410,5 +410,18 @@ pub async fn oauth_callback(Path(provider): Path<String>) -> ApiError {
     responses((status = 400, description = "Storing keys is not supported", body = ErrorBody))
 )]
 pub async fn auth_set(Path(provider): Path<String>) -> ApiError {
+    sign_in_unsupported(&provider)
+}
+
+/// `DELETE /auth/:id`: there are no stored keys to remove (400).
+#[utoipa::path(
+    delete,
+    path = "/auth/{providerID}",
+    operation_id = "auth.remove",
+    summary = "Remove a stored provider key: not supported by taskforce (400)",
+    params(("providerID" = String, Path, description = "The provider")),
+    responses((status = 400, description = "Storing keys is not supported", body = ErrorBody))
+)]
+pub async fn auth_remove(Path(provider): Path<String>) -> ApiError {
     sign_in_unsupported(&provider)
 }
