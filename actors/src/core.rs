@@ -39,6 +39,8 @@ pub(crate) struct Core {
     pub store: Arc<dyn Store>,
     pub bus: BusHandle,
     pub broker: Arc<PermissionBroker>,
+    /// The questions waiting for the user.
+    pub questions: Arc<crate::question::QuestionBroker>,
     pub registry: Arc<Registry>,
     pub providers: Arc<Providers>,
     pub config: Arc<Config>,

@@ -14,6 +14,7 @@ pub mod hooks;
 mod id_map;
 mod owner;
 pub mod permission;
+pub mod question;
 mod runtime;
 mod session;
 mod snapshot;

@@ -14,4 +14,5 @@ pub mod markdown;
 pub mod model;
 pub mod permission;
 pub mod provider;
+pub mod question;
 pub mod tool;

@@ -6,8 +6,8 @@ use taskforce_actors::bus::Event;
 use utoipa::OpenApi;
 
 use super::routes::{
-    file, find, global, init, log, message, permission, project, provider, revert, search,
-    services, session, share, tui,
+    file, find, global, init, log, message, permission, project, provider, question, revert,
+    search, services, session, share, tui,
 };
 
 /// The error shape of every failing route: `{name, data: {message}}`.
@@ -108,6 +108,9 @@ pub type Object = serde_json::Map<String, serde_json::Value>;
         message::prompt_async,
         message::command,
         message::shell,
+        question::list,
+        question::reply,
+        question::reject,
         permission::list,
         permission::reply,
         permission::respond,

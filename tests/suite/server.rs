@@ -7,6 +7,7 @@ mod guard;
 mod messages;
 mod opencode;
 mod permissions;
+mod questions;
 mod secrets;
 mod sessions;
 mod sse;

@@ -3,10 +3,11 @@
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
-use taskforce_agents::id::{MessageId, PartId, PermissionId, SessionId};
+use taskforce_agents::id::{MessageId, PartId, PermissionId, QuestionId, SessionId};
 use taskforce_agents::model::{AssistantError, Message, Part, Session, Todo};
 
 use taskforce_agents::permission::{PermissionReply, PermissionRequest};
+use taskforce_agents::question::QuestionRequest;
 
 /// A session's activity: idle, busy, or waiting to retry a model call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -217,6 +218,31 @@ pub enum Event {
         #[serde(rename = "sessionID")]
         session_id: SessionId,
     },
+    /// A subagent or agent asks the user questions.
+    #[serde(rename = "question.asked")]
+    QuestionAsked(Box<QuestionRequest>),
+    /// Questions were answered.
+    #[serde(rename = "question.replied")]
+    QuestionReplied {
+        /// The asking session.
+        #[serde(rename = "sessionID")]
+        session_id: SessionId,
+        /// The request answered.
+        #[serde(rename = "requestID")]
+        request_id: QuestionId,
+        /// The labels picked, one list per question.
+        answers: Vec<Vec<String>>,
+    },
+    /// Questions were dismissed.
+    #[serde(rename = "question.rejected")]
+    QuestionRejected {
+        /// The asking session.
+        #[serde(rename = "sessionID")]
+        session_id: SessionId,
+        /// The request dismissed.
+        #[serde(rename = "requestID")]
+        request_id: QuestionId,
+    },
     /// A session's todo list changed.
     #[serde(rename = "todo.updated")]
     TodoUpdated {
@@ -269,6 +295,9 @@ impl Event {
             Event::MessageUpdated { info } => Some(info.session_id()),
             Event::PartUpdated { part, .. } => Some(&part.session_id),
             Event::PermissionAsked(request) => Some(&request.session_id),
+            Event::QuestionAsked(request) => Some(&request.session_id),
+            Event::QuestionReplied { session_id, .. }
+            | Event::QuestionRejected { session_id, .. } => Some(session_id),
         }
     }
 
@@ -290,6 +319,9 @@ impl Event {
             Event::PermissionAsked(_) => "permission.asked",
             Event::PermissionReplied { .. } => "permission.replied",
             Event::TodoUpdated { .. } => "todo.updated",
+            Event::QuestionAsked(_) => "question.asked",
+            Event::QuestionReplied { .. } => "question.replied",
+            Event::QuestionRejected { .. } => "question.rejected",
             Event::SessionDiff { .. } => "session.diff",
             Event::TuiPromptAppend { .. } => "tui.prompt.append",
             Event::TuiCommandExecute { .. } => "tui.command.execute",

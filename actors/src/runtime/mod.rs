@@ -4,6 +4,7 @@ mod command;
 mod generate;
 mod manage;
 mod options;
+mod questions;
 mod stop;
 mod tree;
 mod undo;
@@ -37,6 +38,7 @@ use crate::core::Core;
 use crate::hooks::Hooks;
 use crate::id_map::IdMap;
 use crate::permission::{PermissionBroker, PermissionReply, PermissionRequest};
+use crate::question::QuestionBroker;
 use crate::session::{Exclusive, Job, Prompt, PromptInput, Seed, Writer};
 use crate::snapshot::Snapshots;
 use crate::store::{MessageWithParts, SessionFilter, SqliteStore, Store};
@@ -88,6 +90,7 @@ impl Runtime {
         let core = Arc::new(Core {
             store,
             broker: Arc::new(broker),
+            questions: Arc::new(QuestionBroker::new(bus.clone())),
             bus,
             registry: Arc::new(registry),
             providers: Arc::new(providers),

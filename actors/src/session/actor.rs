@@ -108,6 +108,7 @@ impl SessionActor {
     fn cancel(&self) -> bool {
         let token = lock(&self.state).running.clone();
         self.core.broker.drop_session(&self.id);
+        self.core.questions.drop_session(&self.id);
         match token {
             Some(token) => {
                 token.cancel();

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use taskforce_agents::id::now_ms;
 use taskforce_agents::model::{Part, PartKind, ToolPart, ToolState, ToolStateRunning};
 use taskforce_agents::permission::{Layers, PermissionError};
+use taskforce_agents::question::QuestionError;
 use taskforce_agents::tool::{Delegate, Tool, ToolError, ToolOutput};
 
 use super::call::{CallSite, call_tool, delegate};
@@ -118,6 +119,7 @@ impl ToolCalls {
                     if matches!(&outcome, Err(e) if matches!(
                         e.cause(),
                         ToolError::Permission(PermissionError::Rejected)
+                            | ToolError::Question(QuestionError::Rejected)
                     )) {
                         blocked = true;
                     }

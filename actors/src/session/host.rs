@@ -8,6 +8,7 @@ use taskforce_agents::agent::AgentInfo;
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::{Message, PartKind, Todo, ToolMetadata, ToolState};
 use taskforce_agents::permission::{AskDecision, Layers, PermissionAsk, PermissionError};
+use taskforce_agents::question::{QuestionAnswer, QuestionError, QuestionInfo};
 use taskforce_agents::tool::{ToolContext, ToolError, ToolHost};
 
 use super::part::SharedPart;
@@ -168,6 +169,20 @@ impl ToolHost for SessionToolHost {
             }
         });
         self.writer.part_live(part);
+    }
+
+    async fn question(
+        &self,
+        ctx: &ToolContext,
+        questions: Vec<QuestionInfo>,
+    ) -> Result<Vec<QuestionAnswer>, QuestionError> {
+        let origin = origin(&self.core, ctx).await;
+        // Waiting for a person is not idling.
+        let _waiting = waiting(&self.core, ctx);
+        self.core
+            .questions
+            .ask(origin, Some(tool_ref(ctx)), questions)
+            .await
     }
 
     async fn todos(&self, session: &SessionId) -> Result<Vec<Todo>, ToolError> {

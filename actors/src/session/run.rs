@@ -189,6 +189,7 @@ async fn run_loop(
     // permission ask of this session pending either.
     if token.is_cancelled() {
         core.broker.drop_session(&id);
+        core.questions.drop_session(&id);
     }
     // Idle goes out before the waiters hear: a follower of this session's events has seen all
     // of them once it sees the idle.

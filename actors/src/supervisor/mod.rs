@@ -316,7 +316,10 @@ impl Supervisor {
             match live {
                 Some(live) => live.addr.do_send(Cancel),
                 // What a cancel does besides the token: its pending asks are refused.
-                None => self.core.broker.drop_session(&id),
+                None => {
+                    self.core.broker.drop_session(&id);
+                    self.core.questions.drop_session(&id);
+                }
             }
         }
         self.spare = descendants;

@@ -11,6 +11,7 @@ mod layers;
 #[cfg(feature = "openapi")]
 mod openapi;
 mod permissions;
+mod questions;
 mod retries;
 mod runtime;
 mod store;

@@ -9,9 +9,10 @@ use futures::StreamExt;
 use serde_json::{Value, json};
 use taskforce_actors::bus::{BusItem, Event, Filter, SessionStatus, Subscription, ToastVariant};
 use taskforce_actors::permission::{PermissionReply, PermissionRequest};
+use taskforce_actors::question::{QuestionInfo, QuestionOption, QuestionRequest};
 use taskforce_actors::store::MessageWithParts;
 use taskforce_actors::{PartInput, PromptInput, SessionTree};
-use taskforce_agents::id::{MessageId, PartId, PermissionId, SessionId};
+use taskforce_agents::id::{MessageId, PartId, PermissionId, QuestionId, SessionId};
 use taskforce_agents::model::{
     AssistantError, FileDiff, FileDiffStatus, Message, ModelRef, Part, Session, TextPart, Todo,
     TodoPriority, UserMessage,
@@ -116,6 +117,9 @@ fn variant(event: &Event) -> &'static str {
         | Event::TuiCommandExecute { .. }
         | Event::TuiToastShow { .. }
         | Event::TuiSessionSelect { .. }
+        | Event::QuestionAsked(_)
+        | Event::QuestionReplied { .. }
+        | Event::QuestionRejected { .. }
         | Event::TodoUpdated { .. } => event.type_name(),
     }
 }
@@ -234,6 +238,32 @@ fn every_event() -> Vec<Event> {
                 status: Some(FileDiffStatus::Modified),
             }],
         },
+        Event::QuestionAsked(Box::new(QuestionRequest {
+            id: QuestionId::new(),
+            session_id: child.id.clone(),
+            questions: vec![QuestionInfo {
+                question: "Which color?".into(),
+                header: "Color".into(),
+                options: vec![QuestionOption {
+                    label: "Red".into(),
+                    description: "warm".into(),
+                }],
+                multiple: Some(false),
+                custom: None,
+            }],
+            tool: None,
+            root_session_id: root.id.clone(),
+            path: vec!["build".into(), "general".into()],
+        })),
+        Event::QuestionReplied {
+            session_id: child.id.clone(),
+            request_id: QuestionId::new(),
+            answers: vec![vec!["Red".into()]],
+        },
+        Event::QuestionRejected {
+            session_id: child.id.clone(),
+            request_id: QuestionId::new(),
+        },
         Event::TuiPromptAppend {
             text: "fix the bug".into(),
         },
@@ -308,7 +338,7 @@ fn openapi_every_event_variant_validates() {
     let doc = document();
     let events = every_event();
     let names: BTreeSet<&str> = events.iter().map(variant).collect();
-    assert_eq!(names.len(), 21, "an event of each variant: {names:?}");
+    assert_eq!(names.len(), 24, "an event of each variant: {names:?}");
     // The schema lists each variant once: an object with a `type` const and `properties`.
     let variants = doc["components"]["schemas"]["Event"]["oneOf"]
         .as_array()

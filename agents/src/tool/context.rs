@@ -15,6 +15,7 @@ use crate::agent::{AgentInfo, Registry};
 use crate::id::{MessageId, SessionId};
 use crate::model::{ModelRef, SummaryItem, Todo};
 use crate::permission::{AskDecision, PermissionAsk, PermissionError};
+use crate::question::{QuestionAnswer, QuestionError, QuestionInfo};
 
 /// Where and for whom a tool call runs.
 #[derive(Clone)]
@@ -89,6 +90,18 @@ pub trait ToolHost: Send + Sync {
 
     /// Replaces the session's todo list (and publishes `todo.updated`).
     async fn set_todos(&self, session: &SessionId, todos: Vec<Todo>) -> Result<(), ToolError>;
+
+    /// Asks the user `questions` and waits for the answers, one per question. A host that
+    /// cannot reach anybody says so.
+    async fn question(
+        &self,
+        _ctx: &ToolContext,
+        _questions: Vec<QuestionInfo>,
+    ) -> Result<Vec<QuestionAnswer>, QuestionError> {
+        Err(QuestionError::Unavailable(
+            "questions cannot be asked here: nobody is there to answer".into(),
+        ))
+    }
 }
 
 /// A request to run a subagent, from the task tool.

@@ -15,6 +15,7 @@ mod glob;
 mod grep;
 mod list;
 pub mod paths;
+mod question;
 mod read;
 pub mod redact;
 mod registry;
@@ -42,6 +43,7 @@ pub use envelope::{
 pub use glob::GlobTool;
 pub use grep::GrepTool;
 pub use list::ListTool;
+pub use question::QuestionTool;
 pub use read::{ReadTool, looks_binary};
 pub use registry::{builtin_tools, find_tool, tool};
 pub use run::{ToolArgs, resolve_tool_name, run_tool};
@@ -71,6 +73,7 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "task",
     "task_status",
     "task_cancel",
+    "question",
 ];
 
 /// What a successful tool call returns.
@@ -106,6 +109,9 @@ pub enum ToolError {
     /// The call ran and failed.
     #[error("{0}")]
     Failed(String),
+    /// The user dismissed a question, or nobody could be asked.
+    #[error(transparent)]
+    Question(#[from] crate::question::QuestionError),
     /// The task tool failed with a code; the text the model sees is `CODE: message`.
     #[error("{}", .0.error)]
     Task(Box<TaskFailure>),

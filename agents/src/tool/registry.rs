@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use super::{
-    BUILTIN_TOOLS, BashTool, EditTool, GlobTool, GrepTool, ListTool, ReadTool, TaskChildTool,
-    TaskTool, TodoReadTool, TodoWriteTool, Tool, WriteTool,
+    BUILTIN_TOOLS, BashTool, EditTool, GlobTool, GrepTool, ListTool, QuestionTool, ReadTool,
+    TaskChildTool, TaskTool, TodoReadTool, TodoWriteTool, Tool, WriteTool,
 };
 
 /// Every built-in tool, in [`BUILTIN_TOOLS`] order.
@@ -27,6 +27,7 @@ pub fn tool(id: &str) -> Option<Arc<dyn Tool>> {
         "task" => Arc::new(TaskTool),
         "task_status" => Arc::new(TaskChildTool::STATUS),
         "task_cancel" => Arc::new(TaskChildTool::CANCEL),
+        "question" => Arc::new(QuestionTool),
         _ => return None,
     };
     Some(tool)

@@ -11,6 +11,7 @@ pub(crate) mod message;
 pub(crate) mod permission;
 pub(crate) mod project;
 pub(crate) mod provider;
+pub(crate) mod question;
 pub(crate) mod revert;
 pub(crate) mod search;
 pub(crate) mod services;
@@ -64,6 +65,9 @@ pub(crate) fn all() -> Router<AppState> {
         .route("/file", get(file::list))
         .route("/file/content", get(file::content))
         .route("/file/status", get(file::status))
+        .route("/question", get(question::list))
+        .route("/question/{requestID}/reply", post(question::reply))
+        .route("/question/{requestID}/reject", post(question::reject))
         .route("/tui/append-prompt", post(tui::append_prompt))
         .route("/tui/submit-prompt", post(tui::submit_prompt))
         .route("/tui/clear-prompt", post(tui::clear_prompt))
