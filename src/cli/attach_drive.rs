@@ -194,6 +194,18 @@ pub(super) async fn drive(
                             screen.note(&format!("could not answer a permission ask: {e}"));
                         }
                     }
+                    if let Event::QuestionAsked(request) = &*event
+                        && &request.root_session_id == root
+                    {
+                        screen.clear();
+                        let answered = match asks::decide_question(request, interactive).await {
+                            Some(answers) => client.answer_question(request.id.as_str(), &answers).await,
+                            None => client.dismiss_question(request.id.as_str()).await,
+                        };
+                        if let Err(e) = answered {
+                            screen.note(&format!("could not answer a question: {e}"));
+                        }
+                    }
                     progress.see(&event, root, ours.as_ref());
                 }
                 Some(ServerEvent::Connected) => failed_reconnects = 0,

@@ -269,6 +269,10 @@ pub(super) async fn drive(
             screen.clear();
             asks::answer(runtime, request, show.yes, interactive).await;
         }
+        if let Event::QuestionAsked(request) = event {
+            screen.clear();
+            asks::answer_question(runtime, request, interactive).await;
+        }
     };
     let mut stopped: Option<StopSignal> = None;
     let mut give_up = None;

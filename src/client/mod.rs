@@ -305,6 +305,24 @@ impl Client {
             .await
     }
 
+    /// `POST /question/:id/reply`: answers a question (the labels picked, one list per
+    /// question).
+    pub async fn answer_question(
+        &self,
+        id: &str,
+        answers: &[Vec<String>],
+    ) -> Result<(), ClientError> {
+        let body = json!({ "answers": answers });
+        self.call_empty(Method::POST, &format!("/question/{id}/reply"), &body)
+            .await
+    }
+
+    /// `POST /question/:id/reject`: dismisses a question.
+    pub async fn dismiss_question(&self, id: &str) -> Result<(), ClientError> {
+        self.call_empty(Method::POST, &format!("/question/{id}/reject"), &json!({}))
+            .await
+    }
+
     /// `POST /session/:id/revert`: rolls the session back to before `message`.
     pub async fn revert(&self, id: &str, message: &str) -> Result<(), ClientError> {
         self.call_empty(

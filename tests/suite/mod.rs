@@ -6,6 +6,7 @@ mod openapi_doc;
 mod output_cli;
 mod permission_cli;
 mod providers_cli;
+mod question_cli;
 mod run_cli;
 mod run_stream;
 mod sdk;
