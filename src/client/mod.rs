@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use taskforce_actors::permission::{PermissionReply, PermissionRequest};
+use taskforce_actors::question::QuestionRequest;
 use taskforce_actors::store::MessageWithParts;
 use taskforce_actors::{PromptInput, SessionTree};
 use taskforce_agents::model::Session;
@@ -303,6 +304,11 @@ impl Client {
         }
         self.call_empty(Method::POST, &format!("/permission/{id}/reply"), &body)
             .await
+    }
+
+    /// `GET /question`: the questions waiting for the user.
+    pub async fn questions(&self) -> Result<Vec<QuestionRequest>, ClientError> {
+        self.call(Method::GET, "/question", None::<&()>).await
     }
 
     /// `POST /question/:id/reply`: answers a question (the labels picked, one list per

@@ -154,6 +154,10 @@ async fn perform(
             .map(|()| None)
         }
         Effect::Reply(id, reply) => client.reply(&id, reply).await.map(|()| None),
+        Effect::AnswerQuestion(id, answers) => {
+            client.answer_question(&id, &answers).await.map(|()| None)
+        }
+        Effect::DismissQuestion(id) => client.dismiss_question(&id).await.map(|()| None),
         Effect::ListSessions => Ok(Some(Done::Sessions(client.sessions().await?))),
         Effect::FindFiles(query) => {
             let found = client.find_files(&query).await.unwrap_or_default();

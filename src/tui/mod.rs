@@ -186,6 +186,9 @@ async fn start(client: &Client, options: &Options) -> anyhow::Result<App> {
     if let Ok(asks) = client.permissions().await {
         app.mirror.put_asks(asks);
     }
+    if let Ok(questions) = client.questions().await {
+        app.mirror.put_questions(questions);
+    }
     Ok(app)
 }
 

@@ -50,8 +50,9 @@ async fn a_headless_run_dismisses_questions_and_says_so() {
         .unwrap();
     assert_eq!(out.status, 0, "{}", out.stderr);
     assert!(
-        out.stderr
-            .contains("dismissed: build asks [\"Which color?\"] (not interactive; nobody can answer)"),
+        out.stderr.contains(
+            "dismissed: build asks [\"Which color?\"] (not interactive; nobody can answer)"
+        ),
         "{}",
         out.stderr
     );

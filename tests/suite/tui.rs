@@ -29,6 +29,12 @@ fn project() -> Sandbox {
          "reply": {"text": format!("{HELLO}\n\n```rust\nfn main() {{ println!(\"hi\"); }}\n```\n")}},
         {"when": {"agent": "build", "last_role": "user", "contains": "count"},
          "reply": {"text": "Asking a helper.", "tool_calls": [task]}},
+        {"when": {"agent": "build", "last_role": "user", "contains": "colors"},
+         "reply": {"tool_calls": [{"name": "question", "input": {"questions": [{
+             "question": "Which color?", "header": "Color",
+             "options": [{"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cool"}]}]}}]}},
+        {"when": {"agent": "build", "last_role": "tool", "contains": "User has answered"},
+         "reply": {"text": "Heard: {{last}}"}},
         {"when": {"agent": "build", "last_role": "tool"},
          "reply": {"text": "The helper counted the files."}},
         {"when": {"agent": "build", "last_role": "user", "contains": "slow"},
@@ -209,6 +215,23 @@ fn a_prompt_streams_its_answer_and_a_child_is_opened_asked_for_and_left() {
     pty.wait_for_text("There are some files.");
     leader(&mut pty, Key::Up);
     pty.wait_for_text("The helper counted the files.");
+    quit(pty);
+}
+
+#[test]
+fn a_question_is_answered_from_its_panel() {
+    let s = project();
+    let mut pty = open(&s, &[], 100, 30, &[]);
+    prompt(&mut pty, "pick colors");
+    pty.wait_for_text("[Color] Which color?");
+    pty.wait_for_text("asked by build");
+    pty.wait_for_text("2. Blue — cool");
+    pty.key(Key::Down);
+    pty.key(Key::Enter);
+    pty.wait_for_text("Heard: User has answered your questions");
+    pty.wait_for("the panel gives the editor back", |screen| {
+        !screen.contents().contains("[Color]")
+    });
     quit(pty);
 }
 

@@ -33,6 +33,11 @@ impl App {
         {
             return effects;
         }
+        if self.ask().is_none()
+            && let Some(effects) = self.question_key(key)
+        {
+            return effects;
+        }
         let effects = self.main_key(key);
         let mut more = self.refresh_completion(files);
         more.extend(effects);

@@ -3,6 +3,9 @@
 
 mod input;
 mod overlay;
+mod question;
+
+pub use question::rows as question_rows;
 
 use std::time::{Duration, Instant};
 
@@ -51,6 +54,10 @@ pub enum Effect {
     Undo(String),
     /// Redo the last undone turn.
     Redo(String),
+    /// Answer a question request (the labels picked, one list per question).
+    AnswerQuestion(String, Vec<Vec<String>>),
+    /// Dismiss a question request.
+    DismissQuestion(String),
     /// Answer a permission ask.
     Reply(String, PermissionReply),
     /// Reload the session list (the session list was opened).
@@ -121,6 +128,8 @@ pub struct App {
     pub notice: Option<(String, Instant)>,
     /// The selected answer of the ask on screen (0 once, 1 always, 2 reject).
     pub ask_choice: usize,
+    /// Where the person is in answering the question on screen.
+    pub answering: question::Answering,
     /// Whether reasoning is shown whole rather than folded to one line.
     pub show_thinking: bool,
     /// Whether the event stream is connected.
@@ -160,6 +169,7 @@ impl App {
             interrupt: None,
             notice: None,
             ask_choice: 0,
+            answering: question::Answering::default(),
             show_thinking: false,
             connected: false,
             rendered: std::cell::RefCell::default(),

@@ -242,3 +242,62 @@ fn the_tree_panel_loads_the_sessions_it_has_not_seen_yet() {
     assert_eq!(app.overlay, Overlay::None);
     assert_eq!(effects, [Effect::Load("ses_child".into())]);
 }
+
+fn ask_questions(app: &mut App) {
+    let request: taskforce_actors::question::QuestionRequest = serde_json::from_value(json!({
+        "id": "que_1", "sessionID": "ses_child", "rootSessionID": "ses_root", "path": ["build", "general"],
+        "questions": [
+            {"question": "Which color?", "header": "Color", "options": [
+                {"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cool"}]},
+            {"question": "Which sizes?", "header": "Size", "multiple": true, "custom": false, "options": [
+                {"label": "S", "description": "small"}, {"label": "M", "description": "medium"}, {"label": "L", "description": "large"}]}
+        ]
+    }))
+    .unwrap();
+    app.apply(&Event::QuestionAsked(Box::new(request)));
+}
+
+#[test]
+fn a_question_in_the_tree_is_answered_question_by_question_with_choice_keys() {
+    let mut app = app();
+    ask_questions(&mut app);
+    assert!(app.question().is_some());
+    // The first takes one choice: the number picks it and the next question comes up.
+    assert!(app.on_key(&key(KeyCode::Char('2')), &[]).is_empty());
+    assert_eq!(app.answering().index, 1);
+    // The second takes several: space and numbers toggle, Enter sends every answer.
+    app.on_key(&key(KeyCode::Char(' ')), &[]);
+    app.on_key(&key(KeyCode::Char('3')), &[]);
+    app.on_key(&key(KeyCode::Char('1')), &[]);
+    assert!(app.answering().picked.contains(&2));
+    let effects = app.on_key(&key(KeyCode::Enter), &[]);
+    assert_eq!(
+        effects,
+        [Effect::AnswerQuestion(
+            "que_1".into(),
+            vec![vec!["Blue".into()], vec!["L".into()]]
+        )]
+    );
+}
+
+#[test]
+fn a_question_takes_a_typed_answer_or_is_dismissed_with_esc() {
+    let mut app = app();
+    ask_questions(&mut app);
+    // The row past the choices types an answer of one's own.
+    app.on_key(&key(KeyCode::Down), &[]);
+    app.on_key(&key(KeyCode::Down), &[]);
+    app.on_key(&key(KeyCode::Enter), &[]);
+    typed(&mut app, "green");
+    assert_eq!(app.answering().typing.as_deref(), Some("green"));
+    app.on_key(&key(KeyCode::Enter), &[]);
+    assert_eq!(app.answering().answers, vec![vec!["green".to_string()]]);
+    let effects = app.on_key(&key(KeyCode::Esc), &[]);
+    assert_eq!(effects, [Effect::DismissQuestion("que_1".into())]);
+    // Answered elsewhere: the panel goes.
+    app.apply(&Event::QuestionRejected {
+        session_id: "ses_child".parse().unwrap(),
+        request_id: "que_1".parse().unwrap(),
+    });
+    assert!(app.question().is_none());
+}

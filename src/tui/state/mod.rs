@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use taskforce_actors::bus::{Event, SessionStatus};
 use taskforce_actors::permission::PermissionRequest;
+use taskforce_actors::question::QuestionRequest;
 use taskforce_actors::store::MessageWithParts;
 use taskforce_agents::model::{Message, Part, PartKind, Session, ToolState};
 
@@ -174,6 +175,7 @@ pub struct Mirror {
     /// does not scan them all at every node.
     children_of: HashMap<String, Vec<String>>,
     asks: Vec<PermissionRequest>,
+    questions: Vec<QuestionRequest>,
 }
 
 impl Mirror {
@@ -329,6 +331,16 @@ impl Mirror {
         self.asks = asks;
     }
 
+    /// The questions waiting for the user, oldest first.
+    pub fn questions(&self) -> &[QuestionRequest] {
+        &self.questions
+    }
+
+    /// Sets the pending questions from a listing.
+    pub fn put_questions(&mut self, questions: Vec<QuestionRequest>) {
+        self.questions = questions;
+    }
+
     /// Follows one event.
     pub fn apply(&mut self, event: &Event) {
         match event {
@@ -406,6 +418,13 @@ impl Mirror {
             }
             Event::PermissionReplied { request_id, .. } => {
                 self.asks.retain(|a| &a.id != request_id);
+            }
+            Event::QuestionAsked(request) if !self.questions.iter().any(|q| q.id == request.id) => {
+                self.questions.push(request.as_ref().clone());
+            }
+            Event::QuestionReplied { request_id, .. }
+            | Event::QuestionRejected { request_id, .. } => {
+                self.questions.retain(|q| &q.id != request_id);
             }
             _ => {}
         }

@@ -37,6 +37,8 @@ pub fn draw(frame: &mut Frame<'_>, app: &App, now_ms: u64, tick: usize) {
     draw_body(frame, app, body, now_ms, tick);
     if app.ask().is_some() {
         panels::ask(frame, app, bottom);
+    } else if app.question().is_some() {
+        panels::question(frame, app, bottom);
     } else {
         draw_editor(frame, app, bottom);
     }
@@ -47,6 +49,9 @@ pub fn draw(frame: &mut Frame<'_>, app: &App, now_ms: u64, tick: usize) {
 fn bottom_height(app: &App, width: u16) -> u16 {
     if app.ask().is_some() {
         return 5;
+    }
+    if let Some(height) = panels::question_height(app) {
+        return height;
     }
     let inner = usize::from(width.saturating_sub(4)).max(1);
     let lines: usize = app

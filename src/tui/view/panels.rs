@@ -70,6 +70,93 @@ pub fn ask(frame: &mut Frame<'_>, app: &App, area: Rect) {
     frame.render_widget(Paragraph::new(lines), inner);
 }
 
+/// The question on screen: who asks, the question, its choices (the highlighted one marked,
+/// picked ones checked) and how to answer.
+pub fn question(frame: &mut Frame<'_>, app: &App, area: Rect) {
+    let Some(request) = app.question() else {
+        return;
+    };
+    let state = app.answering();
+    let Some(question) = request.questions.get(state.index) else {
+        return;
+    };
+    let theme = &app.theme;
+    let count = request.questions.len();
+    let title = if count > 1 {
+        format!(" question {}/{count} ", state.index + 1)
+    } else {
+        " question ".to_string()
+    };
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(Style::default().fg(theme.warn))
+        .title(Span::styled(title, Style::default().fg(theme.warn)));
+    let inner = block.inner(area);
+    frame.render_widget(Clear, area);
+    frame.render_widget(block, area);
+    let width = usize::from(inner.width);
+    let path = if request.path.is_empty() {
+        app.mirror.agent_path(request.session_id.as_str())
+    } else {
+        request.path.clone()
+    };
+    let mut lines = vec![
+        Line::from(vec![
+            Span::styled(format!("[{}] ", question.header), theme.strong()),
+            Span::raw(truncate(
+                &question.question,
+                width.saturating_sub(question.header.len() + 3),
+            )),
+        ]),
+        Line::styled(
+            truncate(&format!("asked by {}", path.join(" › ")), width),
+            theme.dim(),
+        ),
+    ];
+    for (i, option) in question.options.iter().enumerate() {
+        let mark = match (question.is_multiple(), state.picked.contains(&i)) {
+            (true, true) => "[x] ",
+            (true, false) => "[ ] ",
+            (false, _) => "",
+        };
+        let text = format!("{}. {mark}{} — {}", i + 1, option.label, option.description);
+        let style = if i == state.cursor {
+            theme.selected()
+        } else {
+            Style::default()
+        };
+        lines.push(Line::styled(truncate(&text, width), style));
+    }
+    if question.allows_custom() {
+        let i = question.options.len();
+        let text = match &state.typing {
+            Some(typed) => format!("{}. {typed}▏", i + 1),
+            None => format!("{}. Type your own answer", i + 1),
+        };
+        let style = if i == state.cursor {
+            theme.selected()
+        } else {
+            theme.dim()
+        };
+        lines.push(Line::styled(truncate(&text, width), style));
+    }
+    let hint = if question.is_multiple() {
+        "↑↓ move · space or number picks · enter sends · esc dismisses"
+    } else {
+        "↑↓ move · number or enter answers · esc dismisses"
+    };
+    lines.push(Line::styled(truncate(hint, width), theme.dim()));
+    frame.render_widget(Paragraph::new(lines), inner);
+}
+
+/// How tall the question panel is: its text, choices and hint inside a border.
+pub fn question_height(app: &App) -> Option<u16> {
+    let request = app.question()?;
+    let question = request.questions.get(app.answering().index)?;
+    let rows = crate::tui::app::question_rows(question);
+    u16::try_from(rows + 5).ok().map(|h| h.min(14))
+}
+
 /// The open panel, over the conversation (lists) or just above the editor (completion).
 pub fn overlay(frame: &mut Frame<'_>, app: &App, body: Rect, editor: Rect, now_ms: u64) {
     match &app.overlay {
