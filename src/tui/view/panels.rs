@@ -11,28 +11,39 @@ use serde_json::Value;
 use super::wrap::truncate;
 use crate::tui::app::{App, Overlay};
 
+/// The bordered box of an ask or a question, titled `title`, drawn over `area`; answers
+/// what is inside the border.
+fn asking_frame(frame: &mut Frame<'_>, app: &App, area: Rect, title: String) -> Rect {
+    let warn = Style::default().fg(app.theme.warn);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .border_style(warn)
+        .title(Span::styled(title, warn));
+    let inner = block.inner(area);
+    frame.render_widget(Clear, area);
+    frame.render_widget(block, area);
+    inner
+}
+
+/// The agents from the root down to the asking session: as the request says, else as the
+/// mirror knows them.
+fn asker(app: &App, path: &[String], session: &str) -> Vec<String> {
+    if path.is_empty() {
+        app.mirror.agent_path(session)
+    } else {
+        path.to_vec()
+    }
+}
+
 /// The ask on screen: what is asked, by which path of agents, and the three answers.
 pub fn ask(frame: &mut Frame<'_>, app: &App, area: Rect) {
     let Some(request) = app.ask() else {
         return;
     };
     let theme = &app.theme;
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(Style::default().fg(theme.warn))
-        .title(Span::styled(
-            " permission ".to_string(),
-            Style::default().fg(theme.warn),
-        ));
-    let inner = block.inner(area);
-    frame.render_widget(Clear, area);
-    frame.render_widget(block, area);
+    let inner = asking_frame(frame, app, area, " permission ".to_string());
     let width = usize::from(inner.width);
-    let path = if request.path.is_empty() {
-        app.mirror.agent_path(request.session_id.as_str())
-    } else {
-        request.path.clone()
-    };
+    let path = asker(app, &request.path, request.session_id.as_str());
     let what = request
         .metadata
         .get("command")
@@ -87,19 +98,9 @@ pub fn question(frame: &mut Frame<'_>, app: &App, area: Rect) {
     } else {
         " question ".to_string()
     };
-    let block = Block::default()
-        .borders(Borders::ALL)
-        .border_style(Style::default().fg(theme.warn))
-        .title(Span::styled(title, Style::default().fg(theme.warn)));
-    let inner = block.inner(area);
-    frame.render_widget(Clear, area);
-    frame.render_widget(block, area);
+    let inner = asking_frame(frame, app, area, title);
     let width = usize::from(inner.width);
-    let path = if request.path.is_empty() {
-        app.mirror.agent_path(request.session_id.as_str())
-    } else {
-        request.path.clone()
-    };
+    let path = asker(app, &request.path, request.session_id.as_str());
     let mut lines = vec![
         Line::from(vec![
             Span::styled(format!("[{}] ", question.header), theme.strong()),
