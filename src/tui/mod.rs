@@ -91,7 +91,9 @@ pub async fn run(client: Client, options: Options) -> anyhow::Result<()> {
             },
             server = events.next() => match server {
                 Some(ServerEvent::Event(event)) => {
-                    app.apply(&event);
+                    for effect in app.apply(&event) {
+                        effects.run(effect);
+                    }
                     dirty = true;
                 }
                 Some(ServerEvent::Connected) => {

@@ -4,6 +4,7 @@
 use std::time::Instant;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use taskforce_actors::bus::Event;
 use taskforce_actors::permission::PermissionReply;
 
 use super::{App, Effect, Overlay};
@@ -320,6 +321,40 @@ impl App {
                 }];
             }
             _ => self.notify(format!("no command /{name}")),
+        }
+        Vec::new()
+    }
+}
+
+impl App {
+    /// What a script or an editor plugin asks of attached TUIs (`/tui/*` on the server): fill
+    /// or send the prompt, run a command, show a toast, open a session.
+    pub(super) fn remote(&mut self, event: &Event) -> Vec<Effect> {
+        match event {
+            Event::TuiPromptAppend { text } => self.editor.paste(text),
+            Event::TuiToastShow { title, message, .. } => match title {
+                Some(title) => self.notify(format!("{title}: {message}")),
+                None => self.notify(message.clone()),
+            },
+            Event::TuiSessionSelect { session_id } => {
+                return self.open(session_id.to_string());
+            }
+            Event::TuiCommandExecute { command } => match command.as_str() {
+                "prompt.submit" => return self.submit(),
+                "prompt.clear" => self.editor.clear(),
+                "session.new" => self.new_session(),
+                "session.interrupt" => return self.interrupt(),
+                "session.compact" => return self.compact(),
+                "session.list" => {
+                    self.overlay = Overlay::Sessions { selected: 0 };
+                    return vec![Effect::ListSessions];
+                }
+                "agent.cycle" => self.cycle_agent(true),
+                other => {
+                    tracing::debug!("a remote TUI command taskforce's TUI does not have: {other}")
+                }
+            },
+            _ => {}
         }
         Vec::new()
     }

@@ -357,9 +357,10 @@ impl App {
         }
     }
 
-    /// Follows one server event.
-    pub fn apply(&mut self, event: &Event) {
+    /// Follows one server event; answers what a remote request for the TUI (`tui.*`) asks.
+    pub fn apply(&mut self, event: &Event) -> Vec<Effect> {
         self.mirror.apply(event);
+        self.remote(event)
     }
 
     /// Closes what expired: the leader, the first Esc, an old notice.

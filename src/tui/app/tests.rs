@@ -301,3 +301,37 @@ fn a_question_takes_a_typed_answer_or_is_dismissed_with_esc() {
     });
     assert!(app.question().is_none());
 }
+
+#[test]
+fn a_remote_request_fills_and_sends_the_prompt_shows_a_toast_and_opens_a_session() {
+    let mut app = app();
+    assert!(
+        app.apply(&Event::TuiPromptAppend {
+            text: "fix the bug".into()
+        })
+        .is_empty()
+    );
+    assert_eq!(app.editor.text(), "fix the bug");
+    let effects = app.apply(&Event::TuiCommandExecute {
+        command: "prompt.submit".into(),
+    });
+    assert!(
+        matches!(effects.as_slice(), [Effect::Prompt { text, .. }] if text == "fix the bug"),
+        "{effects:?}"
+    );
+    app.apply(&Event::TuiToastShow {
+        title: Some("CI".into()),
+        message: "green".into(),
+        variant: taskforce_actors::bus::ToastVariant::Success,
+        duration: None,
+    });
+    assert_eq!(
+        app.notice.as_ref().map(|(n, _)| n.as_str()),
+        Some("CI: green")
+    );
+    let effects = app.apply(&Event::TuiSessionSelect {
+        session_id: "ses_child".parse().unwrap(),
+    });
+    assert_eq!(app.current.as_deref(), Some("ses_child"));
+    assert_eq!(effects, [Effect::Load("ses_child".into())]);
+}
