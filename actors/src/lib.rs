@@ -28,7 +28,7 @@ pub use hooks::{HookCall, Hooks};
 pub use owner::SessionLock;
 pub use runtime::{
     GeneratedAgentFile, LockError, PendingWork, Runtime, RuntimeOptions, SessionPatch, SessionTree,
-    WorkWatch,
+    ToolListItem, WorkWatch,
 };
 pub use session::{PartInput, PromptInput, STOPPED, SUMMARIZE, ShellInput, prompt_parts};
 pub use taskforce_agents as agents;

@@ -7,7 +7,7 @@ use utoipa::OpenApi;
 
 use super::routes::{
     file, find, global, init, log, message, permission, project, provider, question, revert,
-    search, services, session, share, tui,
+    search, services, session, share, tools, tui,
 };
 
 /// The error shape of every failing route: `{name, data: {message}}`.
@@ -108,6 +108,8 @@ pub type Object = serde_json::Map<String, serde_json::Value>;
         message::prompt_async,
         message::command,
         message::shell,
+        tools::ids,
+        tools::list,
         question::list,
         question::reply,
         question::reject,

@@ -6,6 +6,7 @@ mod manage;
 mod options;
 mod questions;
 mod stop;
+mod tools;
 mod tree;
 mod undo;
 mod work;
@@ -13,6 +14,7 @@ mod work;
 pub use generate::GeneratedAgentFile;
 pub use manage::SessionPatch;
 pub use options::RuntimeOptions;
+pub use tools::ToolListItem;
 pub use tree::SessionTree;
 pub use work::{PendingWork, WorkWatch};
 

@@ -17,6 +17,7 @@ pub(crate) mod search;
 pub(crate) mod services;
 pub(crate) mod session;
 pub(crate) mod share;
+pub(crate) mod tools;
 pub(crate) mod tui;
 
 use axum::Router;
@@ -65,6 +66,8 @@ pub(crate) fn all() -> Router<AppState> {
         .route("/file", get(file::list))
         .route("/file/content", get(file::content))
         .route("/file/status", get(file::status))
+        .route("/experimental/tool/ids", get(tools::ids))
+        .route("/experimental/tool", get(tools::list))
         .route("/question", get(question::list))
         .route("/question/{requestID}/reply", post(question::reply))
         .route("/question/{requestID}/reject", post(question::reject))

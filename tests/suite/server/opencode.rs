@@ -432,3 +432,27 @@ async fn init_runs_the_init_command_which_writes_agents_md() {
         .error(400, "BadRequest");
     assert!(half.contains("modelID"), "{half}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_tools_are_listed_with_their_descriptions_and_schemas() {
+    let h = harness().start(answers("unused")).await;
+    let ids = array(h.get("/experimental/tool/ids").await.ok());
+    for id in ["bash", "read", "edit", "task", "question"] {
+        assert!(ids.contains(&json!(id)), "{id} in {ids:?}");
+    }
+    let tools = array(
+        h.get("/experimental/tool?provider=fake&model=gpt-test")
+            .await
+            .ok(),
+    );
+    assert_eq!(tools.len(), ids.len());
+    let read = tools.iter().find(|t| t["id"] == "read").unwrap();
+    assert_eq!(keys(read), ["description", "id", "parameters"]);
+    assert_eq!(read["parameters"]["type"], "object");
+    assert!(!read["description"].as_str().unwrap().is_empty());
+    let unknown = h
+        .get("/experimental/tool?provider=nobody&model=nope")
+        .await
+        .error(400, "ProviderModelNotFoundError");
+    assert!(unknown.contains("nobody"), "{unknown}");
+}
