@@ -6,7 +6,7 @@ use taskforce_actors::bus::Event;
 use utoipa::OpenApi;
 
 use super::routes::{
-    file, find, global, init, log, message, permission, project, provider, question, revert,
+    file, find, global, init, log, message, part, permission, project, provider, question, revert,
     search, services, session, share, tools, tui,
 };
 
@@ -104,6 +104,8 @@ pub type Object = serde_json::Map<String, serde_json::Value>;
         share::unshare,
         message::list,
         message::get,
+        part::delete,
+        part::update,
         message::prompt,
         message::prompt_async,
         message::command,

@@ -10,12 +10,13 @@ use std::sync::{Arc, Mutex};
 
 use actix::prelude::*;
 use taskforce_agents::id::SessionId;
-use taskforce_agents::model::Session;
+use taskforce_agents::model::{Part, Session};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::exclusive::{Job, run_job};
 use super::input::PromptInput;
+use super::part_edit::{PartEdit, run_part_edit};
 use super::relay::spawn_relay;
 use super::revert::{Undo, run_undo};
 use super::run::run_loops;
@@ -398,6 +399,20 @@ impl Handler<Exclusive> for SessionActor {
     fn handle(&mut self, msg: Exclusive, ctx: &mut Self::Context) -> Self::Result {
         let (core, id, state) = (self.core.clone(), self.id.clone(), self.state.clone());
         self.exclusive(ctx, |token| run_job(core, id, state, token, msg.0))
+    }
+}
+
+/// Remove or replace a stored part. Fails with `Busy` while the loop runs.
+#[derive(Message)]
+#[rtype(result = "Result<oneshot::Receiver<Result<Option<Part>, RuntimeError>>, RuntimeError>")]
+pub(crate) struct EditPart(pub PartEdit);
+
+impl Handler<EditPart> for SessionActor {
+    type Result = Result<oneshot::Receiver<Result<Option<Part>, RuntimeError>>, RuntimeError>;
+
+    fn handle(&mut self, msg: EditPart, ctx: &mut Self::Context) -> Self::Result {
+        let (core, id, state) = (self.core.clone(), self.id.clone(), self.state.clone());
+        self.exclusive(ctx, |_| run_part_edit(core, id, state, msg.0))
     }
 }
 

@@ -10,6 +10,7 @@ mod history;
 mod host;
 mod input;
 mod part;
+mod part_edit;
 mod processor;
 mod recover;
 mod relay;
@@ -33,13 +34,14 @@ pub use shell::ShellInput;
 pub use subtask::SUMMARIZE;
 
 pub(crate) use actor::{
-    AnswerBook, Cancel, Exclusive, IsBusy, Prompt, Seed, SessionActor, Shutdown, Subtask,
+    AnswerBook, Cancel, EditPart, Exclusive, IsBusy, Prompt, Seed, SessionActor, Shutdown, Subtask,
     SubtaskRun, UndoTurns,
 };
 pub(crate) use actor::{Reply, RunHandle};
 pub(crate) use environment::civil_from_days as civil_date;
 pub(crate) use exclusive::Job;
 pub(crate) use host::ask_origin;
+pub(crate) use part_edit::PartEdit;
 pub(crate) use recover::repair_dead_runs;
 pub(crate) use revert::{Undo, session_diff};
 pub(crate) use writer::Writer;

@@ -8,6 +8,7 @@ pub(crate) mod global;
 pub(crate) mod init;
 pub(crate) mod log;
 pub(crate) mod message;
+pub(crate) mod part;
 pub(crate) mod permission;
 pub(crate) mod project;
 pub(crate) mod provider;
@@ -21,7 +22,7 @@ pub(crate) mod tools;
 pub(crate) mod tui;
 
 use axum::Router;
-use axum::routing::{get, post, put};
+use axum::routing::{delete, get, post, put};
 
 use super::AppState;
 use super::error::ApiError;
@@ -115,6 +116,10 @@ pub(crate) fn all() -> Router<AppState> {
         .route(
             "/session/{sessionID}/message/{messageID}",
             get(message::get),
+        )
+        .route(
+            "/session/{sessionID}/message/{messageID}/part/{partID}",
+            delete(part::delete).patch(part::update),
         )
         .route("/session/{sessionID}/command", post(message::command))
         .route("/session/{sessionID}/shell", post(message::shell))

@@ -360,3 +360,49 @@ async fn an_unknown_model_is_400_before_anything_runs() {
     assert!(h.messages(&s).await.is_empty());
     assert!(h.fake.requests().is_empty());
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_stored_part_is_rewritten_or_removed_by_a_client() {
+    let h = harness().start(answers("the first answer")).await;
+    let session = h.session_id().await;
+    h.prompt(&session, "hello").await;
+    let messages = h.messages(&session).await;
+    let answer = messages.last().unwrap();
+    let message = answer["info"]["id"].as_str().unwrap().to_string();
+    let text = answer["parts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["type"] == "text")
+        .unwrap()
+        .clone();
+    let part = text["id"].as_str().unwrap().to_string();
+    let path = format!("/session/{session}/message/{message}/part/{part}");
+
+    let mut edited = text.clone();
+    edited["text"] = json!("an edited answer");
+    assert_eq!(h.patch(&path, edited.clone()).await.ok(), edited);
+    assert_eq!(
+        text_of(h.messages(&session).await.last().unwrap()),
+        "an edited answer"
+    );
+
+    let mut elsewhere = edited.clone();
+    elsewhere["id"] = json!("prt_0000000000000000000000000z");
+    let wrong = h.patch(&path, elsewhere).await.error(400, "BadRequest");
+    assert!(wrong.contains("not part"), "{wrong}");
+
+    assert_eq!(h.delete(&path).await.ok(), json!(true));
+    let after = h.messages(&session).await;
+    assert!(
+        after.last().unwrap()["parts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|p| p["id"] != json!(part))
+    );
+    let gone = h.delete(&path).await.error(400, "BadRequest");
+    assert!(gone.contains(&part), "{gone}");
+    let missing = format!("/session/{session}/message/msg_0000000000000000000000000z/part/{part}");
+    h.delete(&missing).await.error(404, "NotFoundError");
+}
