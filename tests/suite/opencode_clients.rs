@@ -6,6 +6,7 @@
 //! OpenCode runs with a home and XDG folders of its own inside the sandbox and needs no
 //! network: its fetch of the models.dev catalogue and its update check are switched off.
 
+mod reads;
 mod run;
 mod tui;
 
