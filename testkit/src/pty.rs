@@ -123,6 +123,8 @@ pub struct Pty {
     master: Box<dyn MasterPty + Send>,
     writer: Box<dyn Write + Send>,
     killer: Box<dyn ChildKiller + Send + Sync>,
+    /// The program's process id, to kill it when a hangup does not end it.
+    pid: Option<u32>,
     shared: Arc<Shared>,
     /// The thread waiting for the program to end.
     waiting: Option<JoinHandle<()>>,
@@ -174,6 +176,7 @@ impl Pty {
             .take_writer()
             .unwrap_or_else(|e| panic!("writing to the terminal: {e}"));
         let killer = child.clone_killer();
+        let pid = child.process_id();
         let shared = Arc::new(Shared {
             state: Mutex::new(State {
                 parser: vt100::Parser::new(non_zero(rows), non_zero(cols), 0),
@@ -206,6 +209,7 @@ impl Pty {
             master,
             writer,
             killer,
+            pid,
             shared,
             waiting: Some(waiting),
         }
@@ -280,22 +284,33 @@ impl Pty {
         &self,
         what: &str,
         patience: Duration,
-        mut check: impl FnMut(&State) -> Result<Option<T>, String>,
+        check: impl FnMut(&State) -> Result<Option<T>, String>,
     ) -> T {
+        match self.watch(patience, check) {
+            Ok(value) => value,
+            Err((why, screen)) => panic!("{what}: {why}; the screen:\n{}", frame(&screen)),
+        }
+    }
+
+    /// Waits until `check` answers a value, looking again on every change; answers why not
+    /// and the screen when `check` fails or has answered nothing within `patience`.
+    fn watch<T>(
+        &self,
+        patience: Duration,
+        mut check: impl FnMut(&State) -> Result<Option<T>, String>,
+    ) -> Result<T, (String, String)> {
         let deadline = Instant::now() + patience;
         let mut state = self.shared.lock();
         loop {
             let now = Instant::now();
             let why = match check(&state) {
-                Ok(Some(value)) => return value,
+                Ok(Some(value)) => return Ok(value),
                 Ok(None) if now < deadline => None,
                 Ok(None) => Some(format!("not within {patience:?}")),
                 Err(why) => Some(why),
             };
             if let Some(why) = why {
-                let screen = state.parser.screen().contents();
-                drop(state);
-                panic!("{what}: {why}; the screen:\n{}", frame(&screen));
+                return Err((why, state.parser.screen().contents()));
             }
             state = self
                 .shared
@@ -388,14 +403,39 @@ impl Pty {
     }
 }
 
+/// How long a program may take to end after the hangup [`Pty`]'s drop sends before it is killed.
+const HANGUP_GRACE: Duration = Duration::from_secs(5);
+
 impl Drop for Pty {
     fn drop(&mut self) {
         if self.shared.lock().exit.is_none() {
+            // A hangup, as a closing terminal sends (portable-pty's killer sends SIGHUP).
             let _ = self.killer.kill();
+            if !self.ended_within(HANGUP_GRACE) {
+                self.kill_for_good();
+            }
         }
         // The reader ends by itself once no process holds the program's side any more.
         if let Some(waiting) = self.waiting.take() {
             let _ = waiting.join();
+        }
+    }
+}
+
+impl Pty {
+    /// Waits up to `patience` for the program to end; answers whether it has.
+    fn ended_within(&self, patience: Duration) -> bool {
+        self.watch(patience, |state| Ok(state.exit.as_ref().map(|_| ())))
+            .is_ok()
+    }
+
+    /// Kills the program with SIGKILL (one that ignores the hangup would otherwise keep the
+    /// drop waiting for it forever).
+    fn kill_for_good(&self) {
+        #[cfg(unix)]
+        if let Some(pid) = self.pid.and_then(|pid| i32::try_from(pid).ok()) {
+            use nix::sys::signal::{Signal, kill};
+            let _ = kill(nix::unistd::Pid::from_raw(pid), Signal::SIGKILL);
         }
     }
 }
@@ -417,69 +457,4 @@ fn frame(screen: &str) -> String {
 }
 
 #[cfg(all(test, unix))]
-mod tests {
-    use super::*;
-
-    fn shell(script: &str) -> std::process::Command {
-        let mut cmd = std::process::Command::new("/bin/sh");
-        cmd.args(["-c", script]);
-        cmd.env("PATH", std::env::var("PATH").unwrap_or_default());
-        cmd
-    }
-
-    #[test]
-    fn the_screen_shows_what_the_program_writes_at_the_given_size() {
-        let mut pty = Pty::spawn(&shell("stty size; read line; echo \"got $line\""), 80, 24);
-        pty.wait_for_text("24 80");
-        pty.type_text("hello");
-        pty.key(Key::Enter);
-        pty.wait_for_text("got hello");
-        assert!(pty.ever_shown("hello"));
-        assert!(!pty.ever_shown("goodbye"));
-        let status = pty.wait_exit();
-        assert!(status.success(), "{status:?}");
-        pty.assert_restored();
-    }
-
-    #[test]
-    fn a_resize_reaches_the_program_and_the_screen() {
-        let mut pty = Pty::spawn(&shell("read a; stty size; read b"), 80, 24);
-        pty.resize(100, 30);
-        pty.key(Key::Enter);
-        pty.wait_for_text("30 100");
-        assert_eq!(pty.with_screen(|s| s.size()), (non_zero(30), non_zero(100)));
-        pty.key(Key::Enter);
-        assert!(pty.wait_exit().success());
-    }
-
-    #[test]
-    #[should_panic(expected = "the program left the alternate screen on")]
-    fn a_program_that_stays_on_the_alternate_screen_is_caught() {
-        let pty = Pty::spawn(&shell("printf '\\033[?1049hdrawn'"), 80, 24);
-        pty.wait_exit();
-        pty.assert_restored();
-    }
-
-    #[test]
-    #[should_panic(expected = "left the terminal in raw mode")]
-    fn a_program_that_leaves_raw_mode_on_is_caught() {
-        let pty = Pty::spawn(&shell("stty raw -echo"), 80, 24);
-        pty.wait_exit();
-        pty.assert_restored();
-    }
-
-    #[test]
-    #[should_panic(expected = "waiting until the screen shows \"never\": the program ended")]
-    fn a_wait_that_cannot_succeed_fails_with_the_screen() {
-        let pty = Pty::spawn(&shell("echo something else"), 80, 24);
-        pty.wait_for_text("never");
-    }
-
-    #[test]
-    fn keys_are_the_bytes_a_terminal_sends() {
-        assert_eq!(Key::Ctrl('x').bytes(), vec![0x18]);
-        assert_eq!(Key::Ctrl('C').bytes(), vec![0x03]);
-        assert_eq!(Key::Right.bytes(), b"\x1b[C");
-        assert_eq!(Key::Char('é').bytes(), "é".as_bytes());
-    }
-}
+mod tests;

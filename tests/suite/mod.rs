@@ -3,6 +3,7 @@ mod attach_cli;
 mod config_cli;
 mod crash_cli;
 mod openapi_doc;
+mod opencode_clients;
 mod output_cli;
 mod permission_cli;
 mod providers_cli;

@@ -64,10 +64,19 @@ impl SessionToolHost {
                 Some(tool_ref(ctx)),
                 ask,
                 &Layers::new(agent.permission.clone(), self.ruleset.callers().to_vec()),
-                || waiting(&self.core, ctx),
+                || self.waiting(ctx),
             )
             .await
             .map_err(ToolError::from)
+    }
+
+    /// Made just before an ask of the call goes out to a person: the call's running part is
+    /// queued for the store first (a call is otherwise stored only once it has run for a
+    /// while), so that a client reading the session after the ask finds the call it names
+    /// (OpenCode shows the ask's command from that call); then [`waiting`].
+    fn waiting(&self, ctx: &ToolContext) -> Option<Box<dyn Send>> {
+        self.core.store.queue_part(&self.part.lock());
+        waiting(&self.core, ctx)
     }
 }
 
@@ -143,7 +152,7 @@ impl ToolHost for SessionToolHost {
             Some(tool_ref(ctx)),
             ask,
             &self.ruleset,
-            || waiting(&self.core, ctx),
+            || self.waiting(ctx),
         );
         tokio::select! {
             r = asked => r,
