@@ -188,6 +188,11 @@ impl EventLog {
         Readers::join(&self.readers, sent)
     }
 
+    /// Whether any event stream is open.
+    pub fn streams_open(&self) -> bool {
+        !self.readers.none_open()
+    }
+
     /// Waits until every event up to `seq` is in the ring and every open stream has handed it
     /// to its connection, or `limit` passed (a client that stopped reading holds nobody up
     /// for longer). Answers whether all of them got there.

@@ -173,7 +173,6 @@ fn esc_twice_interrupts_a_running_turn_before_its_answer() {
 }
 
 #[test]
-#[ignore = "needs the revert route"]
 fn undo_in_the_tui_gives_a_rewritten_file_its_old_content_back() {
     let mut a = attach();
     let pty = &mut a.pty;
