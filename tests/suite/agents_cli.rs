@@ -68,7 +68,7 @@ fn list_json_has_opencode_fields_and_disabled_tools() {
     assert_eq!(reviewer["options"], serde_json::json!({}));
     assert_eq!(
         reviewer["disabledTools"],
-        serde_json::json!(["write", "edit"])
+        serde_json::json!(["write", "edit", "question"])
     );
     let rules = reviewer["permission"].as_array().unwrap();
     let glob = s

@@ -80,7 +80,7 @@ fn general_has_no_todos_and_explore_cannot_edit_or_delegate() {
     assert_eq!(decide(&r, "general", "task", "explore"), Allow);
     assert_eq!(
         r.get("general").unwrap().disabled_tools,
-        ["todowrite", "todoread"]
+        ["todowrite", "todoread", "question"]
     );
     assert_eq!(decide(&r, "explore", "edit", "x"), Deny);
     assert_eq!(decide(&r, "explore", "grep", "x"), Allow);
@@ -95,6 +95,7 @@ fn general_has_no_todos_and_explore_cannot_edit_or_delegate() {
             "task",
             "task_status",
             "task_cancel",
+            "question",
             "skill"
         ]
     );
@@ -267,6 +268,7 @@ fn claude_tools_allow_only_those_tools() {
             "task",
             "task_status",
             "task_cancel",
+            "question",
             "skill"
         ]
     );
