@@ -1,7 +1,7 @@
 //! taskforce-agents: what an agent is and can do.
 //!
 //! The lowest layer of taskforce. It holds the domain model (sessions, messages, parts), the
-//! permission engine, the agent registry, slash-command definitions and the layered
+//! permission engine, the agent registry, skills, slash-command definitions and the layered
 //! configuration. It runs no actors and owns no I/O loops; the `actors` crate builds on it.
 
 pub mod agent;
@@ -15,4 +15,5 @@ pub mod model;
 pub mod permission;
 pub mod provider;
 pub mod question;
+pub mod skill;
 pub mod tool;

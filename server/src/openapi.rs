@@ -7,7 +7,7 @@ use utoipa::OpenApi;
 
 use super::routes::{
     file, find, global, init, log, message, part, permission, project, provider, question, revert,
-    search, services, session, share, tools, tui,
+    search, services, session, share, skill, tools, tui,
 };
 
 /// The error shape of every failing route: `{name, data: {message}}`.
@@ -50,6 +50,7 @@ pub type Object = serde_json::Map<String, serde_json::Value>;
         global::events,
         global::agents,
         global::commands,
+        skill::list,
         global::config,
         provider::config_providers,
         provider::list,

@@ -2,6 +2,7 @@
 
 use clap::Subcommand;
 use taskforce_agents::agent::AgentInfo;
+use taskforce_agents::permission::Action;
 
 use super::output::{out, outln};
 use super::{Context, UsageError};
@@ -158,6 +159,7 @@ fn show_text(context: &Context, agent: &AgentInfo) -> String {
         agent.disabled_tools.join(", ")
     };
     out.push_str(&format!("tools hidden from the model: {hidden_tools}\n"));
+    out.push_str(&skills_line(context, agent));
     out.push_str("permission (evaluated bottom-up: the last matching rule wins):\n");
     let pw = agent
         .permission
@@ -188,6 +190,34 @@ fn show_text(context: &Context, agent: &AgentInfo) -> String {
         }
     }
     out
+}
+
+/// The skills the agent may load with the skill tool, and those its rules deny.
+fn skills_line(context: &Context, agent: &AgentInfo) -> String {
+    let skills = context.registry.skills();
+    if skills.is_empty() {
+        return "skills: none found\n".into();
+    }
+    if agent.disabled_tools.iter().any(|t| t == "skill") {
+        return "skills: none (the skill tool is hidden from the model)\n".into();
+    }
+    let (denied, offered): (Vec<&str>, Vec<&str>) = skills
+        .list()
+        .map(|s| s.name.as_str())
+        .partition(|name| agent.evaluate("skill", name).action == Action::Deny);
+    let mut line = format!(
+        "skills: {}",
+        if offered.is_empty() {
+            "none".to_string()
+        } else {
+            offered.join(", ")
+        }
+    );
+    if !denied.is_empty() {
+        line.push_str(&format!(" (denied: {})", denied.join(", ")));
+    }
+    line.push('\n');
+    line
 }
 
 /// The first line of `text`, cut to `max` characters with an ellipsis.

@@ -98,6 +98,7 @@ impl Context {
         let mut options = taskforce_actors::RuntimeOptions::new(self.loaded.clone());
         options.env = self.env.clone();
         options.deliver_background = deliver_background;
+        options.skills = Some(self.registry.skills().clone());
         system.block_on(async move {
             let runtime = taskforce_actors::Runtime::start(options)
                 .await

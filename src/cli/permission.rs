@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use taskforce_agents::agent::AgentInfo;
 use taskforce_agents::permission::bash::{self, PartDecision};
 use taskforce_agents::permission::{Action, Rule, permission_for_tool};
+use taskforce_agents::skill::SKILL_PERMISSION;
 
 use super::Context;
 use super::output::outln;
@@ -17,9 +18,9 @@ use super::output::outln;
 pub enum PermissionCommand {
     /// Show the decision for PERMISSION and PATTERN, and the rule that made it.
     Explain {
-        /// The permission (`bash`, `edit`, `read`, `task`…) or a tool id such as `write`.
+        /// The permission (`bash`, `edit`, `read`, `task`, `skill`…) or a tool id such as `write`.
         permission: String,
-        /// The value asked about: a command line, a path, an agent name.
+        /// The value asked about: a command line, a path, an agent or skill name.
         pattern: String,
         /// The agent whose rules decide (default: the default agent).
         #[arg(long)]
@@ -63,7 +64,25 @@ pub fn run(context: &Context, command: PermissionCommand) -> anyhow::Result<()> 
         None => outln!("  no rule matches `{asked}` {pattern:?}; `ask` is the default")?,
     }
     print_hidden(agent, &permission)?;
+    if asked == SKILL_PERMISSION {
+        print_unknown_skill(context, &pattern)?;
+    }
     Ok(())
+}
+
+/// Says so when no skill is called `name` (the decision holds for one made later).
+fn print_unknown_skill(context: &Context, name: &str) -> std::io::Result<()> {
+    let skills = context.registry.skills();
+    if skills.get(name).is_some() {
+        return Ok(());
+    }
+    let known: Vec<&str> = skills.list().map(|s| s.name.as_str()).collect();
+    let known = if known.is_empty() {
+        "none were found".to_string()
+    } else {
+        format!("found: {}", known.join(", "))
+    };
+    outln!("  no skill is called {name:?} ({known})")
 }
 
 /// Explains a bash command line part by part; the strictest part decides.

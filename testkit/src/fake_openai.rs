@@ -81,6 +81,21 @@ impl RecordedRequest {
             .unwrap_or_default()
     }
 
+    /// The description of the offered tool `name` (OpenAI's `function.description`, or
+    /// Anthropic's `description`).
+    pub fn tool_description(&self, name: &str) -> Option<&str> {
+        self.body["tools"].as_array()?.iter().find_map(|t| {
+            let function = if t["function"].is_object() {
+                &t["function"]
+            } else {
+                t
+            };
+            (function["name"] == name)
+                .then(|| function["description"].as_str())
+                .flatten()
+        })
+    }
+
     /// Whether the raw body contains `needle` (handy to answer by prompt).
     pub fn contains(&self, needle: &str) -> bool {
         self.raw_body.contains(needle)

@@ -21,6 +21,12 @@ pub fn bash(command: &str) -> Response {
     Response::tool_calls(&[("call_bash", "bash", &args)])
 }
 
+/// A call of the `skill` tool loading the skill called `name`.
+pub fn skill(name: &str) -> Response {
+    let args = json!({ "name": name }).to_string();
+    Response::tool_calls(&[("call_skill", "skill", &args)])
+}
+
 /// A fake model that answers a user turn with `call` (a tool call) and any later turn (the
 /// tool's result) with the text `answer`.
 pub fn call_then(

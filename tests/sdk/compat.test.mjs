@@ -79,6 +79,12 @@ test("the v2 client drives a subagent flow with a child's permission ask, then a
     assert.ok(agents.some((a) => a.name === "general"), "the general subagent is listed");
     const commands = ok(await client.command.list(), "command.list");
     assert.ok(commands.some((c) => c.name === "review"), "the built-in review command is listed");
+    const skills = ok(await client.app.skills(), "app.skills");
+    assert.deepEqual(
+      skills.map((s) => [s.name, s.description, s.content]),
+      [["sdk-check", "Checks the SDK", "Run the checks."]],
+    );
+    assert.match(skills[0].location, /\.taskforce\/skills\/sdk-check\/SKILL\.md$/);
 
     // A root session delegates; the child's bash call needs approval.
     const root = ok(await client.session.create({ title: "sdk compat" }), "session.create");

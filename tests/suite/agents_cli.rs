@@ -68,7 +68,7 @@ fn list_json_has_opencode_fields_and_disabled_tools() {
     assert_eq!(reviewer["options"], serde_json::json!({}));
     assert_eq!(
         reviewer["disabledTools"],
-        serde_json::json!(["write", "edit"])
+        serde_json::json!(["write", "edit", "question"])
     );
     let rules = reviewer["permission"].as_array().unwrap();
     let glob = s
@@ -244,4 +244,61 @@ async fn create_writes_the_agent_the_model_designed() {
         "Use this agent when a release needs notes."
     );
     assert_eq!(sandbox.run(&["agents", "create", " "]).status, 2);
+}
+
+#[test]
+fn show_lists_the_skills_an_agent_may_load() {
+    let s = Sandbox::new();
+    let text = s.ok(&["agents", "show", "build"]).stdout;
+    assert!(text.contains("\nskills: none found\n"), "{text}");
+    s.file(
+        ".taskforce/skills/release/SKILL.md",
+        "---\nname: release\ndescription: Cut a release\n---\nSteps.\n",
+    );
+    s.home_file(
+        ".claude/skills/internal-db/SKILL.md",
+        "---\nname: internal-db\ndescription: Poke the database\n---\nSteps.\n",
+    );
+    let text = s.ok(&["agents", "show", "explore"]).stdout;
+    assert!(
+        text.contains("\nskills: none (the skill tool is hidden from the model)\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains(", skill\n"),
+        "the skill tool is among the hidden: {text}"
+    );
+    s.file(
+        "taskforce.toml",
+        "[permission.skill]\n\"internal-*\" = \"deny\"\n",
+    );
+    let text = s.ok(&["agents", "show", "build"]).stdout;
+    assert!(
+        text.contains("\nskills: release (denied: internal-db)\n"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_broken_skill_is_reported_on_stderr_and_skipped() {
+    let s = Sandbox::new();
+    let broken = s.file(
+        ".claude/skills/broken/SKILL.md",
+        "---\ndescription: d\n---\n",
+    );
+    let out = s.ok(&["agents", "show", "build"]);
+    assert!(
+        out.stdout.contains("\nskills: none found\n"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stderr.contains(&format!(
+            "{}: the frontmatter has no `name`; the skill is skipped",
+            broken.display()
+        )),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.stderr.matches("skipped").count(), 1, "{}", out.stderr);
 }

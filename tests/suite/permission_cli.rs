@@ -157,3 +157,46 @@ fn explain_bash_checks_every_command_a_line_runs() {
     );
     assert!(text.contains("rule #"), "{text}");
 }
+
+#[test]
+fn explain_decides_skills_by_name_and_says_when_none_has_it() {
+    let s = Sandbox::new();
+    s.file(
+        ".taskforce/skills/internal-db/SKILL.md",
+        "---\nname: internal-db\ndescription: Poke the database\n---\nSteps.\n",
+    );
+    s.file(
+        "taskforce.toml",
+        "[permission.skill]\n\"internal-*\" = \"deny\"\n",
+    );
+    let text = s
+        .ok(&["permission", "explain", "skill", "internal-db"])
+        .stdout;
+    assert!(text.starts_with("deny\n"), "{text}");
+    assert!(text.contains("rule #"), "{text}");
+    assert!(text.contains("skill \"internal-*\" → deny"), "{text}");
+    assert!(!text.contains("no skill is called"), "{text}");
+    let text = s.ok(&["permission", "explain", "skill", "release"]).stdout;
+    assert!(text.starts_with("allow\n"), "{text}");
+    assert!(
+        text.contains("no skill is called \"release\" (found: internal-db)"),
+        "{text}"
+    );
+    // Without rules of its own for `skill`, explore's deny-all hides the tool.
+    s.file("taskforce.toml", "");
+    let text = s
+        .ok(&[
+            "permission",
+            "explain",
+            "skill",
+            "release",
+            "--agent",
+            "explore",
+        ])
+        .stdout;
+    assert!(text.starts_with("deny\n"), "{text}");
+    assert!(
+        text.contains("the skill tool is hidden from this agent's model"),
+        "{text}"
+    );
+}

@@ -76,6 +76,13 @@ async fn opencode_sdk_v2_drives_a_subagent_flow_against_taskforce_serve() {
         ),
     )
     .unwrap();
+    let skill = project.join(".taskforce/skills/sdk-check/SKILL.md");
+    std::fs::create_dir_all(skill.parent().unwrap()).unwrap();
+    std::fs::write(
+        &skill,
+        "---\nname: sdk-check\ndescription: Checks the SDK\n---\nRun the checks.\n",
+    )
+    .unwrap();
     let mut child = Command::new(env!("CARGO_BIN_EXE_taskforce"))
         .args(["serve", "--port", "0", "--data-dir"])
         .arg(dir.path().join("data"))

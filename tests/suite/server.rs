@@ -10,6 +10,7 @@ mod permissions;
 mod questions;
 mod secrets;
 mod sessions;
+mod skills;
 mod sse;
 mod streaming;
 mod tui_control;

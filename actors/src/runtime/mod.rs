@@ -29,6 +29,7 @@ use taskforce_agents::config::{Config, LoadedConfig};
 use taskforce_agents::id::{PermissionId, SessionId};
 use taskforce_agents::model::Session;
 use taskforce_agents::provider::Providers;
+use taskforce_agents::skill::Skills;
 use taskforce_agents::tool::builtin_tools;
 
 pub use crate::owner::LockError;
@@ -75,7 +76,8 @@ impl Runtime {
     ) -> Result<Runtime, RuntimeError> {
         let LoadedConfig { config, paths, .. } = options.loaded;
         let config_for_commands = config.clone();
-        let registry = Registry::new(&config, &paths)?;
+        let skills = options.skills.unwrap_or_else(|| Skills::discover(&paths));
+        let registry = Registry::with_skills(&config, &paths, skills)?;
         let providers = Providers::new(&config, &options.env)?;
         let bus = BusHandle::start(options.bus_capacity);
         let project_id = paths.project_root.display().to_string();

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use taskforce_agents::config::LoadedConfig;
+use taskforce_agents::skill::Skills;
 
 /// How to start a runtime.
 #[derive(Debug, Clone)]
@@ -30,6 +31,9 @@ pub struct RuntimeOptions {
     /// children a dead runtime left running as interrupted); a delivery may start a parent turn.
     /// Off for short-lived tools that only read or manage sessions.
     pub deliver_background: bool,
+    /// The skills, when the caller already found them (so that their warnings are logged
+    /// once); `None` looks for them in the configuration's folders.
+    pub skills: Option<Skills>,
 }
 
 impl RuntimeOptions {
@@ -44,6 +48,7 @@ impl RuntimeOptions {
             bus_capacity: 4096,
             retry_base: Duration::from_secs(2),
             deliver_background: true,
+            skills: None,
         }
     }
 }

@@ -19,7 +19,7 @@ use tokio::task::JoinHandle;
 use super::runtime::{Env, child_id_in, tool_parts};
 
 /// A primary agent (not the default one) whose own rules deny or ask for something.
-fn guarded(permission: &str) -> String {
+pub(super) fn guarded(permission: &str) -> String {
     format!(
         "[agent.guarded]\nmode = \"primary\"\ndescription = \"A restricted primary\"\npermission = {permission}\n"
     )
@@ -86,7 +86,7 @@ pub(super) async fn finished(
 }
 
 /// Prompts a new root session as `guarded` and waits for its answer.
-async fn run_root(rt: &Runtime) -> SessionId {
+pub(super) async fn run_root(rt: &Runtime) -> SessionId {
     let root = rt.create_session(None, None).await.unwrap();
     finished(go(
         rt,
@@ -98,7 +98,7 @@ async fn run_root(rt: &Runtime) -> SessionId {
 }
 
 /// The session `depth` levels below `root` (first children all the way).
-async fn descendant(rt: &Runtime, root: &SessionId, depth: usize) -> SessionId {
+pub(super) async fn descendant(rt: &Runtime, root: &SessionId, depth: usize) -> SessionId {
     let mut id = root.clone();
     for _ in 0..depth {
         id = rt.children(&id).await.unwrap().remove(0).id;
@@ -107,7 +107,7 @@ async fn descendant(rt: &Runtime, root: &SessionId, depth: usize) -> SessionId {
 }
 
 /// The error of `session`'s call of `tool`.
-async fn tool_error(rt: &Runtime, session: &SessionId, tool: &str) -> String {
+pub(super) async fn tool_error(rt: &Runtime, session: &SessionId, tool: &str) -> String {
     let parts = tool_parts(rt, session).await;
     let state = parts
         .iter()
@@ -143,7 +143,7 @@ fn assert_hidden_below_root(fake: &FakeOpenAi, error: &str, tool: &str) {
     );
 }
 
-fn assert_denied(error: &str, permission: &str) {
+pub(super) fn assert_denied(error: &str, permission: &str) {
     assert!(
         error.contains("prevents you from using this specific tool call"),
         "{error}"

@@ -14,6 +14,7 @@ mod permissions;
 mod questions;
 mod retries;
 mod runtime;
+mod skills;
 mod store;
 mod streaming;
 mod subagent_limits;

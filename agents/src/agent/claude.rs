@@ -8,7 +8,7 @@
 //!   for each listed tool — those tools allowed, every other tool denied. Claude's tool names
 //!   map to ours: Read→read, Write/Edit/MultiEdit/NotebookEdit→edit, Glob→glob, Grep→grep,
 //!   LS→list, Bash/BashOutput/KillShell→bash, TodoWrite→todowrite, Task/Agent→task,
-//!   WebFetch→webfetch, WebSearch→websearch; other names (MCP tools) are kept as written.
+//!   WebFetch→webfetch, WebSearch→websearch, Skill→skill; other names (MCP tools) are kept as written.
 //!   Without `tools` the agent keeps every tool its defaults allow;
 //! - `disallowedTools` → `deny` for each listed tool, after the allows;
 //! - `model`: `inherit` (or absent) → no model of its own, so it runs on the caller's model;
@@ -192,6 +192,7 @@ fn map_tool(name: &str) -> String {
         "Task" | "Agent" => "task",
         "WebFetch" => "webfetch",
         "WebSearch" => "websearch",
+        "Skill" => "skill",
         other => other,
     }
     .to_string()
@@ -209,7 +210,7 @@ mod tests {
     #[test]
     fn tools_become_allow_list_over_deny_all() {
         let f = front(
-            "---\nname: code-reviewer\ndescription: Reviews\ntools: Read, Grep, Glob, Bash, Write, Edit\nmodel: inherit\n---\nYou review.",
+            "---\nname: code-reviewer\ndescription: Reviews\ntools: Read, Grep, Glob, Bash, Write, Edit, Skill\nmodel: inherit\n---\nYou review.",
         );
         let a = from_claude(&f, "file", &IndexMap::new()).unwrap();
         assert_eq!(a.name, "code-reviewer");
@@ -217,7 +218,7 @@ mod tests {
             Value::Object(a.config),
             json!({"mode": "subagent", "description": "Reviews", "prompt": "You review.",
                    "permission": {"*": "deny", "read": "allow", "grep": "allow", "glob": "allow",
-                                  "bash": "allow", "edit": "allow"}})
+                                  "bash": "allow", "edit": "allow", "skill": "allow"}})
         );
         assert!(a.warnings.is_empty());
     }

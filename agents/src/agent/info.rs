@@ -72,6 +72,8 @@ fn is_false(b: &bool) -> bool {
 pub enum RuleOrigin {
     /// The defaults every agent starts from.
     Defaults,
+    /// The rules letting every agent read the skills' folders.
+    Skills,
     /// The built-in definition of this agent.
     Builtin,
     /// The global `[permission]` config (and the legacy global `tools` map).
@@ -87,6 +89,7 @@ impl RuleOrigin {
     pub fn describe(&self) -> &'static str {
         match self {
             RuleOrigin::Defaults => "taskforce's defaults for every agent",
+            RuleOrigin::Skills => "taskforce's rule letting agents read the skills' folders",
             RuleOrigin::Builtin => "the built-in definition of this agent",
             RuleOrigin::GlobalConfig => "the global [permission] config",
             RuleOrigin::AgentConfig => "this agent's own config",

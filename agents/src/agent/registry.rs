@@ -1,7 +1,7 @@
 //! The agent registry: built-ins, then config and markdown agents, resolved into AgentInfo.
 //!
-//! Each agent's ruleset is, in order: the shared defaults, the built-in agent's own rules, the
-//! global `[permission]` rules, the agent's own config rules, and finally (unless the user denied
+//! Each agent's ruleset is, in order: the shared defaults, the rules letting agents read the
+//! skills' folders, the built-in agent's own rules, the global `[permission]` rules, the agent's own config rules, and finally (unless the user denied
 //! it explicitly) the rule that keeps truncated tool output readable. The last match wins, so
 //! the agent's own config beats the global config, which beats the built-in definition.
 
@@ -18,21 +18,34 @@ use super::{
 };
 use crate::config::{Config, Paths, merge_json};
 use crate::permission::{self, Action, Rule, Ruleset, from_config};
+use crate::skill::Skills;
 use crate::tool::BUILTIN_TOOLS;
 
-/// Every agent of a configuration, and which one is the default.
+/// Every agent of a configuration, which one is the default, and the skills they may load.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Registry {
     /// Shared, so that a session step holds its agent without copying it.
     agents: IndexMap<String, Arc<AgentInfo>>,
     default: String,
+    skills: Arc<Skills>,
 }
 
 impl Registry {
-    /// Resolves every agent of `config`; fails when `default_agent` cannot be the default.
+    /// Resolves every agent of `config`, with the skills found in `paths`' folders; fails when
+    /// `default_agent` cannot be the default.
     pub fn new(config: &Config, paths: &Paths) -> Result<Registry, AgentError> {
+        Registry::with_skills(config, paths, Skills::discover(paths))
+    }
+
+    /// Resolves every agent of `config` with these skills.
+    pub fn with_skills(
+        config: &Config,
+        paths: &Paths,
+        skills: Skills,
+    ) -> Result<Registry, AgentError> {
         let home = paths.home.as_deref();
         let defaults = default_rules(&paths.data_dir);
+        let skill_dirs = skill_dir_rules(&skills);
         let user = legacy_then_explicit(config.tools.as_ref(), config.permission.as_ref())
             .map(|p| from_config(&p, home))
             .unwrap_or_default();
@@ -48,6 +61,7 @@ impl Registry {
             let mut info = AgentInfo::new(name.clone(), true);
             apply_fields(&mut info, builtin);
             push_rules(&mut info, &defaults, RuleOrigin::Defaults);
+            push_rules(&mut info, &skill_dirs, RuleOrigin::Skills);
             push_rules(&mut info, &own, RuleOrigin::Builtin);
             push_rules(&mut info, &user, RuleOrigin::GlobalConfig);
             agents.insert(name.clone(), info);
@@ -60,7 +74,7 @@ impl Registry {
             }
             let info = agents
                 .entry(name.clone())
-                .or_insert_with(|| custom(name, &defaults, &user));
+                .or_insert_with(|| custom(name, &defaults, &skill_dirs, &user));
             apply_fields(info, agent);
             if let Some(p) = agent.effective_permission() {
                 push_rules(info, &from_config(&p, home), RuleOrigin::AgentConfig);
@@ -91,7 +105,16 @@ impl Registry {
             .into_iter()
             .map(|(name, info)| (name, Arc::new(info)))
             .collect();
-        Ok(Registry { agents, default })
+        Ok(Registry {
+            agents,
+            default,
+            skills: Arc::new(skills),
+        })
+    }
+
+    /// Every skill found (the `skill` tool tells each agent about those its rules allow).
+    pub fn skills(&self) -> &Skills {
+        &self.skills
     }
 
     /// The agent called `name`, if any.
@@ -145,10 +168,12 @@ impl Registry {
     }
 }
 
-/// A custom agent before its config applies: mode `all`, not native, defaults + global rules.
-fn custom(name: &str, defaults: &Ruleset, user: &Ruleset) -> AgentInfo {
+/// A custom agent before its config applies: mode `all`, not native, defaults (with the skill
+/// folders) + global rules.
+fn custom(name: &str, defaults: &Ruleset, skill_dirs: &Ruleset, user: &Ruleset) -> AgentInfo {
     let mut info = AgentInfo::new(name, false);
     push_rules(&mut info, defaults, RuleOrigin::Defaults);
+    push_rules(&mut info, skill_dirs, RuleOrigin::Skills);
     push_rules(&mut info, user, RuleOrigin::GlobalConfig);
     info
 }
@@ -196,6 +221,17 @@ fn push_rules(info: &mut AgentInfo, rules: &[Rule], origin: RuleOrigin) {
     info.permission.extend_from_slice(rules);
     info.origins
         .extend(std::iter::repeat_n(origin, rules.len()));
+}
+
+/// `external_directory` allows for every skill's folder (both forms), so that an agent reads a
+/// skill's files without being asked, as OpenCode allows them.
+fn skill_dir_rules(skills: &Skills) -> Ruleset {
+    skills
+        .dirs()
+        .iter()
+        .flat_map(|dir| both_forms(dir))
+        .map(|glob| Rule::new("external_directory", glob, Action::Allow))
+        .collect()
 }
 
 /// Built-in rules that depend on the data directory.

@@ -20,6 +20,7 @@ mod read;
 pub mod redact;
 mod registry;
 mod run;
+mod skill;
 mod task;
 mod task_child;
 mod task_parallel;
@@ -47,6 +48,7 @@ pub use question::QuestionTool;
 pub use read::{ReadTool, looks_binary};
 pub use registry::{builtin_tools, find_tool, tool};
 pub use run::{ToolArgs, resolve_tool_name, run_tool};
+pub use skill::SkillTool;
 pub use task::TaskTool;
 pub use task_child::TaskChildTool;
 pub use todo::{TodoReadTool, TodoWriteTool};
@@ -74,6 +76,7 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "task_status",
     "task_cancel",
     "question",
+    "skill",
 ];
 
 /// What a successful tool call returns.

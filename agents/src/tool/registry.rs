@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use super::{
     BUILTIN_TOOLS, BashTool, EditTool, GlobTool, GrepTool, ListTool, QuestionTool, ReadTool,
-    TaskChildTool, TaskTool, TodoReadTool, TodoWriteTool, Tool, WriteTool,
+    SkillTool, TaskChildTool, TaskTool, TodoReadTool, TodoWriteTool, Tool, WriteTool,
 };
 
 /// Every built-in tool, in [`BUILTIN_TOOLS`] order.
@@ -28,6 +28,7 @@ pub fn tool(id: &str) -> Option<Arc<dyn Tool>> {
         "task_status" => Arc::new(TaskChildTool::STATUS),
         "task_cancel" => Arc::new(TaskChildTool::CANCEL),
         "question" => Arc::new(QuestionTool),
+        "skill" => Arc::new(SkillTool),
         _ => return None,
     };
     Some(tool)

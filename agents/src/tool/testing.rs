@@ -65,6 +65,19 @@ impl ToolHost for TestHost {
     }
 }
 
+/// The folders of a project at `root` with data in `data`, and no home.
+fn paths_of(root: &std::path::Path, data: &std::path::Path) -> Paths {
+    Paths {
+        cwd: root.to_path_buf(),
+        project_root: root.to_path_buf(),
+        project_dirs: vec![root.to_path_buf()],
+        home: None,
+        xdg_config: None,
+        global_config_dir: None,
+        data_dir: data.to_path_buf(),
+    }
+}
+
 /// A temporary project (`<tmp>/project`) and data directory (`<tmp>/data`).
 pub(crate) struct Project {
     _dir: tempfile::TempDir,
@@ -88,15 +101,7 @@ impl Project {
         let data = base.join("data");
         std::fs::create_dir_all(&root).unwrap();
         std::fs::create_dir_all(&data).unwrap();
-        let paths = Paths {
-            cwd: root.clone(),
-            project_root: root.clone(),
-            project_dirs: vec![root.clone()],
-            home: None,
-            xdg_config: None,
-            global_config_dir: None,
-            data_dir: data.clone(),
-        };
+        let paths = paths_of(&root, &data);
         let registry = Arc::new(Registry::new(&Config::default(), &paths).unwrap());
         Project {
             _dir: dir,
@@ -118,6 +123,12 @@ impl Project {
         }
         std::fs::write(&path, text).unwrap();
         path
+    }
+
+    /// Builds the registry again (to find the skills written since).
+    pub fn reload_registry(&mut self) {
+        let paths = paths_of(&self.root, &self.data);
+        self.registry = Arc::new(Registry::new(&Config::default(), &paths).unwrap());
     }
 
     /// A folder beside the project (`<tmp>/outside`), created on first use.

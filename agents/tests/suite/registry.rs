@@ -80,7 +80,7 @@ fn general_has_no_todos_and_explore_cannot_edit_or_delegate() {
     assert_eq!(decide(&r, "general", "task", "explore"), Allow);
     assert_eq!(
         r.get("general").unwrap().disabled_tools,
-        ["todowrite", "todoread"]
+        ["todowrite", "todoread", "question"]
     );
     assert_eq!(decide(&r, "explore", "edit", "x"), Deny);
     assert_eq!(decide(&r, "explore", "grep", "x"), Allow);
@@ -94,7 +94,9 @@ fn general_has_no_todos_and_explore_cannot_edit_or_delegate() {
             "todoread",
             "task",
             "task_status",
-            "task_cancel"
+            "task_cancel",
+            "question",
+            "skill"
         ]
     );
 }
@@ -265,7 +267,9 @@ fn claude_tools_allow_only_those_tools() {
             "todoread",
             "task",
             "task_status",
-            "task_cancel"
+            "task_cancel",
+            "question",
+            "skill"
         ]
     );
 }
@@ -379,4 +383,65 @@ fn agent_json_matches_opencode_shape() {
     assert!(v["disabledTools"].is_array());
     assert!(v.get("origins").is_none());
     assert!(v.get("temperature").is_none());
+}
+
+#[test]
+fn skills_are_found_with_the_registry_and_their_folders_are_readable_by_agents() {
+    let f = Fixture::new();
+    let global = f.home_file(
+        ".config/taskforce/skills/notes/SKILL.md",
+        "---\nname: notes\ndescription: Keep notes\n---\nWrite them down.",
+    );
+    f.project_file(
+        ".claude/skills/review/SKILL.md",
+        "---\nname: review\ndescription: Review code\n---\nLook closely.",
+    );
+    f.project_file(
+        "taskforce.toml",
+        "[agent.helper]\ndescription = \"A custom agent\"\n\n[permission.skill]\n\"rev*\" = \"deny\"\n",
+    );
+    let r = f.registry();
+    let names: Vec<&str> = r.skills().list().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["notes", "review"]);
+    assert_eq!(r.skills().get("notes").unwrap().location, global);
+    let inside = global.parent().unwrap().join("scripts/run.sh");
+    for agent in ["build", "plan", "helper"] {
+        assert_eq!(
+            decide(
+                &r,
+                agent,
+                "external_directory",
+                &inside.display().to_string()
+            ),
+            Allow,
+            "{agent}"
+        );
+        let info = r.get(agent).unwrap();
+        let rule = info
+            .evaluate("external_directory", &inside.display().to_string())
+            .rule
+            .unwrap();
+        let index = info.index_of(rule).unwrap();
+        assert_eq!(info.origin_of(index), Some(&RuleOrigin::Skills), "{agent}");
+    }
+    // A folder beside the skill's is still asked about.
+    let beside = global.parent().unwrap().with_file_name("other/x");
+    assert_eq!(
+        decide(
+            &r,
+            "build",
+            "external_directory",
+            &beside.display().to_string()
+        ),
+        Ask
+    );
+    // The global [permission] rules decide which skills each agent may load.
+    assert_eq!(decide(&r, "build", "skill", "review"), Deny);
+    assert_eq!(decide(&r, "helper", "skill", "notes"), Allow);
+    let available: Vec<&str> = r
+        .skills()
+        .available(&r.get("build").unwrap().permission)
+        .map(|s| s.name.as_str())
+        .collect();
+    assert_eq!(available, ["notes"]);
 }

@@ -18,6 +18,7 @@ pub(crate) mod search;
 pub(crate) mod services;
 pub(crate) mod session;
 pub(crate) mod share;
+pub(crate) mod skill;
 pub(crate) mod tools;
 pub(crate) mod tui;
 
@@ -36,6 +37,7 @@ pub(crate) fn all() -> Router<AppState> {
         .route("/event", get(global::events))
         .route("/agent", get(global::agents))
         .route("/command", get(global::commands))
+        .route("/skill", get(skill::list))
         .route("/config", get(global::config))
         .route("/config/providers", get(provider::config_providers))
         .route("/provider", get(provider::list))
