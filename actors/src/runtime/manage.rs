@@ -96,6 +96,8 @@ impl Runtime {
             session.time.archived = Some(archived);
         }
         self.core.store.put_session(&session).await?;
+        // As stored: a newer time.updated written meanwhile stays.
+        let session = self.core.store.session(id).await?.unwrap_or(session);
         self.core.bus.publish(Event::SessionUpdated {
             info: Box::new(session.clone()),
         });

@@ -299,6 +299,8 @@ async fn change(
     };
     edit(&mut session);
     core.store.put_session(&session).await?;
+    // As stored: a newer time.updated written meanwhile stays.
+    let session = core.store.session(id).await?.unwrap_or(session);
     lock(state).session = Some(Arc::new(session.clone()));
     core.bus.publish(Event::SessionUpdated {
         info: Box::new(session.clone()),

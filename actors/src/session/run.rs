@@ -173,8 +173,6 @@ async fn run_loop(
             }
         }
     }
-    core.toucher
-        .touch(&session.id, taskforce_agents::id::now_ms());
     if patch_count(&messages) != patches {
         publish_session_diff(core.clone(), session.clone(), messages.clone());
     }
@@ -191,6 +189,10 @@ async fn run_loop(
         core.broker.drop_session(&id);
         core.questions.drop_session(&id);
     }
+    // The turn's end moves the session's time before anyone hears of the end.
+    core.toucher
+        .touch_and_wait(&session.id, taskforce_agents::id::now_ms())
+        .await;
     // Idle goes out before the waiters hear: a follower of this session's events has seen all
     // of them once it sees the idle.
     writer.status(&session, SessionStatus::Idle);

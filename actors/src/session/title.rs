@@ -178,8 +178,10 @@ async fn store_title(
     }
     session.title = title;
     core.store.put_session(&session).await?;
+    // As stored: a newer time.updated written meanwhile stays.
+    let stored = core.store.session(id).await?.unwrap_or(session);
     core.bus.publish(Event::SessionUpdated {
-        info: Box::new(session),
+        info: Box::new(stored),
     });
     Ok(())
 }

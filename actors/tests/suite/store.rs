@@ -1171,7 +1171,7 @@ async fn a_background_record_is_taken_over_by_one_claim_only() {
 }
 
 #[tokio::test]
-async fn touching_a_session_moves_its_update_time_forward_only_and_keeps_a_new_title() {
+async fn a_sessions_update_time_only_moves_forward_whoever_writes_it() {
     let (_dir, store) = open().await;
     let mut s = root("first", 1_000);
     store.put_session(&s).await.unwrap();
@@ -1197,6 +1197,14 @@ async fn touching_a_session_moves_its_update_time_forward_only_and_keeps_a_new_t
     assert_eq!(
         (stored.time.updated, stored.title.as_str()),
         (5_000, "renamed")
+    );
+    // A whole session written from an older read keeps the newer time, and its other fields.
+    s.title = "renamed again".into();
+    store.put_session(&s).await.unwrap();
+    let stored = store.session(&s.id).await.unwrap().unwrap();
+    assert_eq!(
+        (stored.time.updated, stored.title.as_str()),
+        (5_000, "renamed again")
     );
     // The listing orders by the new time too.
     let newer = root("newer", 3_000);

@@ -63,7 +63,8 @@ impl Table {
     }
 
     /// The statement's tail: padding is skipped, and a row that exists already takes the new
-    /// values. `InPlace` assumes the row keeps its parents (so that SQLite need not touch
+    /// values (but a session's `time.updated` never goes back: a whole session written from
+    /// an older read keeps the newer time). `InPlace` assumes the row keeps its parents (so that SQLite need not touch
     /// their indexes nor check their foreign keys) and fails the statement, by a NULL in a
     /// `NOT NULL` column, for a row that does not; `Full` takes every column.
     fn conflict(self, update: Update) -> &'static str {
@@ -72,8 +73,10 @@ impl Table {
                 ") WHERE column1 IS NOT NULL ON CONFLICT (id) DO UPDATE SET \
                  parent_id = excluded.parent_id, project_id = excluded.project_id, \
                  title = excluded.title, title_folded = excluded.title_folded, \
-                 time_created = excluded.time_created, time_updated = excluded.time_updated, \
-                 data = excluded.data"
+                 time_created = excluded.time_created, \
+                 time_updated = max(time_updated, excluded.time_updated), \
+                 data = iif(excluded.time_updated >= time_updated, excluded.data, \
+                            json_set(excluded.data, '$.time.updated', time_updated))"
             }
             (Table::Message, Update::InPlace) => {
                 ") WHERE column1 IS NOT NULL ON CONFLICT (id) DO UPDATE SET \
