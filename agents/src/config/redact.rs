@@ -153,6 +153,17 @@ pub fn secrets(config: &Config, env: &BTreeMap<String, String>) -> Vec<String> {
     for var in super::KNOWN_PROVIDERS.iter().filter_map(|p| p.api_key_env) {
         all.extend(env.get(var).cloned());
     }
+    let search = &config.search;
+    all.extend(
+        search
+            .api_key_env
+            .as_ref()
+            .and_then(|var| env.get(var))
+            .cloned(),
+    );
+    for url in [&search.base_url, &search.url].into_iter().flatten() {
+        all.extend(provider_secrets(None, std::iter::empty(), url));
+    }
     all
 }
 

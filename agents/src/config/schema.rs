@@ -66,6 +66,9 @@ pub struct Config {
     /// Settings that may change.
     #[serde(default)]
     pub experimental: ExperimentalConfig,
+    /// The backend of `websearch` and `codesearch`; with none they are not offered.
+    #[serde(default, skip_serializing_if = "super::SearchConfig::is_empty")]
+    pub search: super::SearchConfig,
     /// Short model names (`sonnet`, `haiku`…) used by Claude Code agent files, as `provider/model`.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub model_aliases: IndexMap<String, String>,

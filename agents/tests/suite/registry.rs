@@ -265,7 +265,10 @@ fn claude_tools_allow_only_those_tools() {
             "todoread",
             "task",
             "task_status",
-            "task_cancel"
+            "task_cancel",
+            "webfetch",
+            "websearch",
+            "codesearch"
         ]
     );
 }
