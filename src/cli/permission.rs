@@ -8,6 +8,7 @@ use serde_json::{Value, json};
 use taskforce_agents::agent::AgentInfo;
 use taskforce_agents::permission::bash::{self, PartDecision};
 use taskforce_agents::permission::{Action, Rule, permission_for_tool};
+use taskforce_agents::tool::{SEARCH_TOOLS, webfetch_pattern};
 
 use super::Context;
 use super::output::outln;
@@ -19,7 +20,7 @@ pub enum PermissionCommand {
     Explain {
         /// The permission (`bash`, `edit`, `read`, `task`…) or a tool id such as `write`.
         permission: String,
-        /// The value asked about: a command line, a path, an agent name.
+        /// The value asked about: a command line, a path, an agent name, a web address.
         pattern: String,
         /// The agent whose rules decide (default: the default agent).
         #[arg(long)]
@@ -44,9 +45,19 @@ pub fn run(context: &Context, command: PermissionCommand) -> anyhow::Result<()> 
     if asked == "bash" {
         return explain_bash(agent, &pattern, json);
     }
+    // webfetch matches an address in its one normal spelling, as the tool asks for it.
+    let given = pattern;
+    let pattern = if asked == "webfetch" {
+        webfetch_pattern(&given)
+    } else {
+        given.clone()
+    };
     let decision = agent.evaluate(asked, &pattern);
     if json {
-        let out = json!({"action": decision.action, "rule": decision.rule});
+        let mut out = json!({"action": decision.action, "rule": decision.rule});
+        if pattern != given {
+            out["pattern"] = json!(pattern);
+        }
         outln!("{}", serde_json::to_string_pretty(&out)?)?;
         return Ok(());
     }
@@ -54,6 +65,9 @@ pub fn run(context: &Context, command: PermissionCommand) -> anyhow::Result<()> 
     outln!("  agent: {}", agent.name)?;
     if asked != permission {
         outln!("  the {permission} tool asks for the `{asked}` permission")?;
+    }
+    if pattern != given {
+        outln!("  the address is checked as {pattern:?}")?;
     }
     match decision.rule {
         Some(rule) => {
@@ -63,6 +77,11 @@ pub fn run(context: &Context, command: PermissionCommand) -> anyhow::Result<()> 
         None => outln!("  no rule matches `{asked}` {pattern:?}; `ask` is the default")?,
     }
     print_hidden(agent, &permission)?;
+    if SEARCH_TOOLS.contains(&asked) && !context.loaded.config.search.is_configured() {
+        outln!(
+            "  the {asked} tool is not offered: no search backend is configured under [search]"
+        )?;
+    }
     Ok(())
 }
 

@@ -155,6 +155,29 @@ pub(crate) fn to_model_messages(
     out
 }
 
+/// Replaces the images and PDFs of `history` by a note the model reads, for a model that takes
+/// none (OpenCode's words).
+pub(crate) fn without_media(history: &mut [ChatMessage]) {
+    for piece in history.iter_mut().flat_map(|m| m.content.iter_mut()) {
+        let Content::File { mime, filename, .. } = piece else {
+            continue;
+        };
+        let kind = if mime.starts_with("image/") {
+            "image"
+        } else if mime == "application/pdf" {
+            "pdf"
+        } else {
+            continue;
+        };
+        let name = filename.as_deref().unwrap_or(kind);
+        *piece = Content::Text {
+            text: format!(
+                "ERROR: Cannot read {name} (this model does not support {kind} input). Inform the user."
+            ),
+        };
+    }
+}
+
 /// The provider signature stored on a reasoning part.
 fn signature(r: &ReasoningPart) -> Option<String> {
     r.metadata
@@ -345,6 +368,36 @@ mod tests {
             out[2].content.len(),
             1,
             "a compacted call's files are gone too"
+        );
+    }
+
+    #[test]
+    fn a_model_without_attachments_reads_a_note_instead_of_media() {
+        let file = |mime: &str| Content::File {
+            mime: mime.into(),
+            url: "data:x;base64,AAAA".into(),
+            filename: None,
+        };
+        let mut history = vec![ChatMessage {
+            role: Role::Tool,
+            content: vec![
+                file("image/png"),
+                file("application/pdf"),
+                file("text/plain"),
+            ],
+        }];
+        without_media(&mut history);
+        assert_eq!(
+            history[0].content,
+            [
+                Content::Text {
+                    text: "ERROR: Cannot read image (this model does not support image input). Inform the user.".into()
+                },
+                Content::Text {
+                    text: "ERROR: Cannot read pdf (this model does not support pdf input). Inform the user.".into()
+                },
+                file("text/plain"),
+            ]
         );
     }
 

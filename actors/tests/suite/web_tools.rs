@@ -63,14 +63,14 @@ fn search_config(web: &FakeWeb, engine: &str) -> String {
     }
 }
 
-/// A model's one webfetch of `path` on the fake web, run to its end: the completed call and
-/// the model's requests.
-async fn fetched(path: &str) -> (ToolStateCompleted, Vec<RecordedRequest>) {
+/// A model's one webfetch of `path` on the fake web with `config` added, run to its end: the
+/// completed call and the model's requests.
+async fn fetched(path: &str, config: &str) -> (ToolStateCompleted, Vec<RecordedRequest>) {
     let web = FakeWeb::start().await.unwrap();
     let fake = FakeOpenAi::start(calls("webfetch", json!({"url": web.url(path)})))
         .await
         .unwrap();
-    let env = Env::new(&fake.base_url(), "");
+    let env = Env::new(&fake.base_url(), config);
     let rt = env.runtime().await;
     let s = prompt(&rt, "fetch it").await;
     let ToolState::Completed(done) = only_state(&rt, &s).await else {
@@ -81,7 +81,7 @@ async fn fetched(path: &str) -> (ToolStateCompleted, Vec<RecordedRequest>) {
 
 #[actix_rt::test]
 async fn a_model_fetches_a_page_as_markdown() {
-    let (done, requests) = fetched("/page.html").await;
+    let (done, requests) = fetched("/page.html", "").await;
     assert!(done.output.contains("# Welcome"), "{}", done.output);
     assert!(requests[0].tool_names().contains(&"webfetch"));
     let result = &requests[1].messages().last().unwrap()["content"];
@@ -90,7 +90,7 @@ async fn a_model_fetches_a_page_as_markdown() {
 
 #[actix_rt::test]
 async fn a_fetched_image_reaches_the_model_after_the_tool_result() {
-    let (done, requests) = fetched("/image.png").await;
+    let (done, requests) = fetched("/image.png", "").await;
     assert_eq!(done.output, "Image fetched successfully");
     let attachments = done.attachments.expect("the image is kept on the part");
     let PartKind::File(file) = &attachments[0].kind else {
@@ -107,6 +107,20 @@ async fn a_fetched_image_reaches_the_model_after_the_tool_result() {
     assert_eq!(
         messages[n - 1]["content"][0]["image_url"]["url"],
         json!(file.url)
+    );
+}
+
+#[actix_rt::test]
+async fn a_model_that_takes_no_images_reads_a_note_instead() {
+    let config = "[provider.fake.models.gpt-test]\nattachment = false\n";
+    let (done, requests) = fetched("/image.png", config).await;
+    assert!(done.attachments.is_some(), "the part keeps the image");
+    let messages = requests[1].messages();
+    let last = &messages[messages.len() - 1];
+    assert_eq!(last["role"], "user");
+    assert_eq!(
+        last["content"],
+        "ERROR: Cannot read image (this model does not support image input). Inform the user."
     );
 }
 

@@ -241,6 +241,13 @@ impl Config {
         for provider in shown.provider.values_mut() {
             *provider = provider.redacted();
         }
+        let search = &mut shown.search;
+        for url in [&mut search.base_url, &mut search.url]
+            .into_iter()
+            .flatten()
+        {
+            *url = url_credentials(url).into_owned();
+        }
         shown
     }
 }
@@ -248,6 +255,24 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn search_addresses_and_key_are_secrets() {
+        let mut config = Config::default();
+        config.search.engine = Some(super::super::SearchEngine::Searxng);
+        config.search.url = Some("https://me:pw@search.example/".into());
+        config.search.api_key_env = Some("SEARCH_KEY".into());
+        let shown = config.redacted();
+        assert_eq!(
+            shown.search.url.as_deref(),
+            Some("https://[redacted]@search.example/")
+        );
+        let env = BTreeMap::from([("SEARCH_KEY".to_string(), "k-42".to_string())]);
+        let all = secrets(&config, &env);
+        for secret in ["k-42", "me", "pw"] {
+            assert!(all.iter().any(|s| s == secret), "{secret} in {all:?}");
+        }
+    }
 
     #[test]
     fn url_credentials_are_replaced_wherever_they_appear() {

@@ -202,6 +202,10 @@ pub struct ModelConfig {
     /// Prices in USD per million tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<CostConfig>,
+    /// Whether the model takes images and PDFs (models.dev's `attachment`); `false`: those
+    /// sent to it (a prompt's files, an image a tool fetched) are replaced by a note saying so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attachment: Option<bool>,
 }
 
 /// Prices in USD per million tokens.

@@ -19,6 +19,14 @@ pub enum SearchEngine {
 impl SearchEngine {
     /// Every engine, as written in config.
     pub const NAMES: [&'static str; 2] = ["exa", "searxng"];
+
+    /// The engine's name as written in config.
+    pub fn name(self) -> &'static str {
+        match self {
+            SearchEngine::Exa => "exa",
+            SearchEngine::Searxng => "searxng",
+        }
+    }
 }
 
 /// `[search]`: the search backend.
@@ -73,10 +81,7 @@ impl SearchConfig {
                 ],
             ),
         };
-        let name = match engine {
-            SearchEngine::Exa => "exa",
-            SearchEngine::Searxng => "searxng",
-        };
+        let name = engine.name();
         if let Some((key, _)) = foreign.iter().find(|(_, set)| *set) {
             let hint = match engine {
                 SearchEngine::Exa => "its endpoint is `base_url`",
