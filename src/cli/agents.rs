@@ -3,6 +3,7 @@
 use clap::Subcommand;
 use taskforce_agents::agent::AgentInfo;
 use taskforce_agents::permission::Action;
+use taskforce_agents::tool::SEARCH_TOOLS;
 
 use super::output::{out, outln};
 use super::{Context, UsageError};
@@ -160,6 +161,9 @@ fn show_text(context: &Context, agent: &AgentInfo) -> String {
     };
     out.push_str(&format!("tools hidden from the model: {hidden_tools}\n"));
     out.push_str(&skills_line(context, agent));
+    if let Some(line) = search_line(context, agent) {
+        out.push_str(&line);
+    }
     out.push_str("permission (evaluated bottom-up: the last matching rule wins):\n");
     let pw = agent
         .permission
@@ -218,6 +222,24 @@ fn skills_line(context: &Context, agent: &AgentInfo) -> String {
     }
     line.push('\n');
     line
+}
+
+/// Whether the agent's search tools are offered: they need a `[search]` backend.
+fn search_line(context: &Context, agent: &AgentInfo) -> Option<String> {
+    let shown: Vec<&str> = SEARCH_TOOLS
+        .iter()
+        .copied()
+        .filter(|t| !agent.disabled_tools.iter().any(|d| d == t))
+        .collect();
+    if shown.is_empty() {
+        return None;
+    }
+    let search = &context.loaded.config.search;
+    let state = match search.engine {
+        Some(engine) => format!("answered by the {} backend of [search]", engine.name()),
+        None => "not offered, as no search backend is configured under [search]".to_string(),
+    };
+    Some(format!("search tools ({}): {state}\n", shown.join(", ")))
 }
 
 /// The first line of `text`, cut to `max` characters with an ellipsis.

@@ -9,6 +9,7 @@ use taskforce_agents::agent::AgentInfo;
 use taskforce_agents::permission::bash::{self, PartDecision};
 use taskforce_agents::permission::{Action, Rule, permission_for_tool};
 use taskforce_agents::skill::SKILL_PERMISSION;
+use taskforce_agents::tool::{SEARCH_TOOLS, webfetch_pattern};
 
 use super::Context;
 use super::output::outln;
@@ -20,7 +21,7 @@ pub enum PermissionCommand {
     Explain {
         /// The permission (`bash`, `edit`, `read`, `task`, `skill`…) or a tool id such as `write`.
         permission: String,
-        /// The value asked about: a command line, a path, an agent or skill name.
+        /// The value asked about: a command line, a path, an agent or skill name, a web address.
         pattern: String,
         /// The agent whose rules decide (default: the default agent).
         #[arg(long)]
@@ -45,9 +46,19 @@ pub fn run(context: &Context, command: PermissionCommand) -> anyhow::Result<()> 
     if asked == "bash" {
         return explain_bash(agent, &pattern, json);
     }
+    // webfetch matches an address in its one normal spelling, as the tool asks for it.
+    let given = pattern;
+    let pattern = if asked == "webfetch" {
+        webfetch_pattern(&given)
+    } else {
+        given.clone()
+    };
     let decision = agent.evaluate(asked, &pattern);
     if json {
-        let out = json!({"action": decision.action, "rule": decision.rule});
+        let mut out = json!({"action": decision.action, "rule": decision.rule});
+        if pattern != given {
+            out["pattern"] = json!(pattern);
+        }
         outln!("{}", serde_json::to_string_pretty(&out)?)?;
         return Ok(());
     }
@@ -55,6 +66,9 @@ pub fn run(context: &Context, command: PermissionCommand) -> anyhow::Result<()> 
     outln!("  agent: {}", agent.name)?;
     if asked != permission {
         outln!("  the {permission} tool asks for the `{asked}` permission")?;
+    }
+    if pattern != given {
+        outln!("  the address is checked as {pattern:?}")?;
     }
     match decision.rule {
         Some(rule) => {
@@ -66,6 +80,11 @@ pub fn run(context: &Context, command: PermissionCommand) -> anyhow::Result<()> 
     print_hidden(agent, &permission)?;
     if asked == SKILL_PERMISSION {
         print_unknown_skill(context, &pattern)?;
+    }
+    if SEARCH_TOOLS.contains(&asked) && !context.loaded.config.search.is_configured() {
+        outln!(
+            "  the {asked} tool is not offered: no search backend is configured under [search]"
+        )?;
     }
     Ok(())
 }

@@ -49,10 +49,7 @@ pub struct RecordedRequest {
 impl RecordedRequest {
     /// The first header named `name` (any case).
     pub fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(k, _)| k.eq_ignore_ascii_case(name))
-            .map(|(_, v)| v.as_str())
+        header(&self.headers, name)
     }
 
     /// The `messages` of a chat-completions body.
@@ -100,6 +97,14 @@ impl RecordedRequest {
     pub fn contains(&self, needle: &str) -> bool {
         self.raw_body.contains(needle)
     }
+}
+
+/// The first of `headers` named `name` (any case).
+pub(crate) fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
+    headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
 }
 
 /// What the server answers to one request.

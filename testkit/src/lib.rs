@@ -1,9 +1,10 @@
 //! Shared test fixtures of taskforce (a dev-dependency only): fake OpenAI and Anthropic
-//! servers speaking the streaming wire formats, scripted answers for them, a throwaway project
+//! servers speaking the streaming wire formats, a fake web (pages, search endpoints), scripted answers for them, a throwaway project
 //! on disk, and waiting on state and on events instead of sleeping for a guessed time.
 
 pub mod fake_anthropic;
 pub mod fake_openai;
+pub mod fake_web;
 #[cfg(feature = "pty")]
 pub mod pty;
 #[cfg(feature = "runtime")]

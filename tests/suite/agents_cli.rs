@@ -107,6 +107,24 @@ fn show_prints_one_agent_with_rule_origins() {
         text.contains("the built-in definition of this agent"),
         "{text}"
     );
+    assert!(
+        text.contains("search tools (websearch, codesearch): not offered, as no search backend is configured under [search]"),
+        "{text}"
+    );
+    s.file(
+        "taskforce.toml",
+        "[search]\nengine = \"searxng\"\nurl = \"http://127.0.0.1:8888\"\n",
+    );
+    let text = s.ok(&["agents", "show", "explore"]).stdout;
+    assert!(
+        text.contains(
+            "search tools (websearch, codesearch): answered by the searxng backend of [search]"
+        ),
+        "{text}"
+    );
+    // An agent whose rules deny them outright has no such line.
+    let text = s.ok(&["agents", "show", "title"]).stdout;
+    assert!(!text.contains("search tools"), "{text}");
 }
 
 #[test]
@@ -152,6 +170,18 @@ fn bad_config_exits_2_naming_file_and_key() {
         err.contains("missing.toml") && err.contains("--config"),
         "{err}"
     );
+
+    let s = Sandbox::new();
+    s.file("taskforce.toml", "[search]\nengine = \"google\"\n");
+    let err = s.usage_error(&["agents", "list"]);
+    assert!(
+        err.contains("taskforce.toml: key `search.engine`: unknown variant `google`, expected `exa` or `searxng`"),
+        "{err}"
+    );
+    let s = Sandbox::new();
+    s.file("taskforce.toml", "[search]\nengine = \"searxng\"\n");
+    let err = s.usage_error(&["agents", "list"]);
+    assert!(err.contains("key `search.url`: missing"), "{err}");
 
     let s = Sandbox::new();
     s.file("taskforce.toml", "default_agent = \"general\"\n");

@@ -200,3 +200,58 @@ fn explain_decides_skills_by_name_and_says_when_none_has_it() {
         "{text}"
     );
 }
+
+#[test]
+fn explain_webfetch_checks_the_address_as_the_tool_spells_it() {
+    let s = Sandbox::new();
+    s.file(
+        "taskforce.toml",
+        "[permission.webfetch]\n\"*\" = \"allow\"\n\"https://evil.com/*\" = \"deny\"\n",
+    );
+    let url = "HTTPS://Evil.COM:443/%61dmin";
+    let json = s
+        .ok(&["permission", "explain", "webfetch", url, "--json"])
+        .json();
+    assert_eq!(json["action"], "deny");
+    assert_eq!(json["pattern"], "https://evil.com/admin");
+    let text = s.ok(&["permission", "explain", "webfetch", url]).stdout;
+    assert!(text.starts_with("deny\n"), "{text}");
+    assert!(
+        text.contains("the address is checked as \"https://evil.com/admin\""),
+        "{text}"
+    );
+}
+
+#[test]
+fn explain_says_when_the_search_tools_are_not_offered() {
+    let s = Sandbox::new();
+    let text = s
+        .ok(&[
+            "permission",
+            "explain",
+            "websearch",
+            "rust",
+            "--agent",
+            "explore",
+        ])
+        .stdout;
+    assert!(text.starts_with("allow\n"), "{text}");
+    assert!(
+        text.contains(
+            "the websearch tool is not offered: no search backend is configured under [search]"
+        ),
+        "{text}"
+    );
+    s.file("taskforce.toml", "[search]\nengine = \"exa\"\n");
+    let text = s
+        .ok(&[
+            "permission",
+            "explain",
+            "codesearch",
+            "rust",
+            "--agent",
+            "explore",
+        ])
+        .stdout;
+    assert!(!text.contains("not offered"), "{text}");
+}

@@ -30,7 +30,7 @@ use taskforce_agents::id::{PermissionId, SessionId};
 use taskforce_agents::model::Session;
 use taskforce_agents::provider::Providers;
 use taskforce_agents::skill::Skills;
-use taskforce_agents::tool::builtin_tools;
+use taskforce_agents::tool::configured_tools;
 
 pub use crate::owner::LockError;
 use crate::owner::{self, OwnerLock};
@@ -86,7 +86,7 @@ impl Runtime {
         let owner = OwnerLock::acquire(&paths.data_dir)?;
         // From now on the answers this runtime leaves unfinished name it.
         store.set_runtime(&owner.id);
-        let tools = builtin_tools();
+        let tools = configured_tools(&config, &options.env);
         let names = tools.iter().map(|t| Arc::from(t.id())).collect();
         let schemas = tools.iter().map(|t| Arc::new(t.parameters())).collect();
         let snapshots = Snapshots::new(&paths.data_dir, config.snapshot != Some(false));

@@ -11,7 +11,7 @@ use taskforce_agents::skill::Skills;
 pub struct RuntimeOptions {
     /// The loaded configuration (its paths name the data directory and the project).
     pub loaded: LoadedConfig,
-    /// The environment providers read API keys from.
+    /// The environment providers and the search backend read API keys from.
     pub env: BTreeMap<String, String>,
     /// How long an idle session actor stays in memory.
     pub idle_stop: Duration,

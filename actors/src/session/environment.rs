@@ -1,7 +1,6 @@
 //! The environment block of the system prompt: directory, platform, date.
 
 use std::path::Path;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The environment description sent with every request.
 pub(crate) fn environment(directory: &Path, project_root: &Path) -> String {
@@ -17,31 +16,12 @@ pub(crate) fn environment(directory: &Path, project_root: &Path) -> String {
 
 /// Today's date as `YYYY-MM-DD` (UTC).
 fn today() -> String {
-    let days = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs() / 86_400);
-    let (y, m, d) = civil_from_days(i64::try_from(days).unwrap_or(0));
+    let (y, m, d) = taskforce_agents::id::today_utc();
     format!("{y:04}-{m:02}-{d:02}")
 }
 
-/// The proleptic Gregorian date of a day count since 1970-01-01 (Howard Hinnant's algorithm).
-pub(crate) fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = if m <= 2 { y + 1 } else { y };
-    (
-        y,
-        u32::try_from(m).unwrap_or(1),
-        u32::try_from(d).unwrap_or(1),
-    )
-}
+/// The proleptic Gregorian date of a day count since 1970-01-01.
+pub(crate) use taskforce_agents::id::civil_from_days;
 
 #[cfg(test)]
 mod tests {

@@ -114,6 +114,21 @@ pub(crate) fn to_model_messages(
                                 output,
                                 is_error,
                             });
+                            // Files a call returned (a fetched image) follow its result; the
+                            // adapters put them where their wire format takes them.
+                            if let ToolState::Completed(c) = &tool.state
+                                && c.time.compacted.is_none()
+                            {
+                                let files = c.attachments.iter().flatten();
+                                results.extend(files.filter_map(|p| match &p.kind {
+                                    PartKind::File(f) => Some(Content::File {
+                                        mime: f.mime.clone(),
+                                        url: f.url.clone(),
+                                        filename: f.filename.clone(),
+                                    }),
+                                    _ => None,
+                                }));
+                            }
                         }
                         _ => {}
                     }
@@ -140,6 +155,29 @@ pub(crate) fn to_model_messages(
     out
 }
 
+/// Replaces the images and PDFs of `history` by a note the model reads, for a model that takes
+/// none (OpenCode's words).
+pub(crate) fn without_media(history: &mut [ChatMessage]) {
+    for piece in history.iter_mut().flat_map(|m| m.content.iter_mut()) {
+        let Content::File { mime, filename, .. } = piece else {
+            continue;
+        };
+        let kind = if mime.starts_with("image/") {
+            "image"
+        } else if mime == "application/pdf" {
+            "pdf"
+        } else {
+            continue;
+        };
+        let name = filename.as_deref().unwrap_or(kind);
+        *piece = Content::Text {
+            text: format!(
+                "ERROR: Cannot read {name} (this model does not support {kind} input). Inform the user."
+            ),
+        };
+    }
+}
+
 /// The provider signature stored on a reasoning part.
 fn signature(r: &ReasoningPart) -> Option<String> {
     r.metadata
@@ -164,8 +202,9 @@ mod tests {
     use serde_json::json;
     use taskforce_agents::id::SessionId;
     use taskforce_agents::model::{
-        AssistantError, AssistantMessage, CompactionPart, MessagePath, Part, PartKind,
-        ReasoningPart, StepStartPart, SubtaskPart, TextPart, ToolPart, ToolState, UserMessage,
+        AssistantError, AssistantMessage, CompactionPart, FilePart, MessagePath, Part, PartKind,
+        ReasoningPart, StepStartPart, SubtaskPart, TextPart, ToolPart, ToolState,
+        ToolStateCompleted, UserMessage,
     };
 
     use super::*;
@@ -291,6 +330,75 @@ mod tests {
         ];
         let out = to_model_messages(&history, None, &model());
         assert_eq!(out, [ChatMessage::text(Role::User, "hi")]);
+    }
+
+    #[test]
+    fn a_calls_attachments_follow_its_result_until_compacted() {
+        let s = session();
+        let image = FilePart {
+            mime: "image/png".into(),
+            filename: None,
+            url: "data:image/png;base64,AAAA".into(),
+            source: None,
+        };
+        let running = taskforce_agents::model::ToolStateRunning::new(input(), 1);
+        let mut done = running.complete("Image fetched successfully", "img", 2);
+        done.attachments = Some(vec![Part::new(s.clone(), MessageId::new(), image)]);
+        let mut compacted = done.clone();
+        compacted.time.compacted = Some(3);
+        let history = |state: ToolStateCompleted| {
+            vec![
+                user(&s, vec![TextPart::new("fetch it").into()]),
+                assistant(&s, None, vec![tool("a", ToolState::Completed(state))]),
+            ]
+        };
+        let out = to_model_messages(&history(done), None, &model());
+        assert_eq!(out[2].role, Role::Tool);
+        assert!(matches!(&out[2].content[0], Content::ToolResult { .. }));
+        assert_eq!(
+            out[2].content[1],
+            Content::File {
+                mime: "image/png".into(),
+                url: "data:image/png;base64,AAAA".into(),
+                filename: None,
+            }
+        );
+        let out = to_model_messages(&history(compacted), None, &model());
+        assert_eq!(
+            out[2].content.len(),
+            1,
+            "a compacted call's files are gone too"
+        );
+    }
+
+    #[test]
+    fn a_model_without_attachments_reads_a_note_instead_of_media() {
+        let file = |mime: &str| Content::File {
+            mime: mime.into(),
+            url: "data:x;base64,AAAA".into(),
+            filename: None,
+        };
+        let mut history = vec![ChatMessage {
+            role: Role::Tool,
+            content: vec![
+                file("image/png"),
+                file("application/pdf"),
+                file("text/plain"),
+            ],
+        }];
+        without_media(&mut history);
+        assert_eq!(
+            history[0].content,
+            [
+                Content::Text {
+                    text: "ERROR: Cannot read image (this model does not support image input). Inform the user.".into()
+                },
+                Content::Text {
+                    text: "ERROR: Cannot read pdf (this model does not support pdf input). Inform the user.".into()
+                },
+                file("text/plain"),
+            ]
+        );
     }
 
     #[test]

@@ -14,7 +14,7 @@ use taskforce_agents::provider::{ChatMessage, ModelRequest, Role, ToolSpec, cost
 use super::compaction::{COMPACTION_AGENT, filter_compacted};
 use super::dispatch::ToolCalls;
 use super::environment::environment;
-use super::history::to_model_messages;
+use super::history::{to_model_messages, without_media};
 use super::part::SharedPart;
 use super::processor::{Processor, tokens};
 use super::retry::to_assistant_error;
@@ -151,6 +151,10 @@ pub(crate) async fn run_step(
         None
     };
     let mut history = to_model_messages(messages, queued_after.as_ref(), &model_ref);
+    let model_config = core.providers.model_config(&model_ref);
+    if model_config.and_then(|m| m.attachment) == Some(false) {
+        without_media(&mut history);
+    }
     if agent.steps.is_some_and(|max| step >= max) {
         history.push(ChatMessage::text(Role::Assistant, MAX_STEPS));
     }
@@ -162,10 +166,7 @@ pub(crate) async fn run_step(
         tools: specs,
         temperature: agent.temperature,
         top_p: agent.top_p,
-        max_output_tokens: core
-            .providers
-            .model_config(&model_ref)
-            .and_then(|m| m.output),
+        max_output_tokens: model_config.and_then(|m| m.output),
         options: agent.options.clone(),
     };
 

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::call::{CallSite, call_tool, delegate};
 use super::host::SessionToolHost;
 use super::part::SharedPart;
-use super::tool_end::end_running;
+use super::tool_end::{Owner, end_running};
 use super::writer::{Item, Writer};
 use crate::RuntimeError;
 use crate::core::Core;
@@ -133,6 +133,7 @@ pub(crate) async fn run_subtask(
     let aborted = matches!(&outcome, Err(e) if e.is_aborted()) || token.is_cancelled();
     let now = now_ms();
     let done = part.update(|p| {
+        let owner = Owner::of(p);
         let Some(tool) = p.as_tool_mut() else { return };
         let ToolState::Running(running) = &tool.state else {
             return;
@@ -150,7 +151,7 @@ pub(crate) async fn run_subtask(
                 format!("Tool execution failed: {message}")
             }
         };
-        tool.state = end_running(running, outcome, text, now);
+        tool.state = end_running(running, outcome, text, now, &owner);
     });
     assistant.finish = Some("tool-calls".into());
     assistant.time.completed = Some(now);

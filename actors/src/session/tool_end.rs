@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use serde_json::{Map, Value};
-use taskforce_agents::id::now_ms;
+use taskforce_agents::id::{MessageId, SessionId, now_ms};
 use taskforce_agents::model::{
     Part, PartKind, StartTime, ToolMetadata, ToolPart, ToolState, ToolStatePending,
     ToolStateRunning,
@@ -19,12 +19,13 @@ pub(super) fn end_tool(part: &SharedPart, outcome: Result<ToolOutput, ToolError>
     // only what the ended state keeps of it is copied.
     part.change_or_copy(|p| match p {
         Ok(owned) => {
+            let owner = Owner::of(owned);
             if let PartKind::Tool(tool) = &mut owned.kind {
                 let running = std::mem::replace(
                     &mut tool.state,
                     ToolState::Pending(ToolStatePending::default()),
                 );
-                tool.state = ended_owned(running, outcome, now);
+                tool.state = ended_owned(running, outcome, now, &owner);
             }
             None
         }
@@ -40,7 +41,7 @@ pub(super) fn end_tool(part: &SharedPart, outcome: Result<ToolOutput, ToolError>
                     call_id: tool.call_id.clone(),
                     tool: tool.tool.clone(),
                     metadata: tool.metadata.clone(),
-                    state: ended(&tool.state, outcome, now),
+                    state: ended(&tool.state, outcome, now, &Owner::of(p)),
                 }),
             })
         }
@@ -50,7 +51,12 @@ pub(super) fn end_tool(part: &SharedPart, outcome: Result<ToolOutput, ToolError>
 /// The state a call ends in at `now`, from the state it is in (only read: what the ended state
 /// keeps of it is copied, not the published metadata the outcome replaces — a task's is large
 /// and all replaced) and its outcome.
-fn ended(state: &ToolState, outcome: Result<ToolOutput, ToolError>, now: u64) -> ToolState {
+fn ended(
+    state: &ToolState,
+    outcome: Result<ToolOutput, ToolError>,
+    now: u64,
+    owner: &Owner,
+) -> ToolState {
     let own = match &outcome {
         Ok(out) => Some(&out.metadata),
         Err(e) => e.metadata(),
@@ -80,7 +86,7 @@ fn ended(state: &ToolState, outcome: Result<ToolOutput, ToolError>, now: u64) ->
         }),
         other => other.clone(),
     };
-    ended_owned(kept, outcome, now)
+    ended_owned(kept, outcome, now, owner)
 }
 
 /// What the model reads of a failed call: a coded task failure as `CODE: message`, built in
@@ -94,7 +100,12 @@ fn error_text(error: &ToolError) -> String {
 }
 
 /// [`ended`] for a state the caller owns: its input, title and published metadata are moved.
-fn ended_owned(state: ToolState, outcome: Result<ToolOutput, ToolError>, now: u64) -> ToolState {
+fn ended_owned(
+    state: ToolState,
+    outcome: Result<ToolOutput, ToolError>,
+    now: u64,
+    owner: &Owner,
+) -> ToolState {
     let running = match state {
         ToolState::Running(r) => r,
         other => ToolStateRunning {
@@ -104,22 +115,47 @@ fn ended_owned(state: ToolState, outcome: Result<ToolOutput, ToolError>, now: u6
             time: StartTime { start: now },
         },
     };
-    end_running(running, outcome, error_text, now)
+    end_running(running, outcome, error_text, now, owner)
 }
 
-/// How a running call ends at `now`: completed with the output, or failed with `text` of the
-/// error; the outcome's own metadata (a task's envelope) is laid over what the tool published
-/// while it ran (published keys keep their place, new ones follow, the outcome's values win).
+/// The session and message a tool part belongs to: its attachments become parts of theirs.
+pub(crate) struct Owner {
+    session: SessionId,
+    message: MessageId,
+}
+
+impl Owner {
+    /// The owner of `part`.
+    pub(crate) fn of(part: &Part) -> Owner {
+        Owner {
+            session: part.session_id.clone(),
+            message: part.message_id.clone(),
+        }
+    }
+}
+
+/// How a running call ends at `now`: completed with the output (and its attachments as file
+/// parts of `owner`), or failed with `text` of the error; the outcome's own metadata (a task's
+/// envelope) is laid over what the tool published while it ran (published keys keep their
+/// place, new ones follow, the outcome's values win).
 pub(crate) fn end_running(
     running: ToolStateRunning,
     outcome: Result<ToolOutput, ToolError>,
     text: impl FnOnce(&ToolError) -> String,
     now: u64,
+    owner: &Owner,
 ) -> ToolState {
     match outcome {
         Ok(out) => {
             let mut completed = running.complete(out.output, out.title, now);
             completed.metadata.extend(out.metadata);
+            if !out.attachments.is_empty() {
+                let parts = out
+                    .attachments
+                    .into_iter()
+                    .map(|file| Part::new(owner.session.clone(), owner.message.clone(), file));
+                completed.attachments = Some(parts.collect());
+            }
             ToolState::Completed(completed)
         }
         Err(mut error) => {
@@ -157,6 +193,41 @@ mod tests {
         serde_json::to_value(metadata).unwrap()
     }
 
+    fn owner() -> Owner {
+        Owner {
+            session: SessionId::new(),
+            message: MessageId::new(),
+        }
+    }
+
+    #[test]
+    fn attachments_become_file_parts_of_the_calls_message() {
+        let owner = owner();
+        let image = taskforce_agents::model::FilePart {
+            mime: "image/png".into(),
+            filename: None,
+            url: "data:image/png;base64,AAAA".into(),
+            source: None,
+        };
+        let out = ToolOutput {
+            title: "t".into(),
+            output: "Image fetched successfully".into(),
+            metadata: meta(json!({})),
+            attachments: vec![image.clone()],
+        };
+        let running = ToolStateRunning::new(Map::new(), 1);
+        let ToolState::Completed(done) =
+            end_running(running, Ok(out), |_| String::new(), 2, &owner)
+        else {
+            panic!("not completed");
+        };
+        let parts = done.attachments.unwrap();
+        assert_eq!(parts.len(), 1);
+        assert_eq!(parts[0].session_id, owner.session);
+        assert_eq!(parts[0].message_id, owner.message);
+        assert_eq!(parts[0].kind, PartKind::File(image));
+    }
+
     #[test]
     fn the_outcome_metadata_is_laid_over_what_the_tool_published() {
         let mut running = ToolStateRunning::new(Map::new(), 1);
@@ -165,8 +236,11 @@ mod tests {
             title: "t".into(),
             output: "o".into(),
             metadata: meta(json!({"summary": [1, 2], "details": {"x": 1}, "sessionId": "a"})),
+            attachments: Vec::new(),
         };
-        let ToolState::Completed(done) = end_running(running, Ok(out), |_| String::new(), 2) else {
+        let ToolState::Completed(done) =
+            end_running(running, Ok(out), |_| String::new(), 2, &owner())
+        else {
             panic!("not completed");
         };
         assert_eq!(
@@ -189,8 +263,9 @@ mod tests {
             title: "done".into(),
             output: "ok".into(),
             metadata: meta(json!({"n": 2})),
+            attachments: Vec::new(),
         };
-        let ToolState::Completed(done) = ended(&state, Ok(out), 9) else {
+        let ToolState::Completed(done) = ended(&state, Ok(out), 9, &owner()) else {
             panic!("not completed");
         };
         assert_eq!(done.input, map(json!({"p": 1})));
@@ -199,13 +274,13 @@ mod tests {
         assert_eq!(done.time.end, 9);
         assert_eq!(json_of(&done.metadata), json!({"live": true, "n": 2}));
 
-        let ToolState::Error(failed) = ended(&state, Err(ToolError::Aborted), 9) else {
+        let ToolState::Error(failed) = ended(&state, Err(ToolError::Aborted), 9, &owner()) else {
             panic!("not an error");
         };
         assert_eq!(failed.metadata, Some(meta(json!({"live": true}))));
         assert_eq!(failed.time.start, 5);
         let pending = ToolState::Pending(Default::default());
-        let ToolState::Error(failed) = ended(&pending, Err(ToolError::Aborted), 9) else {
+        let ToolState::Error(failed) = ended(&pending, Err(ToolError::Aborted), 9, &owner()) else {
             panic!("not an error");
         };
         assert_eq!(failed.metadata, None);
@@ -220,7 +295,7 @@ mod tests {
         let mut running = ToolStateRunning::new(Map::new(), 1);
         running.metadata = Some(published);
         let state = ToolState::Running(running);
-        let ToolState::Error(kept) = ended(&state, Err(ToolError::Aborted), 2) else {
+        let ToolState::Error(kept) = ended(&state, Err(ToolError::Aborted), 2, &owner()) else {
             panic!("not an error");
         };
         let kept = kept.metadata.unwrap();
@@ -231,8 +306,9 @@ mod tests {
             title: "t".into(),
             output: "o".into(),
             metadata: own,
+            attachments: Vec::new(),
         };
-        let ToolState::Completed(done) = ended(&state, Ok(out), 2) else {
+        let ToolState::Completed(done) = ended(&state, Ok(out), 2, &owner()) else {
             panic!("not completed");
         };
         assert_eq!(
@@ -253,6 +329,7 @@ mod tests {
             title: "done".into(),
             output: "ok".into(),
             metadata: meta(json!({"summary": [1, 2], "n": 2})),
+            attachments: Vec::new(),
         };
         let outcomes: [fn() -> Result<ToolOutput, ToolError>; 2] = [
             || Err(ToolError::Aborted),
@@ -263,8 +340,8 @@ mod tests {
             ToolState::Pending(Default::default()),
         ];
         for state in &states {
-            let by_ref = ended(state, Ok(out()), 9);
-            assert_eq!(ended_owned(state.clone(), Ok(out()), 9), by_ref);
+            let by_ref = ended(state, Ok(out()), 9, &owner());
+            assert_eq!(ended_owned(state.clone(), Ok(out()), 9, &owner()), by_ref);
             if let (ToolState::Running(_), ToolState::Completed(c)) = (state, &by_ref) {
                 assert_eq!(
                     c.metadata.keys().collect::<Vec<_>>(),
@@ -273,8 +350,8 @@ mod tests {
             }
             for outcome in outcomes {
                 assert_eq!(
-                    ended_owned(state.clone(), outcome(), 9),
-                    ended(state, outcome(), 9)
+                    ended_owned(state.clone(), outcome(), 9, &owner()),
+                    ended(state, outcome(), 9, &owner())
                 );
             }
         }

@@ -23,3 +23,4 @@ mod subagent_timeouts;
 mod subagents;
 mod titles;
 mod undo;
+mod web_tools;

@@ -17,6 +17,7 @@ mod merge;
 mod paths;
 pub mod redact;
 mod schema;
+mod search;
 pub mod serde_duration;
 pub mod serde_model;
 
@@ -29,6 +30,7 @@ pub use schema::{
     CompactionConfig, Config, CostConfig, DEFAULT_MAX_RETRIES, ExperimentalConfig, ModelConfig,
     ProviderConfig, ProviderKind, Secret, ServerConfig, SubagentConfig,
 };
+pub use search::{EXA_BASE_URL, SearchConfig, SearchEngine};
 
 #[cfg(test)]
 mod tests;

@@ -153,6 +153,17 @@ pub fn secrets(config: &Config, env: &BTreeMap<String, String>) -> Vec<String> {
     for var in super::KNOWN_PROVIDERS.iter().filter_map(|p| p.api_key_env) {
         all.extend(env.get(var).cloned());
     }
+    let search = &config.search;
+    all.extend(
+        search
+            .api_key_env
+            .as_ref()
+            .and_then(|var| env.get(var))
+            .cloned(),
+    );
+    for url in [&search.base_url, &search.url].into_iter().flatten() {
+        all.extend(provider_secrets(None, std::iter::empty(), url));
+    }
     all
 }
 
@@ -230,6 +241,13 @@ impl Config {
         for provider in shown.provider.values_mut() {
             *provider = provider.redacted();
         }
+        let search = &mut shown.search;
+        for url in [&mut search.base_url, &mut search.url]
+            .into_iter()
+            .flatten()
+        {
+            *url = url_credentials(url).into_owned();
+        }
         shown
     }
 }
@@ -237,6 +255,24 @@ impl Config {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn search_addresses_and_key_are_secrets() {
+        let mut config = Config::default();
+        config.search.engine = Some(super::super::SearchEngine::Searxng);
+        config.search.url = Some("https://me:pw@search.example/".into());
+        config.search.api_key_env = Some("SEARCH_KEY".into());
+        let shown = config.redacted();
+        assert_eq!(
+            shown.search.url.as_deref(),
+            Some("https://[redacted]@search.example/")
+        );
+        let env = BTreeMap::from([("SEARCH_KEY".to_string(), "k-42".to_string())]);
+        let all = secrets(&config, &env);
+        for secret in ["k-42", "me", "pw"] {
+            assert!(all.iter().any(|s| s == secret), "{secret} in {all:?}");
+        }
+    }
 
     #[test]
     fn url_credentials_are_replaced_wherever_they_appear() {

@@ -66,6 +66,9 @@ pub struct Config {
     /// Settings that may change.
     #[serde(default)]
     pub experimental: ExperimentalConfig,
+    /// The backend of `websearch` and `codesearch`; with none they are not offered.
+    #[serde(default, skip_serializing_if = "super::SearchConfig::is_empty")]
+    pub search: super::SearchConfig,
     /// Short model names (`sonnet`, `haiku`…) used by Claude Code agent files, as `provider/model`.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub model_aliases: IndexMap<String, String>,
@@ -199,6 +202,10 @@ pub struct ModelConfig {
     /// Prices in USD per million tokens.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cost: Option<CostConfig>,
+    /// Whether the model takes images and PDFs (models.dev's `attachment`); `false`: those
+    /// sent to it (a prompt's files, an image a tool fetched) are replaced by a note saying so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub attachment: Option<bool>,
 }
 
 /// Prices in USD per million tokens.

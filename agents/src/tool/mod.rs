@@ -29,6 +29,7 @@ mod task_start;
 mod testing;
 mod todo;
 pub mod truncate;
+mod web;
 mod write;
 
 pub use bash::{ARITY, BashTool, command_prefix};
@@ -46,19 +47,20 @@ pub use grep::GrepTool;
 pub use list::ListTool;
 pub use question::QuestionTool;
 pub use read::{ReadTool, looks_binary};
-pub use registry::{builtin_tools, find_tool, tool};
+pub use registry::{builtin_tools, configured_tools, find_tool, tool};
 pub use run::{ToolArgs, resolve_tool_name, run_tool};
 pub use skill::SkillTool;
 pub use task::TaskTool;
 pub use task_child::TaskChildTool;
 pub use todo::{TodoReadTool, TodoWriteTool};
+pub use web::{CodeSearchTool, SearchBackend, WebFetchTool, WebSearchTool, webfetch_pattern};
 pub use write::WriteTool;
 
 use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::agent::{AgentInfo, Registry};
-use crate::model::ToolMetadata;
+use crate::model::{FilePart, ToolMetadata};
 use crate::permission::PermissionError;
 
 /// The ids of the built-in tools, in the order they are offered to a model.
@@ -77,7 +79,13 @@ pub const BUILTIN_TOOLS: &[&str] = &[
     "task_cancel",
     "question",
     "skill",
+    "webfetch",
+    "websearch",
+    "codesearch",
 ];
+
+/// The built-in tools that need a search backend (`[search]`); without one they are not offered.
+pub const SEARCH_TOOLS: &[&str] = &["websearch", "codesearch"];
 
 /// What a successful tool call returns.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -88,6 +96,9 @@ pub struct ToolOutput {
     pub output: String,
     /// Structured details for user interfaces and embedders.
     pub metadata: ToolMetadata,
+    /// Files the call returned (a fetched image), kept on the completed tool part and shown to
+    /// the model after the output.
+    pub attachments: Vec<FilePart>,
 }
 
 /// Why a tool call failed; the `Display` text is what the model sees.

@@ -100,6 +100,7 @@ impl Tool for QuestionTool {
             title: format!("Asked {n} question{}", if n > 1 { "s" } else { "" }),
             output: answered(&args.questions, &answers),
             metadata: metadata.into(),
+            attachments: Vec::new(),
         })
     }
 

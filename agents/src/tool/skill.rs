@@ -140,6 +140,7 @@ impl Tool for SkillTool {
             title: format!("Loaded skill: {}", skill.name),
             output,
             metadata: metadata.into(),
+            attachments: Vec::new(),
         })
     }
 }

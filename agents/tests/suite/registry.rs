@@ -269,7 +269,10 @@ fn claude_tools_allow_only_those_tools() {
             "task_status",
             "task_cancel",
             "question",
-            "skill"
+            "skill",
+            "webfetch",
+            "websearch",
+            "codesearch"
         ]
     );
 }
