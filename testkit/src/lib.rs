@@ -4,6 +4,7 @@
 
 pub mod fake_anthropic;
 pub mod fake_openai;
+pub mod mcp;
 #[cfg(feature = "pty")]
 pub mod pty;
 #[cfg(feature = "runtime")]

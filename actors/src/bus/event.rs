@@ -217,6 +217,12 @@ pub enum Event {
         #[serde(rename = "sessionID")]
         session_id: SessionId,
     },
+    /// The tools an MCP server offers changed: it connected, stopped, or said its list changed.
+    #[serde(rename = "mcp.tools.changed")]
+    McpToolsChanged {
+        /// The server's name.
+        server: String,
+    },
     /// A session's todo list changed.
     #[serde(rename = "todo.updated")]
     TodoUpdated {
@@ -266,6 +272,7 @@ impl Event {
             | Event::TuiCommandExecute { .. }
             | Event::TuiToastShow { .. }
             | Event::TuiSessionSelect { .. } => None,
+            Event::McpToolsChanged { .. } => None,
             Event::MessageUpdated { info } => Some(info.session_id()),
             Event::PartUpdated { part, .. } => Some(&part.session_id),
             Event::PermissionAsked(request) => Some(&request.session_id),
@@ -296,6 +303,7 @@ impl Event {
             Event::TuiToastShow { .. } => "tui.toast.show",
             Event::TuiSessionSelect { .. } => "tui.session.select",
             Event::CommandExecuted { .. } => "command.executed",
+            Event::McpToolsChanged { .. } => "mcp.tools.changed",
         }
     }
 }

@@ -120,6 +120,9 @@ pub(crate) fn end_running(
         Ok(out) => {
             let mut completed = running.complete(out.output, out.title, now);
             completed.metadata.extend(out.metadata);
+            if !out.attachments.is_empty() {
+                completed.attachments = Some(out.attachments);
+            }
             ToolState::Completed(completed)
         }
         Err(mut error) => {
@@ -165,6 +168,7 @@ mod tests {
             title: "t".into(),
             output: "o".into(),
             metadata: meta(json!({"summary": [1, 2], "details": {"x": 1}, "sessionId": "a"})),
+            attachments: Vec::new(),
         };
         let ToolState::Completed(done) = end_running(running, Ok(out), |_| String::new(), 2) else {
             panic!("not completed");
@@ -189,6 +193,7 @@ mod tests {
             title: "done".into(),
             output: "ok".into(),
             metadata: meta(json!({"n": 2})),
+            attachments: Vec::new(),
         };
         let ToolState::Completed(done) = ended(&state, Ok(out), 9) else {
             panic!("not completed");
@@ -231,6 +236,7 @@ mod tests {
             title: "t".into(),
             output: "o".into(),
             metadata: own,
+            attachments: Vec::new(),
         };
         let ToolState::Completed(done) = ended(&state, Ok(out), 2) else {
             panic!("not completed");
@@ -253,6 +259,7 @@ mod tests {
             title: "done".into(),
             output: "ok".into(),
             metadata: meta(json!({"summary": [1, 2], "n": 2})),
+            attachments: Vec::new(),
         };
         let outcomes: [fn() -> Result<ToolOutput, ToolError>; 2] = [
             || Err(ToolError::Aborted),

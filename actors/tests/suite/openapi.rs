@@ -116,6 +116,7 @@ fn variant(event: &Event) -> &'static str {
         | Event::TuiCommandExecute { .. }
         | Event::TuiToastShow { .. }
         | Event::TuiSessionSelect { .. }
+        | Event::McpToolsChanged { .. }
         | Event::TodoUpdated { .. } => event.type_name(),
     }
 }
@@ -248,6 +249,9 @@ fn every_event() -> Vec<Event> {
         },
         Event::TuiSessionSelect {
             session_id: root.id.clone(),
+        },
+        Event::McpToolsChanged {
+            server: "docs".into(),
         },
         Event::TodoUpdated {
             session_id: root.id,

@@ -153,6 +153,9 @@ pub fn secrets(config: &Config, env: &BTreeMap<String, String>) -> Vec<String> {
     for var in super::KNOWN_PROVIDERS.iter().filter_map(|p| p.api_key_env) {
         all.extend(env.get(var).cloned());
     }
+    for server in config.mcp.values() {
+        all.extend(server.secrets());
+    }
     all
 }
 
@@ -224,11 +227,14 @@ impl ProviderConfig {
 }
 
 impl Config {
-    /// This configuration as it may be shown: no provider credential in it.
+    /// This configuration as it may be shown: no provider or MCP server credential in it.
     pub fn redacted(&self) -> Config {
         let mut shown = self.clone();
         for provider in shown.provider.values_mut() {
             *provider = provider.redacted();
+        }
+        for server in shown.mcp.values_mut() {
+            *server = server.redacted();
         }
         shown
     }

@@ -103,6 +103,7 @@ impl ChildReport {
             title,
             output,
             metadata: metadata.into(),
+            attachments: Vec::new(),
         }
     }
 }
@@ -168,6 +169,7 @@ pub(crate) fn started(
             "Subagent session {child} is running in the background (status: running). Its result will arrive later by itself, as a task_result message naming this session_id; you do not need to wait or poll for it. Use task_status to see its progress and task_cancel to stop it.\n\n<task_metadata>\nsession_id: {child}\nstatus: running\n</task_metadata>"
         ),
         metadata,
+        attachments: Vec::new(),
     }
 }
 

@@ -166,6 +166,7 @@ impl Tool for BashTool {
             title: args.description.unwrap_or(args.command),
             output,
             metadata: metadata.into(),
+            attachments: Vec::new(),
         })
     }
 }

@@ -135,6 +135,7 @@ impl Tool for EditTool {
             title: rel,
             output: "Edit applied successfully.".into(),
             metadata: metadata.into(),
+            attachments: Vec::new(),
         })
     }
 }

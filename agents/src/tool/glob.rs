@@ -107,6 +107,7 @@ impl Tool for GlobTool {
             title: paths::display_title(ctx, &search),
             output: skipped.appended_to(output),
             metadata: metadata.into(),
+            attachments: Vec::new(),
         })
     }
 

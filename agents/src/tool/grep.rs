@@ -112,6 +112,7 @@ impl Tool for GrepTool {
                 title: args.pattern,
                 output: skipped.appended_to("No files found".into()),
                 metadata: metadata.into(),
+                attachments: Vec::new(),
             });
         }
 
@@ -153,6 +154,7 @@ impl Tool for GrepTool {
             title: args.pattern,
             output: skipped.appended_to(output.trim_end().to_string()),
             metadata: metadata.into(),
+            attachments: Vec::new(),
         })
     }
 

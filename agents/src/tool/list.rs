@@ -139,6 +139,7 @@ impl Tool for ListTool {
             title: paths::display_title(ctx, &search),
             output: skipped.appended_to(output),
             metadata: metadata.into(),
+            attachments: Vec::new(),
         })
     }
 

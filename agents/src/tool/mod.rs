@@ -82,6 +82,9 @@ pub struct ToolOutput {
     pub output: String,
     /// Structured details for user interfaces and embedders.
     pub metadata: ToolMetadata,
+    /// Files the call returned (an MCP tool's images and binary resources), kept on the
+    /// completed tool part.
+    pub attachments: Vec<crate::model::Part>,
 }
 
 /// Why a tool call failed; the `Display` text is what the model sees.
@@ -166,8 +169,9 @@ impl ToolError {
 /// A tool the model can call.
 #[async_trait]
 pub trait Tool: Send + Sync {
-    /// The id the model calls it by.
-    fn id(&self) -> &'static str;
+    /// The id the model calls it by (built-in tools answer a constant; an MCP server's tools
+    /// are named at run time).
+    fn id(&self) -> &str;
 
     /// The description offered to `caller`'s model (the task tool lists the agents it may start).
     fn description(&self, caller: &AgentInfo, registry: &Registry) -> String;

@@ -109,6 +109,7 @@ impl Tool for ReadTool {
             title: paths::relative_to_project(ctx, &path),
             output,
             metadata: metadata.into(),
+            attachments: Vec::new(),
         })
     }
 

@@ -45,10 +45,10 @@ mod tests {
 
     #[test]
     fn builtins_follow_the_id_list() {
-        let ids: Vec<&str> = builtin_tools().iter().map(|t| t.id()).collect();
+        let tools = builtin_tools();
+        let ids: Vec<&str> = tools.iter().map(|t| t.id()).collect();
         assert_eq!(ids, BUILTIN_TOOLS);
         assert!(tool("nope").is_none());
-        let tools = builtin_tools();
         assert_eq!(find_tool("Grep", &tools).unwrap().id(), "grep");
         assert!(find_tool("Nope", &tools).is_none());
     }

@@ -332,6 +332,7 @@ fn finish(
         title,
         output: format!("{visible}\n\n<task_metadata>\nsession_id: {session_id}\n</task_metadata>"),
         metadata,
+        attachments: Vec::new(),
     })
 }
 

@@ -262,6 +262,7 @@ fn answer(
         title: format!("{n} parallel tasks"),
         output,
         metadata,
+        attachments: Vec::new(),
     })
 }
 

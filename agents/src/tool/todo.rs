@@ -47,6 +47,7 @@ fn todo_output(todos: &[Todo]) -> ToolOutput {
         title: format!("{open} todos"),
         output: serde_json::to_string_pretty(todos).unwrap_or_else(|_| "[]".into()),
         metadata: metadata.into(),
+        attachments: Vec::new(),
     }
 }
 

@@ -79,6 +79,7 @@ impl Tool for WriteTool {
             title: rel,
             output: "Wrote file successfully.".into(),
             metadata: metadata.into(),
+            attachments: Vec::new(),
         })
     }
 }
