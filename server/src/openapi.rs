@@ -6,7 +6,7 @@ use taskforce_actors::bus::Event;
 use utoipa::OpenApi;
 
 use super::routes::{
-    file, find, global, init, log, message, permission, project, provider, revert, search,
+    file, find, global, init, log, mcp, message, permission, project, provider, revert, search,
     services, session, share, tui,
 };
 
@@ -62,7 +62,14 @@ pub type Object = serde_json::Map<String, serde_json::Value>;
         project::get_current,
         project::paths,
         project::vcs,
-        services::mcp,
+        mcp::status,
+        mcp::add,
+        mcp::connect,
+        mcp::disconnect,
+        mcp::auth_start,
+        mcp::auth_callback,
+        mcp::auth_authenticate,
+        mcp::auth_remove,
         services::resources,
         services::lsp,
         services::formatter,

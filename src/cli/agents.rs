@@ -2,6 +2,7 @@
 
 use clap::Subcommand;
 use taskforce_agents::agent::AgentInfo;
+use taskforce_agents::config::mcp_tool_prefix;
 
 use super::output::{out, outln};
 use super::{Context, UsageError};
@@ -158,6 +159,7 @@ fn show_text(context: &Context, agent: &AgentInfo) -> String {
         agent.disabled_tools.join(", ")
     };
     out.push_str(&format!("tools hidden from the model: {hidden_tools}\n"));
+    out.push_str(&mcp_lines(context, agent));
     out.push_str("permission (evaluated bottom-up: the last matching rule wins):\n");
     let pw = agent
         .permission
@@ -186,6 +188,31 @@ fn show_text(context: &Context, agent: &AgentInfo) -> String {
         for line in p.lines() {
             out.push_str(&format!("  {line}\n").replace("  \n", "\n"));
         }
+    }
+    out
+}
+
+/// One line per configured MCP server: the name pattern of its tools and what this agent's
+/// rules say about them (the tools themselves are known once the server runs).
+fn mcp_lines(context: &Context, agent: &AgentInfo) -> String {
+    let servers = &context.loaded.config.mcp;
+    if servers.is_empty() {
+        return String::new();
+    }
+    let mut out =
+        String::from("MCP servers (each tool is named SERVER_TOOL and asked under that name):\n");
+    for (name, server) in servers {
+        let pattern = format!("{}*", mcp_tool_prefix(name));
+        let decision = if !server.is_enabled() {
+            "switched off".to_string()
+        } else if !taskforce_agents::permission::disabled([pattern.as_str()], &agent.permission)
+            .is_empty()
+        {
+            "hidden from the model".to_string()
+        } else {
+            agent.evaluate(&pattern, "*").action.to_string()
+        };
+        out.push_str(&format!("  {name}: {pattern}  {decision}\n"));
     }
     out
 }

@@ -16,24 +16,7 @@ use taskforce_agents::permission::PermissionAsk;
 use taskforce_agents::tool::{Tool, ToolContext, ToolError, ToolOutput};
 
 use super::content;
-
-/// The tool id a model calls server `server`'s tool `tool` by: both names with every
-/// character but ASCII letters, digits, `_` and `-` replaced by `_`, joined by `_`
-/// (OpenCode's naming, so permission rules such as `"github_*"` carry over).
-pub fn mcp_tool_id(server: &str, tool: &str) -> String {
-    let clean = |s: &str| -> String {
-        s.chars()
-            .map(|c| {
-                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                    c
-                } else {
-                    '_'
-                }
-            })
-            .collect()
-    };
-    format!("{}_{}", clean(server), clean(tool))
-}
+pub use taskforce_agents::config::mcp_tool_id;
 
 /// A tool of a connected MCP server.
 pub(super) struct McpTool {
@@ -193,14 +176,6 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-
-    #[test]
-    fn ids_are_the_sanitized_server_and_tool_names() {
-        assert_eq!(mcp_tool_id("github", "create_issue"), "github_create_issue");
-        assert_eq!(mcp_tool_id("my.server", "do it!"), "my_server_do_it_");
-        assert_eq!(mcp_tool_id("a-b", "c-d"), "a-b_c-d");
-        assert_eq!(mcp_tool_id("café", "x"), "caf__x");
-    }
 
     #[test]
     fn schemas_are_closed_objects_with_properties() {

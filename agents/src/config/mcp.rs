@@ -15,8 +15,33 @@ pub const DEFAULT_MCP_CONNECT_TIMEOUT_MS: u64 = 5_000;
 /// `experimental.mcp_timeout` is set, in milliseconds (the MCP SDKs' request default).
 pub const DEFAULT_MCP_CALL_TIMEOUT_MS: u64 = 60_000;
 
+/// The tool id a model calls server `server`'s tool `tool` by: both names with every
+/// character but ASCII letters, digits, `_` and `-` replaced by `_`, joined by `_`
+/// (OpenCode's naming, so permission rules such as `"github_*"` carry over).
+pub fn mcp_tool_id(server: &str, tool: &str) -> String {
+    let clean = |s: &str| -> String {
+        s.chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect()
+    };
+    format!("{}_{}", clean(server), clean(tool))
+}
+
+/// The prefix of every tool id of server `server` (`SERVER_`): what permission rules such as
+/// `"SERVER_*"` match.
+pub fn mcp_tool_prefix(server: &str) -> String {
+    mcp_tool_id(server, "")
+}
+
 /// How taskforce reaches an MCP server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "lowercase")]
 pub enum McpKind {
     /// A program started by taskforce, spoken to on its standard input and output.
@@ -29,6 +54,7 @@ pub enum McpKind {
 /// One MCP server. A layer may hold `enabled` alone, to switch off a server another layer
 /// configures.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct McpConfig {
     /// `local` or `remote`.
@@ -56,6 +82,7 @@ pub struct McpConfig {
     /// OpenCode's OAuth settings of a remote server: accepted and not used (taskforce does not
     /// sign in to MCP servers; send a token in `headers`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[cfg_attr(feature = "openapi", schema(value_type = Option<Object>))]
     pub oauth: Option<Value>,
 }
 
@@ -230,6 +257,14 @@ mod tests {
             command: command.iter().map(|s| s.to_string()).collect(),
             ..McpConfig::default()
         }
+    }
+
+    #[test]
+    fn ids_are_the_sanitized_server_and_tool_names() {
+        assert_eq!(mcp_tool_id("github", "create_issue"), "github_create_issue");
+        assert_eq!(mcp_tool_id("my.server", "do it!"), "my_server_do_it_");
+        assert_eq!(mcp_tool_id("a-b", "c-d"), "a-b_c-d");
+        assert_eq!(mcp_tool_id("café", "x"), "caf__x");
     }
 
     #[test]
