@@ -1,5 +1,6 @@
 //! A small MCP server for tests, built with rmcp: over stdio (the `mcp-fixture` binary, see
-//! [`fixture_command`]) and over streamable HTTP on 127.0.0.1 ([`HttpFixture::start`]).
+//! [`fixture_command`]), over streamable HTTP on 127.0.0.1 ([`HttpFixture::start`]), and over
+//! the older HTTP+SSE transport ([`SseFixture::start`]).
 //!
 //! Its tools:
 //! - `echo {text}` answers `text` as it came;
@@ -320,5 +321,117 @@ impl HttpFixture {
 impl Drop for HttpFixture {
     fn drop(&mut self) {
         self.stop();
+    }
+}
+
+/// The fixture over the older HTTP+SSE transport on a random port of 127.0.0.1: `GET /sse`
+/// opens a session's event stream (its first event names `/message?session=N`), and messages
+/// posted there reach the session's server. Stops when dropped.
+pub struct SseFixture {
+    /// The fixture behind the endpoint (shared by every session).
+    pub fixture: Fixture,
+    url: String,
+    task: tokio::task::JoinHandle<()>,
+}
+
+/// The sessions of an [`SseFixture`]: where each one's posted messages go.
+#[derive(Clone)]
+struct SseSessions {
+    fixture: Fixture,
+    next: Arc<AtomicUsize>,
+    inboxes: Arc<std::sync::Mutex<std::collections::HashMap<usize, SseInbox>>>,
+}
+
+type SseInbox = futures::channel::mpsc::Sender<rmcp::model::ClientJsonRpcMessage>;
+
+impl SseFixture {
+    /// Binds 127.0.0.1:0 and serves the fixture at `/sse` and `/message`.
+    pub async fn start() -> std::io::Result<SseFixture> {
+        use axum::routing::{get, post};
+        let fixture = Fixture::new(None);
+        let sessions = SseSessions {
+            fixture: fixture.clone(),
+            next: Arc::default(),
+            inboxes: Arc::default(),
+        };
+        let router = axum::Router::new()
+            .route("/sse", get(sse_stream))
+            .route("/message", post(sse_message))
+            .with_state(sessions);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let url = format!("http://{}/sse", listener.local_addr()?);
+        let task = tokio::spawn(async move {
+            let _ = axum::serve(listener, router).await;
+        });
+        Ok(SseFixture { fixture, url, task })
+    }
+
+    /// The event stream's URL (`http://127.0.0.1:PORT/sse`).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+}
+
+impl Drop for SseFixture {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// `GET /sse`: a new session, its server started, its messages streamed.
+async fn sse_stream(
+    axum::extract::State(sessions): axum::extract::State<SseSessions>,
+) -> axum::response::sse::Sse<
+    impl futures::Stream<Item = Result<axum::response::sse::Event, std::convert::Infallible>>,
+> {
+    use axum::response::sse::Event;
+    use futures::StreamExt;
+    let id = sessions.next.fetch_add(1, Ordering::SeqCst);
+    let (inbox, requests) = futures::channel::mpsc::channel(16);
+    let (replies, outbox) = futures::channel::mpsc::channel(16);
+    if let Ok(mut inboxes) = sessions.inboxes.lock() {
+        inboxes.insert(id, inbox);
+    }
+    let fixture = sessions.fixture.clone();
+    tokio::spawn(async move {
+        if let Ok(running) = fixture.serve((replies, requests)).await {
+            let _ = running.waiting().await;
+        }
+    });
+    let endpoint = Event::default()
+        .event("endpoint")
+        .data(format!("/message?session={id}"));
+    let messages = outbox.map(|message: rmcp::model::ServerJsonRpcMessage| {
+        let data = serde_json::to_string(&message).unwrap_or_default();
+        Ok(Event::default().event("message").data(data))
+    });
+    axum::response::sse::Sse::new(futures::stream::once(async { Ok(endpoint) }).chain(messages))
+}
+
+/// `POST /message?session=N`: hands a client message to session N's server.
+async fn sse_message(
+    axum::extract::State(sessions): axum::extract::State<SseSessions>,
+    axum::extract::Query(query): axum::extract::Query<std::collections::HashMap<String, String>>,
+    body: axum::body::Bytes,
+) -> axum::http::StatusCode {
+    use axum::http::StatusCode;
+    use futures::SinkExt;
+    let Some(id) = query.get("session").and_then(|s| s.parse::<usize>().ok()) else {
+        return StatusCode::BAD_REQUEST;
+    };
+    let Ok(message) = serde_json::from_slice(&body) else {
+        return StatusCode::BAD_REQUEST;
+    };
+    let inbox = sessions
+        .inboxes
+        .lock()
+        .ok()
+        .and_then(|inboxes| inboxes.get(&id).cloned());
+    let Some(mut inbox) = inbox else {
+        return StatusCode::NOT_FOUND;
+    };
+    match inbox.send(message).await {
+        Ok(()) => StatusCode::ACCEPTED,
+        Err(_) => StatusCode::GONE,
     }
 }

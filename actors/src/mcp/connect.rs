@@ -1,5 +1,6 @@
 //! Opening a connection to one MCP server: a local server's process and its standard streams,
-//! or a remote server over streamable HTTP; and what taskforce answers the server as a client.
+//! or a remote server over streamable HTTP (else the older HTTP+SSE); and what taskforce
+//! answers the server as a client.
 
 use std::collections::VecDeque;
 use std::path::Path;
@@ -20,6 +21,7 @@ const STDERR_LINES: usize = 8;
 pub(super) type Running = RunningService<RoleClient, Handler>;
 
 /// taskforce as an MCP client: tells the connection when the server's tool list changed.
+#[derive(Clone)]
 pub(super) struct Handler {
     info: ClientConfig,
     changes: mpsc::UnboundedSender<()>,
@@ -96,7 +98,19 @@ pub(super) async fn open(
         Some(McpKind::Remote) => {
             let url = config.url.as_deref().unwrap_or_default();
             let transport = remote_transport(url, config)?;
-            handler.serve(transport).await.map_err(|e| e.to_string())?
+            match handler.clone().serve(transport).await {
+                Ok(running) => running,
+                // A server older than streamable HTTP may speak HTTP+SSE.
+                Err(streamable) => {
+                    let halves = super::sse::open(url, &config.headers)
+                        .await
+                        .map_err(|sse| format!("streamable HTTP: {streamable}; HTTP+SSE: {sse}"))?;
+                    handler
+                        .serve(halves)
+                        .await
+                        .map_err(|sse| format!("streamable HTTP: {streamable}; HTTP+SSE: {sse}"))?
+                }
+            }
         }
         None => return Err("the server has no `type`".into()),
     };

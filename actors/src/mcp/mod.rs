@@ -11,6 +11,7 @@
 mod connect;
 mod content;
 mod serve;
+mod sse;
 mod tool;
 
 use std::path::PathBuf;

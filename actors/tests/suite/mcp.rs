@@ -551,3 +551,23 @@ async fn a_local_server_that_dies_is_reported_and_its_tools_go() {
     })
     .await;
 }
+
+#[actix_rt::test]
+async fn a_remote_server_that_only_speaks_http_and_sse_is_reached_by_the_fallback() {
+    let fixture = taskforce_testkit::mcp::SseFixture::start().await.unwrap();
+    let fake = FakeOpenAi::start(calls("legacy_echo", json!({"text": "over sse"})))
+        .await
+        .unwrap();
+    let config = format!(
+        "[mcp.legacy]\ntype = \"remote\"\nurl = \"{}\"\n",
+        fixture.url()
+    );
+    let env = Env::new(&fake.base_url(), &config);
+    let rt = env.runtime().await;
+    until_status(&rt, "legacy", McpStatus::Connected).await;
+    let (parts, _) = run(&rt, "echo").await;
+    assert!(
+        matches!(&parts[0].1, ToolState::Completed(c) if c.output == "over sse"),
+        "{parts:?}"
+    );
+}
