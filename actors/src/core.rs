@@ -52,6 +52,8 @@ pub(crate) struct Core {
     pub schemas: Vec<Arc<serde_json::Value>>,
     /// The description of each of `tools` (same order) for each agent that ran, built once.
     pub descriptions: DashMap<String, Vec<Arc<str>>, foldhash::fast::RandomState>,
+    /// The MCP servers, whose tools are offered after `tools` (see [`Core::tool`]).
+    pub mcp: crate::mcp::Mcp,
     /// The supervisor and subagents, once started.
     pub children: OnceLock<Arc<dyn Children>>,
     /// The project the sessions belong to (its root directory's path).
@@ -120,6 +122,31 @@ impl Core {
         let d = all[i].clone();
         self.descriptions.insert(agent.name.clone(), all);
         d
+    }
+
+    /// The tool at place `i` of the tools a step may offer: the built-in `tools`, then `mcp`
+    /// (the MCP tools connected when the step began, see [`crate::mcp::Mcp::tools`]).
+    pub fn tool<'a>(&'a self, mcp: &'a [Arc<dyn Tool>], i: usize) -> Option<&'a Arc<dyn Tool>> {
+        match i.checked_sub(self.tools.len()) {
+            None => self.tools.get(i),
+            Some(j) => mcp.get(j),
+        }
+    }
+
+    /// Every tool a step may offer, in place order: the built-in ones, then `mcp`.
+    pub fn all_tools<'a>(
+        &'a self,
+        mcp: &'a [Arc<dyn Tool>],
+    ) -> impl Iterator<Item = &'a Arc<dyn Tool>> {
+        self.tools.iter().chain(mcp.iter())
+    }
+
+    /// The name the model is told for the tool at place `i` (see [`Core::tool`]).
+    pub fn tool_name(&self, mcp: &[Arc<dyn Tool>], i: usize) -> Option<Arc<str>> {
+        match self.names.get(i) {
+            Some(name) => Some(name.clone()),
+            None => self.tool(mcp, i).map(|t| Arc::from(t.id())),
+        }
     }
 
     /// Where `tool` sits among the runtime's tools (and its schema and descriptions).

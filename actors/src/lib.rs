@@ -12,6 +12,7 @@ mod core;
 mod error;
 pub mod hooks;
 mod id_map;
+pub mod mcp;
 mod owner;
 pub mod permission;
 pub mod question;

@@ -6,8 +6,8 @@ use taskforce_actors::bus::Event;
 use utoipa::OpenApi;
 
 use super::routes::{
-    file, find, global, init, log, message, part, permission, project, provider, question, revert,
-    search, services, session, share, skill, tools, tui,
+    file, find, global, init, log, mcp, message, part, permission, project, provider, question,
+    revert, search, services, session, share, skill, tools, tui,
 };
 
 /// The error shape of every failing route: `{name, data: {message}}`.
@@ -63,7 +63,14 @@ pub type Object = serde_json::Map<String, serde_json::Value>;
         project::get_current,
         project::paths,
         project::vcs,
-        services::mcp,
+        mcp::status,
+        mcp::add,
+        mcp::connect,
+        mcp::disconnect,
+        mcp::auth_start,
+        mcp::auth_callback,
+        mcp::auth_authenticate,
+        mcp::auth_remove,
         services::resources,
         services::lsp,
         services::formatter,

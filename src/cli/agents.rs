@@ -2,6 +2,7 @@
 
 use clap::Subcommand;
 use taskforce_agents::agent::AgentInfo;
+use taskforce_agents::config::mcp_tool_prefix;
 use taskforce_agents::permission::Action;
 use taskforce_agents::tool::SEARCH_TOOLS;
 
@@ -164,6 +165,7 @@ fn show_text(context: &Context, agent: &AgentInfo) -> String {
     if let Some(line) = search_line(context, agent) {
         out.push_str(&line);
     }
+    out.push_str(&mcp_lines(context, agent));
     out.push_str("permission (evaluated bottom-up: the last matching rule wins):\n");
     let pw = agent
         .permission
@@ -240,6 +242,31 @@ fn search_line(context: &Context, agent: &AgentInfo) -> Option<String> {
         None => "not offered, as no search backend is configured under [search]".to_string(),
     };
     Some(format!("search tools ({}): {state}\n", shown.join(", ")))
+}
+
+/// One line per configured MCP server: the name pattern of its tools and what this agent's
+/// rules say about them (the tools themselves are known once the server runs).
+fn mcp_lines(context: &Context, agent: &AgentInfo) -> String {
+    let servers = &context.loaded.config.mcp;
+    if servers.is_empty() {
+        return String::new();
+    }
+    let mut out =
+        String::from("MCP servers (each tool is named SERVER_TOOL and asked under that name):\n");
+    for (name, server) in servers {
+        let pattern = format!("{}*", mcp_tool_prefix(name));
+        let decision = if !server.is_enabled() {
+            "switched off".to_string()
+        } else if !taskforce_agents::permission::disabled([pattern.as_str()], &agent.permission)
+            .is_empty()
+        {
+            "hidden from the model".to_string()
+        } else {
+            agent.evaluate(&pattern, "*").action.to_string()
+        };
+        out.push_str(&format!("  {name}: {pattern}  {decision}\n"));
+    }
+    out
 }
 
 /// The first line of `text`, cut to `max` characters with an ellipsis.

@@ -6,6 +6,7 @@
 use clap::Subcommand;
 use serde_json::{Value, json};
 use taskforce_agents::agent::AgentInfo;
+use taskforce_agents::config::mcp_tool_prefix;
 use taskforce_agents::permission::bash::{self, PartDecision};
 use taskforce_agents::permission::{Action, Rule, permission_for_tool};
 use taskforce_agents::skill::SKILL_PERMISSION;
@@ -86,6 +87,7 @@ pub fn run(context: &Context, command: PermissionCommand) -> anyhow::Result<()> 
             "  the {asked} tool is not offered: no search backend is configured under [search]"
         )?;
     }
+    print_mcp(context, agent, &permission)?;
     Ok(())
 }
 
@@ -200,6 +202,27 @@ fn print_trailer(agent: &AgentInfo) -> std::io::Result<()> {
 
 fn print_hidden(agent: &AgentInfo, permission: &str) -> std::io::Result<()> {
     if agent.disabled_tools.iter().any(|t| t == permission) {
+        outln!("  the {permission} tool is hidden from this agent's model")?;
+    }
+    Ok(())
+}
+
+/// When `permission` is named like a configured MCP server's tool: says so, and whether the
+/// agent's rules hide it.
+fn print_mcp(context: &Context, agent: &AgentInfo, permission: &str) -> std::io::Result<()> {
+    let Some(server) = context
+        .loaded
+        .config
+        .mcp
+        .keys()
+        .find(|name| permission.starts_with(&mcp_tool_prefix(name)))
+    else {
+        return Ok(());
+    };
+    outln!(
+        "  `{permission}` is named like a tool of MCP server {server}: each call is asked with pattern \"*\""
+    )?;
+    if !taskforce_agents::permission::disabled([permission], &agent.permission).is_empty() {
         outln!("  the {permission} tool is hidden from this agent's model")?;
     }
     Ok(())

@@ -255,3 +255,29 @@ fn explain_says_when_the_search_tools_are_not_offered() {
         .stdout;
     assert!(!text.contains("not offered"), "{text}");
 }
+
+#[test]
+fn mcp_tools_are_explained_and_listed_by_their_servers_name_pattern() {
+    let s = Sandbox::new();
+    s.file(
+        "taskforce.toml",
+        "[mcp.github]\ntype = \"local\"\ncommand = [\"github-mcp\"]\n\n[mcp.\"my.docs\"]\ntype = \"remote\"\nurl = \"https://example.com/mcp\"\n\n[permission]\n\"github_*\" = \"ask\"\n\"my_docs_*\" = \"deny\"\n",
+    );
+    let text = s
+        .ok(&["permission", "explain", "github_create_issue", "*"])
+        .stdout;
+    assert!(text.starts_with("ask\n"), "{text}");
+    assert!(text.contains("rule #"), "{text}");
+    assert!(text.contains("a tool of MCP server github"), "{text}");
+    let text = s
+        .ok(&["permission", "explain", "my_docs_search", "*"])
+        .stdout;
+    assert!(text.starts_with("deny\n"), "{text}");
+    assert!(text.contains("hidden from this agent's model"), "{text}");
+    let shown = s.ok(&["agents", "show", "build"]).stdout;
+    assert!(shown.contains("  github: github_*  ask\n"), "{shown}");
+    assert!(
+        shown.contains("  my.docs: my_docs_*  hidden from the model\n"),
+        "{shown}"
+    );
+}

@@ -4,6 +4,7 @@
 mod connections;
 mod errors;
 mod guard;
+mod mcp;
 mod messages;
 mod opencode;
 mod permissions;

@@ -243,6 +243,12 @@ pub enum Event {
         #[serde(rename = "requestID")]
         request_id: QuestionId,
     },
+    /// The tools an MCP server offers changed: it connected, stopped, or said its list changed.
+    #[serde(rename = "mcp.tools.changed")]
+    McpToolsChanged {
+        /// The server's name.
+        server: String,
+    },
     /// A session's todo list changed.
     #[serde(rename = "todo.updated")]
     TodoUpdated {
@@ -292,6 +298,7 @@ impl Event {
             | Event::TuiCommandExecute { .. }
             | Event::TuiToastShow { .. }
             | Event::TuiSessionSelect { .. } => None,
+            Event::McpToolsChanged { .. } => None,
             Event::MessageUpdated { info } => Some(info.session_id()),
             Event::PartUpdated { part, .. } => Some(&part.session_id),
             Event::PermissionAsked(request) => Some(&request.session_id),
@@ -328,6 +335,7 @@ impl Event {
             Event::TuiToastShow { .. } => "tui.toast.show",
             Event::TuiSessionSelect { .. } => "tui.session.select",
             Event::CommandExecuted { .. } => "command.executed",
+            Event::McpToolsChanged { .. } => "mcp.tools.changed",
         }
     }
 }

@@ -40,6 +40,7 @@ use crate::bus::{BusHandle, Event, Filter, SessionStatus, Subscription};
 use crate::core::Core;
 use crate::hooks::Hooks;
 use crate::id_map::IdMap;
+use crate::mcp::{Mcp, StopOnDrop};
 use crate::permission::{PermissionBroker, PermissionReply, PermissionRequest};
 use crate::question::QuestionBroker;
 use crate::session::{Exclusive, Job, Prompt, PromptInput, Seed, Writer};
@@ -60,6 +61,8 @@ pub struct Runtime {
     writer: Writer,
     /// The sessions it repaired when it started (left mid-run by runtimes that died).
     repaired: Arc<[SessionId]>,
+    /// Stops the MCP servers when the last handle goes away without a stop.
+    _mcp: Arc<StopOnDrop>,
 }
 
 impl Runtime {
@@ -90,6 +93,10 @@ impl Runtime {
         let names = tools.iter().map(|t| Arc::from(t.id())).collect();
         let schemas = tools.iter().map(|t| Arc::new(t.parameters())).collect();
         let snapshots = Snapshots::new(&paths.data_dir, config.snapshot != Some(false));
+        // Servers connect in the background: a slow one holds up neither the start nor a
+        // prompt.
+        let reserved = tools.iter().map(|t| t.id().to_string()).collect();
+        let mcp = Mcp::start(&config, paths.cwd.clone(), bus.clone(), reserved);
         let toucher = Toucher::start(store.clone(), bus.clone());
         let core = Arc::new(Core {
             store,
@@ -105,6 +112,7 @@ impl Runtime {
             names,
             schemas,
             descriptions: Default::default(),
+            mcp: mcp.clone(),
             children: OnceLock::new(),
             idle_stop: options.idle_stop,
             flush_every: Duration::from_millis(200),
@@ -142,6 +150,7 @@ impl Runtime {
             supervisor,
             subagents,
             repaired: repaired.into(),
+            _mcp: Arc::new(StopOnDrop(mcp)),
         })
     }
 
@@ -461,6 +470,11 @@ impl Runtime {
     /// The directories the runtime uses.
     pub fn paths(&self) -> &taskforce_agents::config::Paths {
         &self.core.paths
+    }
+
+    /// The MCP servers: their status and tools; add, connect and disconnect them.
+    pub fn mcp(&self) -> &Mcp {
+        &self.core.mcp
     }
 
     /// The model providers: which exist and which can make models.

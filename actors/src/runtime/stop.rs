@@ -70,7 +70,8 @@ impl Runtime {
 
     /// Stops the runtime as a process exit would: every session actor and running loop stops
     /// where it is (nothing more is recorded for them), the writes already queued are
-    /// committed, and the runtime's lock is released, so that another runtime on the same data
+    /// committed, the MCP servers are stopped (a local server's process is killed if it does
+    /// not exit when asked), and the runtime's lock is released, so that another runtime on the same data
     /// directory takes over what it left (unfinished answers are repaired, background children
     /// reported interrupted, undelivered results delivered). Prompts afterwards fail with
     /// `Stopped`.
@@ -80,7 +81,9 @@ impl Runtime {
             // Released only once no session of this runtime runs any more.
             let _ = tokio::task::spawn_blocking(move || stopping.join()).await;
         }
-        if let Err(e) = self.core.store.flush().await {
+        // The MCP servers stop while the last writes are committed.
+        let (_, flushed) = futures::join!(self.core.mcp.shutdown(), self.core.store.flush());
+        if let Err(e) = flushed {
             tracing::warn!("committing the last writes failed: {e}");
         }
         self.core.owner.release();

@@ -29,9 +29,11 @@ type ToolRun = tokio::task::JoinHandle<(String, Result<ToolOutput, ToolError>)>;
 
 /// The tool calls of one step, and what they are made with.
 pub(super) struct ToolCalls {
-    /// The tools the step offers: their places in `core.tools` (no reference counts to touch
-    /// per step).
+    /// The tools the step offers: their places among the built-in tools, then `mcp` (no
+    /// reference counts to touch per step; see `Core::tool`).
     tools: Vec<usize>,
+    /// The MCP tools connected when the step began.
+    mcp: Arc<[Arc<dyn Tool>]>,
     /// The agent's and the session's rules, merged, over the session's callers' rules: what
     /// the step's calls are asked against.
     rules: Layers,
@@ -54,6 +56,7 @@ impl ToolCalls {
     /// No calls yet, of `tools` under `rules`.
     pub fn new(
         tools: Vec<usize>,
+        mcp: Arc<[Arc<dyn Tool>]>,
         rules: Layers,
         bypass_agent_check: bool,
         task_guarded: bool,
@@ -61,6 +64,7 @@ impl ToolCalls {
     ) -> Self {
         ToolCalls {
             tools,
+            mcp,
             rules,
             bypass_agent_check,
             task_guarded,
@@ -153,7 +157,7 @@ impl ToolCalls {
 
     /// The tools the step offers.
     fn offered<'a>(&'a self, core: &'a Core) -> impl Iterator<Item = &'a Arc<dyn Tool>> {
-        self.tools.iter().filter_map(|&i| core.tools.get(i))
+        self.tools.iter().filter_map(|&i| core.tool(&self.mcp, i))
     }
 
     /// Marks a call running and spawns it; unknown tools and bad JSON fail without running.

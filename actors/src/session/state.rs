@@ -53,8 +53,10 @@ pub(crate) struct LoopState {
 /// The tool specs offered to an agent's model.
 pub(crate) struct OfferedTools {
     pub agent: Arc<AgentInfo>,
-    /// Their places in `core.tools`.
+    /// Their places among the built-in tools, then `mcp` (see `Core::tool`).
     pub tools: Vec<usize>,
+    /// The MCP tools the places count in.
+    pub mcp: Arc<[Arc<dyn taskforce_agents::tool::Tool>]>,
     pub specs: Arc<Vec<ToolSpec>>,
 }
 

@@ -10,6 +10,7 @@ use taskforce_agents::model::{
 };
 use taskforce_agents::permission::{Layers, Rule, merge};
 use taskforce_agents::provider::{ChatMessage, ModelRequest, Role, ToolSpec, cost};
+use taskforce_agents::tool::Tool;
 
 use super::compaction::{COMPACTION_AGENT, filter_compacted};
 use super::dispatch::ToolCalls;
@@ -119,18 +120,21 @@ pub(crate) async fn run_step(
         Some(children) => children.guard(session).await.is_some(),
         None => false,
     };
+    // The MCP tools connected now: the step offers and calls these, whatever happens to their
+    // servers meanwhile.
+    let mcp = core.mcp.tools();
     let tools: Vec<usize> = if compacting {
         Vec::new()
     } else {
-        offered_tools(core, &rules, user)
+        offered_tools(core, &mcp, &rules, user)
             .into_iter()
             .filter(|&i| {
-                let id = core.tools[i].id();
+                let id = core.tool(&mcp, i).map_or("", |t| t.id());
                 !(task_guarded && matches!(id, "task" | "task_status" | "task_cancel"))
             })
             .collect()
     };
-    let specs = offered_specs(core, state, &agent, &tools);
+    let specs = offered_specs(core, state, &agent, &mcp, &tools);
     let mut system = Vec::new();
     if let Some(p) = &agent.prompt {
         system.push(p.clone());
@@ -188,6 +192,7 @@ pub(crate) async fn run_step(
         },
         calls: ToolCalls::new(
             tools,
+            mcp,
             rules,
             mentions_agent,
             task_guarded,
@@ -292,48 +297,56 @@ fn offered_specs(
     core: &Core,
     state: &Mutex<LoopState>,
     agent: &Arc<AgentInfo>,
+    mcp: &Arc<[Arc<dyn Tool>]>,
     tools: &[usize],
 ) -> Arc<Vec<ToolSpec>> {
     let mut state = lock(state);
     if let Some(known) = &state.specs
         && Arc::ptr_eq(&known.agent, agent)
         && known.tools == tools
+        && Arc::ptr_eq(&known.mcp, mcp)
     {
         return known.specs.clone();
     }
     let specs: Arc<Vec<ToolSpec>> = Arc::new(
         tools
             .iter()
-            .map(|&i| {
-                let t = core.tools[i].as_ref();
-                ToolSpec {
-                    name: core.names[i].clone(),
+            .filter_map(|&i| {
+                let t = core.tool(mcp, i)?.as_ref();
+                Some(ToolSpec {
+                    name: core.tool_name(mcp, i)?,
                     description: core.description(t, agent),
                     parameters: core.schema(t),
-                }
+                })
             })
             .collect(),
     );
     state.specs = Some(OfferedTools {
         agent: agent.clone(),
         tools: tools.to_vec(),
+        mcp: mcp.clone(),
         specs: specs.clone(),
     });
     specs
 }
 
-/// The tools the model is offered (their places in `core.tools`): every tool not hidden by the
-/// agent's and session's rules, nor by any caller's (a tool a caller denies outright is not
-/// offered to its child), and not switched off by the prompt.
-fn offered_tools(core: &Core, rules: &Layers, user: &UserMessage) -> Vec<usize> {
+/// The tools the model is offered (their places among the built-in tools, then `mcp`; see
+/// [`Core::tool`]): every tool not hidden by the agent's and session's rules, nor by any
+/// caller's (a tool a caller denies outright is not offered to its child), and not switched
+/// off by the prompt.
+fn offered_tools(
+    core: &Core,
+    mcp: &[Arc<dyn Tool>],
+    rules: &Layers,
+    user: &UserMessage,
+) -> Vec<usize> {
     let hidden: Vec<String> = rules
         .iter()
         .flat_map(|layer| {
-            taskforce_agents::permission::disabled(core.tools.iter().map(|t| t.id()), layer)
+            taskforce_agents::permission::disabled(core.all_tools(mcp).map(|t| t.id()), layer)
         })
         .collect();
-    core.tools
-        .iter()
+    core.all_tools(mcp)
         .enumerate()
         .filter(|(_, t)| !hidden.iter().any(|h| h == t.id()))
         .filter(|(_, t)| {

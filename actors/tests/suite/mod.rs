@@ -8,6 +8,7 @@ mod crash;
 mod delegated_permissions;
 mod generate;
 mod layers;
+mod mcp;
 #[cfg(feature = "openapi")]
 mod openapi;
 mod permissions;

@@ -120,6 +120,7 @@ fn variant(event: &Event) -> &'static str {
         | Event::QuestionAsked(_)
         | Event::QuestionReplied { .. }
         | Event::QuestionRejected { .. }
+        | Event::McpToolsChanged { .. }
         | Event::TodoUpdated { .. } => event.type_name(),
     }
 }
@@ -279,6 +280,9 @@ fn every_event() -> Vec<Event> {
         Event::TuiSessionSelect {
             session_id: root.id.clone(),
         },
+        Event::McpToolsChanged {
+            server: "docs".into(),
+        },
         Event::TodoUpdated {
             session_id: root.id,
             todos: vec![Todo::new("1", "Write the schema", TodoPriority::High)],
@@ -338,7 +342,7 @@ fn openapi_every_event_variant_validates() {
     let doc = document();
     let events = every_event();
     let names: BTreeSet<&str> = events.iter().map(variant).collect();
-    assert_eq!(names.len(), 24, "an event of each variant: {names:?}");
+    assert_eq!(names.len(), 25, "an event of each variant: {names:?}");
     // The schema lists each variant once: an object with a `type` const and `properties`.
     let variants = doc["components"]["schemas"]["Event"]["oneOf"]
         .as_array()

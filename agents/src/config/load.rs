@@ -241,6 +241,15 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
             ));
         }
     }
+    for (name, server) in &config.mcp {
+        server.check(name)?;
+    }
+    if config.experimental.mcp_timeout == Some(0) {
+        return Err(invalid(
+            "experimental.mcp_timeout".into(),
+            "must be at least 1 (milliseconds)".into(),
+        ));
+    }
     for (name, command) in &config.command {
         if command.template.trim().is_empty() {
             return Err(invalid(

@@ -13,6 +13,7 @@ mod keys;
 mod known;
 mod layers;
 mod load;
+mod mcp;
 mod merge;
 mod paths;
 pub mod redact;
@@ -24,6 +25,10 @@ pub mod serde_model;
 pub use error::{ConfigError, UnconfiguredProvider, UnknownKey};
 pub use known::{KNOWN_PROVIDERS, KnownProvider, known_provider};
 pub use load::{LoadOptions, LoadedConfig, load};
+pub use mcp::{
+    DEFAULT_MCP_CALL_TIMEOUT_MS, DEFAULT_MCP_CONNECT_TIMEOUT_MS, McpConfig, McpKind, mcp_tool_id,
+    mcp_tool_prefix,
+};
 pub use merge::merge_json;
 pub use paths::Paths;
 pub use schema::{

@@ -164,6 +164,9 @@ pub fn secrets(config: &Config, env: &BTreeMap<String, String>) -> Vec<String> {
     for url in [&search.base_url, &search.url].into_iter().flatten() {
         all.extend(provider_secrets(None, std::iter::empty(), url));
     }
+    for server in config.mcp.values() {
+        all.extend(server.secrets());
+    }
     all
 }
 
@@ -235,7 +238,7 @@ impl ProviderConfig {
 }
 
 impl Config {
-    /// This configuration as it may be shown: no provider credential in it.
+    /// This configuration as it may be shown: no provider or MCP server credential in it.
     pub fn redacted(&self) -> Config {
         let mut shown = self.clone();
         for provider in shown.provider.values_mut() {
@@ -247,6 +250,9 @@ impl Config {
             .flatten()
         {
             *url = url_credentials(url).into_owned();
+        }
+        for server in shown.mcp.values_mut() {
+            *server = server.redacted();
         }
         shown
     }

@@ -48,6 +48,9 @@ pub struct Config {
     /// Slash commands by name.
     #[serde(default)]
     pub command: IndexMap<String, CommandConfig>,
+    /// MCP servers by name; their tools are offered as `NAME_TOOL`.
+    #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
+    pub mcp: IndexMap<String, super::McpConfig>,
     /// Global permission rules, appended after each agent's defaults.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub permission: Option<PermissionConfig>,
@@ -311,6 +314,10 @@ impl Default for ServerConfig {
 pub struct ExperimentalConfig {
     /// Tools only primary sessions may use; denied and hidden in child sessions.
     pub primary_tools: Vec<String>,
+    /// Milliseconds an MCP tool call may take when its server sets no `timeout` (60,000 when
+    /// left out).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mcp_timeout: Option<u64>,
 }
 
 /// A secret string: read normally, never printed (shown as `[redacted]`).

@@ -288,3 +288,95 @@ fn keybinds_take_opencodes_action_names_and_name_a_slip() {
         empty.error()
     );
 }
+
+#[test]
+fn an_opencode_mcp_section_loads_as_written() {
+    let p = Project::with(
+        "taskforce.json",
+        r#"{
+  "$schema": "https://opencode.ai/config.json",
+  "mcp": {
+    "my-local": {
+      "type": "local",
+      "command": ["npx", "-y", "@acme/mcp-server"],
+      "environment": {"ACME_TOKEN": "tok-12345", "Mode": "fast"},
+      "enabled": true,
+      "timeout": 10000
+    },
+    "remote.docs": {
+      "type": "remote",
+      "url": "https://mcp.example.com/mcp",
+      "headers": {"Authorization": "Bearer abcdef"},
+      "oauth": false
+    },
+    "off": {"enabled": false}
+  }
+}"#,
+    );
+    let config = p.load().unwrap().config;
+    let local = &config.mcp["my-local"];
+    assert_eq!(local.kind, Some(super::McpKind::Local));
+    assert_eq!(local.command, ["npx", "-y", "@acme/mcp-server"]);
+    assert_eq!(local.environment["ACME_TOKEN"], "tok-12345");
+    assert_eq!(local.environment["Mode"], "fast");
+    assert_eq!(local.timeout, Some(10_000));
+    let remote = &config.mcp["remote.docs"];
+    assert_eq!(remote.headers["Authorization"], "Bearer abcdef");
+    assert!(remote.is_enabled());
+    assert!(!config.mcp["off"].is_enabled());
+    let shown = config.redacted();
+    assert_eq!(
+        shown.mcp["remote.docs"].headers["Authorization"],
+        "[redacted]"
+    );
+    assert_eq!(
+        shown.mcp["my-local"].environment["ACME_TOKEN"],
+        "[redacted]"
+    );
+}
+
+#[test]
+fn a_project_may_switch_off_a_server_the_global_file_configures() {
+    let p = Project::new();
+    let home = PathBuf::from(&p.env["HOME"]);
+    let global = home.join(".config/taskforce/config.toml");
+    std::fs::create_dir_all(global.parent().unwrap()).unwrap();
+    std::fs::write(
+        &global,
+        "[mcp.search]\ntype = \"local\"\ncommand = [\"search-mcp\"]\n",
+    )
+    .unwrap();
+    assert!(p.load().unwrap().config.mcp["search"].is_enabled());
+    p.file("taskforce.toml", "[mcp.search]\nenabled = false\n");
+    let config = p.load().unwrap().config;
+    let search = &config.mcp["search"];
+    assert!(!search.is_enabled());
+    assert_eq!(search.command, ["search-mcp"]);
+}
+
+#[test]
+fn a_wrong_mcp_server_is_named_by_its_key() {
+    let cases = [
+        ("[mcp.a]\ntype = \"local\"\n", "key `mcp.a.command`"),
+        ("[mcp.a]\ncommand = [\"x\"]\n", "key `mcp.a.type`: missing"),
+        ("[mcp.a]\ntype = \"remote\"\n", "key `mcp.a.url`"),
+        ("[mcp.a]\ntype = \"ssh\"\n", "mcp.a.type"),
+        (
+            "[mcp.a]\ntype = \"local\"\ncommand = [\"x\"]\ntimeout = 0\n",
+            "mcp.a.timeout",
+        ),
+    ];
+    for (text, expected) in cases {
+        let err = Project::with("taskforce.toml", text).error();
+        assert!(err.contains(expected), "{text}: {err}");
+    }
+    let err = Project::with(
+        "taskforce.toml",
+        "[mcp.a]\ntype = \"local\"\ncomand = [\"x\"]\n",
+    )
+    .error();
+    assert_eq!(
+        err,
+        unknown("comand", "[mcp.a]", "taskforce.toml", "command")
+    );
+}

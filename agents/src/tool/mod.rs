@@ -96,8 +96,8 @@ pub struct ToolOutput {
     pub output: String,
     /// Structured details for user interfaces and embedders.
     pub metadata: ToolMetadata,
-    /// Files the call returned (a fetched image), kept on the completed tool part and shown to
-    /// the model after the output.
+    /// Files the call returned (a fetched image, an MCP tool's images and binary resources),
+    /// kept on the completed tool part and shown to the model after the output.
     pub attachments: Vec<FilePart>,
 }
 
@@ -186,8 +186,9 @@ impl ToolError {
 /// A tool the model can call.
 #[async_trait]
 pub trait Tool: Send + Sync {
-    /// The id the model calls it by.
-    fn id(&self) -> &'static str;
+    /// The id the model calls it by (built-in tools answer a constant; an MCP server's tools
+    /// are named at run time).
+    fn id(&self) -> &str;
 
     /// The description offered to `caller`'s model (the task tool lists the agents it may start).
     fn description(&self, caller: &AgentInfo, registry: &Registry) -> String;

@@ -63,16 +63,17 @@ pub fn find_tool(name: &str, tools: &[Arc<dyn Tool>]) -> Option<Arc<dyn Tool>> {
 mod tests {
     use super::*;
 
-    fn ids(tools: &[Arc<dyn Tool>]) -> Vec<&'static str> {
-        tools.iter().map(|t| t.id()).collect()
+    fn ids(tools: &[Arc<dyn Tool>]) -> Vec<String> {
+        tools.iter().map(|t| t.id().to_string()).collect()
     }
 
     #[test]
     fn builtins_follow_the_id_list() {
-        let unconfigured: Vec<&str> = BUILTIN_TOOLS
+        let unconfigured: Vec<String> = BUILTIN_TOOLS
             .iter()
             .copied()
             .filter(|id| !crate::tool::SEARCH_TOOLS.contains(id))
+            .map(str::to_string)
             .collect();
         assert_eq!(ids(&builtin_tools()), unconfigured);
         let config = Config::default();

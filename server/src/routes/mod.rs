@@ -7,6 +7,7 @@ mod git;
 pub(crate) mod global;
 pub(crate) mod init;
 pub(crate) mod log;
+pub(crate) mod mcp;
 pub(crate) mod message;
 pub(crate) mod part;
 pub(crate) mod permission;
@@ -58,7 +59,18 @@ pub(crate) fn all() -> Router<AppState> {
         .route("/project/current", get(project::get_current))
         .route("/path", get(project::paths))
         .route("/vcs", get(project::vcs))
-        .route("/mcp", get(services::mcp))
+        .route("/mcp", get(mcp::status).post(mcp::add))
+        .route("/mcp/{name}/connect", post(mcp::connect))
+        .route("/mcp/{name}/disconnect", post(mcp::disconnect))
+        .route(
+            "/mcp/{name}/auth",
+            post(mcp::auth_start).delete(mcp::auth_remove),
+        )
+        .route("/mcp/{name}/auth/callback", post(mcp::auth_callback))
+        .route(
+            "/mcp/{name}/auth/authenticate",
+            post(mcp::auth_authenticate),
+        )
         .route("/experimental/resource", get(services::resources))
         .route("/lsp", get(services::lsp))
         .route("/formatter", get(services::formatter))

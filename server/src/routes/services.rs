@@ -1,6 +1,6 @@
-//! `/mcp`, `/lsp`, `/formatter` and `/experimental/resource`: the status of services OpenCode
-//! runs beside its agents (MCP servers, language servers, formatters) — taskforce runs none,
-//! so each answers its empty value.
+//! `/lsp`, `/formatter` and `/experimental/resource`: the status of services OpenCode runs
+//! beside its agents (language servers, formatters, MCP resources) — taskforce has none of
+//! these, so each answers its empty value (MCP servers are in `mcp`).
 
 use axum::Json;
 use axum::extract::State;
@@ -14,29 +14,12 @@ use super::super::extract::Query;
 use super::super::openapi::{ErrorBody, Object};
 use super::{DirectoryQuery, check_directory};
 
-/// `GET /mcp`: MCP servers by name (none).
-#[utoipa::path(
-    get,
-    path = "/mcp",
-    operation_id = "mcp.status",
-    summary = "MCP servers by name (taskforce runs none)",
-    params(("directory" = Option<String>, Query, description = "The project directory (must be the served one)")),
-    responses((status = 200, body = Object), (status = 400, description = "Bad request: the message names the field", body = ErrorBody))
-)]
-pub async fn mcp(
-    State(state): State<AppState>,
-    Query(q): Query<DirectoryQuery>,
-    headers: HeaderMap,
-) -> Result<Json<Map<String, Value>>, ApiError> {
-    empty(&state, &q, &headers)
-}
-
 /// `GET /experimental/resource`: MCP resources by name (none).
 #[utoipa::path(
     get,
     path = "/experimental/resource",
     operation_id = "experimental.resource.list",
-    summary = "MCP resources by name (taskforce runs no MCP server)",
+    summary = "MCP resources by name (taskforce reads no MCP resources)",
     params(("directory" = Option<String>, Query, description = "The project directory (must be the served one)")),
     responses((status = 200, body = Object), (status = 400, description = "Bad request: the message names the field", body = ErrorBody))
 )]
