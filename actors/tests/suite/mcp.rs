@@ -37,19 +37,20 @@ fn local(markers: &Path, extra: &str) -> String {
     )
 }
 
-/// A model that calls `tool` with `args` on a user turn and answers with the text of the
-/// tool's result (or error) afterwards.
+/// A model that calls `tool` with `args` until a tool result is in, then answers with the
+/// text of the result (or error).
 fn calls(
     tool: &'static str,
     args: serde_json::Value,
 ) -> impl Fn(&RecordedRequest) -> Response + Send + Sync + 'static {
     let args = args.to_string();
     move |req| {
-        if req.last_role() == Some("user") {
-            Response::tool_calls(&[("call_mcp", tool, &args)])
-        } else {
-            let result = req.messages().last().map(|m| m["content"].to_string());
-            Response::text(&format!("read: {}", result.unwrap_or_default()))
+        // A call's files come after its result as a user message of their own: the turn is
+        // answered once any tool result is in.
+        let result = req.messages().iter().rev().find(|m| m["role"] == "tool");
+        match result {
+            None => Response::tool_calls(&[("call_mcp", tool, &args)]),
+            Some(m) => Response::text(&format!("read: {}", m["content"])),
         }
     }
 }
