@@ -95,6 +95,7 @@ async fn run(rt: &Runtime, text: &str) -> (Vec<(String, ToolState)>, String) {
 }
 
 /// Whether process `pid` is gone (or a zombie waiting to be reaped).
+#[cfg(target_os = "linux")]
 fn gone(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => true,
@@ -105,6 +106,7 @@ fn gone(pid: u32) -> bool {
 }
 
 /// The pid the stdio fixture wrote to `markers`.
+#[cfg(target_os = "linux")]
 async fn fixture_pid(markers: &Path) -> u32 {
     let file = markers.join("pid");
     eventually("the fixture to write its pid", || file.exists()).await;
@@ -497,6 +499,8 @@ async fn a_server_that_cannot_start_or_is_slow_blocks_neither_the_start_nor_a_pr
     assert!(error.contains("no answer within 2000 ms"), "{error}");
 }
 
+// Whether the process is gone is read from /proc.
+#[cfg(target_os = "linux")]
 #[actix_rt::test]
 async fn a_local_server_runs_on_stdio_and_stops_with_the_runtime() {
     let (_dir, marks) = markers();
@@ -514,6 +518,8 @@ async fn a_local_server_runs_on_stdio_and_stops_with_the_runtime() {
     eventually("the server's process to be gone", || gone(pid)).await;
 }
 
+// Whether the process is gone is read from /proc.
+#[cfg(target_os = "linux")]
 #[actix_rt::test]
 async fn a_local_server_is_stopped_when_the_runtime_is_dropped() {
     let (_dir, marks) = markers();
