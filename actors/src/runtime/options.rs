@@ -30,6 +30,9 @@ pub struct RuntimeOptions {
     /// children a dead runtime left running as interrupted); a delivery may start a parent turn.
     /// Off for short-lived tools that only read or manage sessions.
     pub deliver_background: bool,
+    /// Start the configured MCP servers (in the background). Off for short-lived tools that
+    /// only read or manage sessions.
+    pub mcp: bool,
 }
 
 impl RuntimeOptions {
@@ -44,6 +47,7 @@ impl RuntimeOptions {
             bus_capacity: 4096,
             retry_base: Duration::from_secs(2),
             deliver_background: true,
+            mcp: true,
         }
     }
 }

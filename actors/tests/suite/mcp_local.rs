@@ -163,3 +163,20 @@ async fn a_remote_server_that_only_speaks_http_and_sse_is_reached_by_the_fallbac
         "{parts:?}"
     );
 }
+
+#[actix_rt::test]
+async fn a_runtime_told_not_to_starts_no_server_until_one_is_connected() {
+    let (_dir, marks) = markers();
+    let fake = FakeOpenAi::start(|_: &RecordedRequest| Response::text("hi"))
+        .await
+        .unwrap();
+    let env = Env::new(&fake.base_url(), &local(&marks, ""));
+    let mut options = env.options();
+    options.mcp = false;
+    let rt = taskforce_actors::Runtime::start(options).await.unwrap();
+    assert_eq!(rt.mcp().status()["fixture"], McpStatus::Disabled);
+    assert!(!marks.join("pid").exists());
+    rt.mcp().connect("fixture").await.unwrap();
+    assert_eq!(rt.mcp().status()["fixture"], McpStatus::Connected);
+    rt.stop(Duration::from_secs(5)).await;
+}
