@@ -295,7 +295,7 @@ fn create(
         return Err(UsageError::new(anyhow::anyhow!("describe what the agent should do")).into());
     }
     let description = description.to_string();
-    let created = context.with_quiet_runtime(move |runtime| async move {
+    let created = context.with_store_runtime(move |runtime| async move {
         Ok(runtime.generate_agent(&description, model).await?)
     })?;
     if json {

@@ -70,7 +70,7 @@ impl Context {
         Fut: std::future::Future<Output = anyhow::Result<T>> + 'static,
         T: 'static,
     {
-        self.start_runtime(true, body)
+        self.start_runtime(true, true, body)
     }
 
     /// [`Context::with_runtime`] that starts no work of its own: pending background results
@@ -82,10 +82,26 @@ impl Context {
         Fut: std::future::Future<Output = anyhow::Result<T>> + 'static,
         T: 'static,
     {
-        self.start_runtime(false, body)
+        self.start_runtime(false, true, body)
     }
 
-    fn start_runtime<T, F, Fut>(&self, deliver_background: bool, body: F) -> anyhow::Result<T>
+    /// [`Context::with_quiet_runtime`] for commands that run no agent with tools (listing and
+    /// managing sessions): the MCP servers are not started.
+    pub fn with_store_runtime<T, F, Fut>(&self, body: F) -> anyhow::Result<T>
+    where
+        F: FnOnce(taskforce_actors::Runtime) -> Fut + 'static,
+        Fut: std::future::Future<Output = anyhow::Result<T>> + 'static,
+        T: 'static,
+    {
+        self.start_runtime(false, false, body)
+    }
+
+    fn start_runtime<T, F, Fut>(
+        &self,
+        deliver_background: bool,
+        mcp: bool,
+        body: F,
+    ) -> anyhow::Result<T>
     where
         F: FnOnce(taskforce_actors::Runtime) -> Fut + 'static,
         Fut: std::future::Future<Output = anyhow::Result<T>> + 'static,
@@ -99,6 +115,7 @@ impl Context {
         options.env = self.env.clone();
         options.deliver_background = deliver_background;
         options.skills = Some(self.registry.skills().clone());
+        options.mcp = mcp;
         system.block_on(async move {
             let runtime = taskforce_actors::Runtime::start(options)
                 .await

@@ -65,7 +65,7 @@ pub fn run(context: &Context, command: SessionsCommand) -> anyhow::Result<()> {
     let parse = |id: &str| SessionId::parse(id).map_err(UsageError::new);
     match command {
         SessionsCommand::List { roots, all, json } => {
-            context.with_quiet_runtime(move |rt| async move {
+            context.with_store_runtime(move |rt| async move {
                 let sessions = rt
                     .sessions(&SessionFilter {
                         roots,
@@ -96,7 +96,7 @@ pub fn run(context: &Context, command: SessionsCommand) -> anyhow::Result<()> {
         }
         SessionsCommand::Show { id, json } => {
             let id = parse(&id)?;
-            context.with_quiet_runtime(move |rt| async move {
+            context.with_store_runtime(move |rt| async move {
                 let info = rt.session(&id).await.map_err(UsageError::new)?;
                 let messages = rt.messages(&id).await?;
                 if json {
@@ -139,7 +139,7 @@ pub fn run(context: &Context, command: SessionsCommand) -> anyhow::Result<()> {
         }
         SessionsCommand::Tree { id, json } => {
             let id = parse(&id)?;
-            context.with_quiet_runtime(move |rt| async move {
+            context.with_store_runtime(move |rt| async move {
                 let tree = rt.tree(&id).await.map_err(|e| match e {
                     taskforce_actors::RuntimeError::SessionNotFound(_) => UsageError::new(e).into(),
                     other => anyhow::Error::from(other),
@@ -154,7 +154,7 @@ pub fn run(context: &Context, command: SessionsCommand) -> anyhow::Result<()> {
         }
         SessionsCommand::Compact { id, json } => {
             let id = parse(&id)?;
-            context.with_quiet_runtime(move |rt| async move {
+            context.with_store_runtime(move |rt| async move {
                 rt.session(&id).await.map_err(UsageError::new)?;
                 let summary = rt.summarize(&id, None).await?;
                 if let Some(error) = summary.info.as_assistant().and_then(|a| a.error.as_ref()) {
@@ -179,7 +179,7 @@ pub fn run(context: &Context, command: SessionsCommand) -> anyhow::Result<()> {
         }
         SessionsCommand::Delete { id, json } => {
             let id = parse(&id)?;
-            context.with_quiet_runtime(move |rt| async move {
+            context.with_store_runtime(move |rt| async move {
                 rt.session(&id).await.map_err(UsageError::new)?;
                 let deleted = rt.delete_session(&id).await?;
                 if json {

@@ -215,6 +215,11 @@ test("the routes OpenCode's TUI loads at start answer in the SDK's shapes", asyn
   ok(await client.vcs.get(), "vcs.get");
 
   assert.deepEqual(ok(await client.mcp.status(), "mcp.status"), {});
+  const badServer = await client.mcp.add({ name: "bad", config: { type: "local", command: [] } });
+  assert.equal(badServer.response.status, 400);
+  assert.match(JSON.stringify(badServer.error), /mcp\.bad\.command/);
+  const noServer = await client.mcp.connect({ name: "nope" });
+  assert.equal(noServer.response.status, 404);
   assert.deepEqual(ok(await client.lsp.status(), "lsp.status"), []);
   assert.deepEqual(ok(await client.formatter.status(), "formatter.status"), []);
   assert.deepEqual(ok(await client.experimental.resource.list(), "experimental.resource.list"), {});

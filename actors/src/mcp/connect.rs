@@ -132,7 +132,7 @@ fn spawn_local(
     cwd: &Path,
     tail: &StderrTail,
 ) -> Result<rmcp::transport::TokioChildProcess, String> {
-    use process_wrap::tokio::{CommandWrap, KillOnDrop, ProcessGroup};
+    use process_wrap::tokio::{CommandWrap, KillOnDrop};
     let (program, args) = config
         .command
         .split_first()
@@ -143,7 +143,10 @@ fn spawn_local(
         .envs(&config.environment)
         .current_dir(cwd);
     let mut wrapped = CommandWrap::from(command);
-    wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
+    // Its own group, so that stopping it stops what it started too.
+    #[cfg(unix)]
+    wrapped.wrap(process_wrap::tokio::ProcessGroup::leader());
+    wrapped.wrap(KillOnDrop);
     let (transport, stderr) = rmcp::transport::TokioChildProcess::builder(wrapped)
         .stderr(Stdio::piped())
         .spawn()

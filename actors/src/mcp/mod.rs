@@ -98,13 +98,15 @@ struct Conn {
 }
 
 impl Mcp {
-    /// The servers of `config`, each enabled one connecting in the background. `reserved` are
-    /// the built-in tools' ids, which MCP tools may not shadow; local servers start in `cwd`.
+    /// The servers of `config`, each enabled one connecting in the background when `connect`
+    /// (else all stay disabled until connected). `reserved` are the built-in tools' ids, which
+    /// MCP tools may not shadow; local servers start in `cwd`.
     pub(crate) fn start(
         config: &Config,
         cwd: PathBuf,
         bus: BusHandle,
         reserved: Vec<String>,
+        connect: bool,
     ) -> Mcp {
         let mcp = Mcp {
             inner: Arc::new(Inner {
@@ -119,9 +121,9 @@ impl Mcp {
         };
         for (name, server) in &config.mcp {
             mcp.insert(name, server.clone());
-            if server.is_enabled() {
+            if server.is_enabled() && connect {
                 mcp.spawn_connect(name, None);
-            } else {
+            } else if connect {
                 tracing::info!(server = %name, "MCP server disabled");
             }
         }

@@ -96,7 +96,13 @@ impl Runtime {
         // Servers connect in the background: a slow one holds up neither the start nor a
         // prompt.
         let reserved = tools.iter().map(|t| t.id().to_string()).collect();
-        let mcp = Mcp::start(&config, paths.cwd.clone(), bus.clone(), reserved);
+        let mcp = Mcp::start(
+            &config,
+            paths.cwd.clone(),
+            bus.clone(),
+            reserved,
+            options.mcp,
+        );
         let toucher = Toucher::start(store.clone(), bus.clone());
         let core = Arc::new(Core {
             store,

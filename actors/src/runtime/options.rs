@@ -34,6 +34,9 @@ pub struct RuntimeOptions {
     /// The skills, when the caller already found them (so that their warnings are logged
     /// once); `None` looks for them in the configuration's folders.
     pub skills: Option<Skills>,
+    /// Start the configured MCP servers (in the background). Off for short-lived tools that
+    /// only read or manage sessions.
+    pub mcp: bool,
 }
 
 impl RuntimeOptions {
@@ -49,6 +52,7 @@ impl RuntimeOptions {
             retry_base: Duration::from_secs(2),
             deliver_background: true,
             skills: None,
+            mcp: true,
         }
     }
 }

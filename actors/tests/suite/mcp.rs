@@ -2,7 +2,6 @@
 //! over stdio, a fake model that calls its tools, permission rules on their names, a child
 //! session, tool-list changes, failures, and no process left behind.
 
-use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::json;
@@ -11,11 +10,11 @@ use taskforce_actors::permission::PermissionReply;
 use taskforce_actors::store::MessageWithParts;
 use taskforce_actors::{PromptInput, Runtime, RuntimeError};
 use taskforce_agents::model::{PartKind, ToolState};
+use taskforce_testkit::eventually;
 use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
-use taskforce_testkit::mcp::{HttpFixture, MARKERS_ENV, fixture_command};
+use taskforce_testkit::mcp::HttpFixture;
 use taskforce_testkit::runtime::{next_ask, until};
 use taskforce_testkit::script::{is_child, task_call};
-use taskforce_testkit::{eventually, eventually_async};
 
 use super::runtime::{Env, tool_parts};
 
@@ -27,19 +26,9 @@ fn remote(fixture: &HttpFixture, extra: &str) -> String {
     )
 }
 
-/// `[mcp.fixture]` running the stdio fixture binary, leaving its marks in `markers`.
-fn local(markers: &Path, extra: &str) -> String {
-    let command = fixture_command().expect("the fixture binary builds");
-    format!(
-        "[mcp.fixture]\ntype = \"local\"\ncommand = {}\nenvironment = {{ {MARKERS_ENV} = {:?} }}\n{extra}",
-        serde_json::to_string(&command).unwrap(),
-        markers.display().to_string()
-    )
-}
-
 /// A model that calls `tool` with `args` until a tool result is in, then answers with the
 /// text of the result (or error).
-fn calls(
+pub(super) fn calls(
     tool: &'static str,
     args: serde_json::Value,
 ) -> impl Fn(&RecordedRequest) -> Response + Send + Sync + 'static {
@@ -56,7 +45,7 @@ fn calls(
 }
 
 /// Waits until server `name` has `status`.
-async fn until_status(rt: &Runtime, name: &'static str, status: McpStatus) {
+pub(super) async fn until_status(rt: &Runtime, name: &'static str, status: McpStatus) {
     let what = format!("MCP server {name} to be {status:?}");
     until(rt, &what, move |rt| {
         let status = status.clone();
@@ -66,7 +55,7 @@ async fn until_status(rt: &Runtime, name: &'static str, status: McpStatus) {
 }
 
 /// Waits until server `name` failed; answers its error.
-async fn until_failed(rt: &Runtime, name: &'static str) -> String {
+pub(super) async fn until_failed(rt: &Runtime, name: &'static str) -> String {
     until(rt, "the MCP server to fail", move |rt| async move {
         matches!(rt.mcp().status().get(name), Some(McpStatus::Failed { .. }))
     })
@@ -78,7 +67,7 @@ async fn until_failed(rt: &Runtime, name: &'static str) -> String {
 }
 
 /// Runs one prompt in a new session; answers the session's tool parts and the final text.
-async fn run(rt: &Runtime, text: &str) -> (Vec<(String, ToolState)>, String) {
+pub(super) async fn run(rt: &Runtime, text: &str) -> (Vec<(String, ToolState)>, String) {
     let s = rt.create_session(None, None).await.unwrap();
     let answer = tokio::time::timeout(
         Duration::from_secs(20),
@@ -93,33 +82,6 @@ async fn run(rt: &Runtime, text: &str) -> (Vec<(String, ToolState)>, String) {
         .filter_map(|p| p.as_text().map(|t| t.text.clone()))
         .collect();
     (tool_parts(rt, &s.id).await, text)
-}
-
-/// Whether process `pid` is gone (or a zombie waiting to be reaped).
-fn gone(pid: u32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Err(_) => true,
-        Ok(stat) => stat
-            .rsplit_once(')')
-            .is_some_and(|(_, rest)| rest.trim_start().starts_with('Z')),
-    }
-}
-
-/// The pid the stdio fixture wrote to `markers`.
-async fn fixture_pid(markers: &Path) -> u32 {
-    let file = markers.join("pid");
-    eventually("the fixture to write its pid", || file.exists()).await;
-    std::fs::read_to_string(&file)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
-}
-
-fn markers() -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().to_path_buf();
-    (dir, path)
 }
 
 /// The HTTP fixture, a fake model answering with `model`, and a runtime configured with both
@@ -476,99 +438,4 @@ async fn servers_connect_disconnect_and_are_added_at_run_time() {
     let err = rt.mcp().add("third", bad).await.unwrap_err().to_string();
     assert!(err.contains("mcp.third.type"), "{err}");
     assert!(rt.mcp().connect("nope").await.is_err());
-}
-
-#[actix_rt::test]
-async fn a_server_that_cannot_start_or_is_slow_blocks_neither_the_start_nor_a_prompt() {
-    let fake = FakeOpenAi::start(|_: &RecordedRequest| Response::text("still here"))
-        .await
-        .unwrap();
-    let extra = "[mcp.missing]\ntype = \"local\"\ncommand = [\"/nonexistent/mcp-server\"]\n\n\
-                 [mcp.mute]\ntype = \"local\"\ncommand = [\"sleep\", \"30\"]\ntimeout = 2000\n";
-    let env = Env::new(&fake.base_url(), extra);
-    let rt = env.runtime().await;
-    let (_, text) = run(&rt, "hello").await;
-    assert_eq!(text, "still here");
-    let error = until_failed(&rt, "missing").await;
-    assert!(
-        error.contains("cannot start `/nonexistent/mcp-server`"),
-        "{error}"
-    );
-    let error = until_failed(&rt, "mute").await;
-    assert!(error.contains("no answer within 2000 ms"), "{error}");
-}
-
-#[actix_rt::test]
-async fn a_local_server_runs_on_stdio_and_stops_with_the_runtime() {
-    let (_dir, marks) = markers();
-    let fake = FakeOpenAi::start(calls("fixture_echo", json!({"text": "over stdio"})))
-        .await
-        .unwrap();
-    let env = Env::new(&fake.base_url(), &local(&marks, ""));
-    let rt = env.runtime().await;
-    until_status(&rt, "fixture", McpStatus::Connected).await;
-    let pid = fixture_pid(&marks).await;
-    let (parts, _) = run(&rt, "echo").await;
-    assert!(matches!(&parts[0].1, ToolState::Completed(c) if c.output == "over stdio"));
-    assert!(!gone(pid));
-    rt.stop(Duration::from_secs(5)).await;
-    eventually("the server's process to be gone", || gone(pid)).await;
-}
-
-#[actix_rt::test]
-async fn a_local_server_is_stopped_when_the_runtime_is_dropped() {
-    let (_dir, marks) = markers();
-    let fake = FakeOpenAi::start(|_: &RecordedRequest| Response::text("hi"))
-        .await
-        .unwrap();
-    let env = Env::new(&fake.base_url(), &local(&marks, ""));
-    let rt = env.runtime().await;
-    until_status(&rt, "fixture", McpStatus::Connected).await;
-    let pid = fixture_pid(&marks).await;
-    drop(rt);
-    eventually("the server's process to be gone", || gone(pid)).await;
-}
-
-#[actix_rt::test]
-async fn a_local_server_that_dies_is_reported_and_its_tools_go() {
-    let (_dir, marks) = markers();
-    let fake = FakeOpenAi::start(calls("fixture_exit", json!({})))
-        .await
-        .unwrap();
-    let env = Env::new(&fake.base_url(), &local(&marks, ""));
-    let rt = env.runtime().await;
-    until_status(&rt, "fixture", McpStatus::Connected).await;
-    let (parts, _) = run(&rt, "die").await;
-    let ToolState::Error(failed) = &parts[0].1 else {
-        panic!("the call failed: {:?}", parts[0].1)
-    };
-    assert!(failed.error.contains("not connected"), "{}", failed.error);
-    let error = until_failed(&rt, "fixture").await;
-    assert!(error.contains("closed the connection"), "{error}");
-    let rt2 = rt.clone();
-    eventually_async("the tools to go", move || {
-        let rt = rt2.clone();
-        async move { rt.mcp().tools().is_empty() }
-    })
-    .await;
-}
-
-#[actix_rt::test]
-async fn a_remote_server_that_only_speaks_http_and_sse_is_reached_by_the_fallback() {
-    let fixture = taskforce_testkit::mcp::SseFixture::start().await.unwrap();
-    let fake = FakeOpenAi::start(calls("legacy_echo", json!({"text": "over sse"})))
-        .await
-        .unwrap();
-    let config = format!(
-        "[mcp.legacy]\ntype = \"remote\"\nurl = \"{}\"\n",
-        fixture.url()
-    );
-    let env = Env::new(&fake.base_url(), &config);
-    let rt = env.runtime().await;
-    until_status(&rt, "legacy", McpStatus::Connected).await;
-    let (parts, _) = run(&rt, "echo").await;
-    assert!(
-        matches!(&parts[0].1, ToolState::Completed(c) if c.output == "over sse"),
-        "{parts:?}"
-    );
 }

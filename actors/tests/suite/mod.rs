@@ -9,6 +9,7 @@ mod delegated_permissions;
 mod generate;
 mod layers;
 mod mcp;
+mod mcp_local;
 #[cfg(feature = "openapi")]
 mod openapi;
 mod permissions;
