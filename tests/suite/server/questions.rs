@@ -113,3 +113,58 @@ async fn a_dismissed_question_is_published_and_ends_the_run() {
         .error(400, "BadRequest");
     assert!(bad.contains("requestID"), "{bad}");
 }
+
+/// The root delegates to a child, which delegates to a grandchild, which asks which color;
+/// each then reports what it heard.
+fn asks_two_levels_down(req: &RecordedRequest) -> Response {
+    use taskforce_testkit::script::{first_user, task_call};
+    let who = first_user(req);
+    let fresh = req.last_role() == Some("user");
+    if who.contains("level two") {
+        return if fresh {
+            asks_color(req)
+        } else {
+            Response::text("two done")
+        };
+    }
+    if !fresh {
+        return Response::text("done");
+    }
+    let next = if who.contains("level one") {
+        "level two"
+    } else {
+        "level one"
+    };
+    task_call(&format!(
+        r#"{{"description":"go deeper","prompt":"{next}","subagent_type":"general"}}"#
+    ))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_grandchilds_question_reaches_the_roots_stream_and_is_answered_over_http() {
+    let h = harness()
+        .config("\n[subagent]\nmax_depth = 2\n\n[agent.general.permission]\nquestion = \"allow\"\n")
+        .start(asks_two_levels_down)
+        .await;
+    let root = h.session_id().await;
+    let mut events = Sse::open(&h, "/event", None).await;
+    let asked = ask(&h, &mut events, &root).await;
+    assert_eq!(asked["rootSessionID"], json!(root));
+    assert_eq!(asked["path"], json!(["build", "general", "general"]));
+    assert_ne!(asked["sessionID"], json!(root));
+    let id = asked["id"].as_str().unwrap().to_string();
+    assert_eq!(
+        h.post(
+            &format!("/question/{id}/reply"),
+            json!({"answers": [["Red"]]})
+        )
+        .await
+        .ok(),
+        json!(true)
+    );
+    events.until(|f| f.is("session.idle", &root)).await;
+    assert_eq!(
+        super::text_of(h.messages(&root).await.last().unwrap()),
+        "done"
+    );
+}
