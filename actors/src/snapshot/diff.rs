@@ -100,7 +100,11 @@ async fn group_diffs(git: &Git, hash: &str, rels: &[String]) -> Vec<FileDiff> {
         let after = if binary || status == FileDiffStatus::Deleted {
             String::new()
         } else {
-            shown(&std::fs::read(worktree_file(git, &rel)).unwrap_or_default())
+            shown(
+                &tokio::fs::read(worktree_file(git, &rel))
+                    .await
+                    .unwrap_or_default(),
+            )
         };
         out.push(FileDiff {
             file: rel,

@@ -210,7 +210,8 @@ impl Snapshots {
             excluded.push(format!("/{rel}/"));
         }
         for rel in others.entries() {
-            let big = std::fs::symlink_metadata(git.worktree.join(&rel))
+            let big = tokio::fs::symlink_metadata(git.worktree.join(&rel))
+                .await
                 .is_ok_and(|m| m.is_file() && m.len() > LARGE);
             if big {
                 excluded.push(format!("/{rel}"));
