@@ -6,6 +6,7 @@
 //! order (maps deep-merge, keys keep their first position, later values win) and checked again.
 
 mod check;
+mod cluster;
 mod env;
 mod error;
 pub mod keybinds;
@@ -22,6 +23,7 @@ mod search;
 pub mod serde_duration;
 pub mod serde_model;
 
+pub use cluster::{ClusterConfig, DEFAULT_CLUSTER_PREFIX, check_name as check_cluster_name};
 pub use error::{ConfigError, UnconfiguredProvider, UnknownKey};
 pub use known::{KNOWN_PROVIDERS, KnownProvider, known_provider};
 pub use load::{LoadOptions, LoadedConfig, load};

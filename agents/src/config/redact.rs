@@ -167,6 +167,9 @@ pub fn secrets(config: &Config, env: &BTreeMap<String, String>) -> Vec<String> {
     for server in config.mcp.values() {
         all.extend(server.secrets());
     }
+    if let Some(url) = &config.cluster.nats {
+        all.extend(provider_secrets(None, std::iter::empty(), url));
+    }
     all
 }
 
@@ -253,6 +256,9 @@ impl Config {
         }
         for server in shown.mcp.values_mut() {
             *server = server.redacted();
+        }
+        if let Some(url) = &mut shown.cluster.nats {
+            *url = url_credentials(url).into_owned();
         }
         shown
     }

@@ -66,6 +66,9 @@ pub struct Config {
     /// Settings of `taskforce serve`.
     #[serde(default)]
     pub server: ServerConfig,
+    /// Joining a cluster of nodes over NATS JetStream.
+    #[serde(default, skip_serializing_if = "super::ClusterConfig::is_default")]
+    pub cluster: super::ClusterConfig,
     /// Settings that may change.
     #[serde(default)]
     pub experimental: ExperimentalConfig,

@@ -380,3 +380,28 @@ fn a_wrong_mcp_server_is_named_by_its_key() {
         unknown("comand", "[mcp.a]", "taskforce.toml", "command")
     );
 }
+
+#[test]
+fn a_cluster_section_loads_with_durations_and_a_bad_prefix_is_named_by_its_key() {
+    let p = Project::with(
+        "taskforce.toml",
+        "[cluster]\nnats = \"nats://127.0.0.1:4222\"\nprefix = \"team-a\"\nnode = \"n1\"\nheartbeat = \"500ms\"\nlease = \"3s\"\n",
+    );
+    let cluster = p.load().unwrap().config.cluster;
+    assert_eq!(cluster.prefix, "team-a");
+    assert_eq!(cluster.lease, std::time::Duration::from_secs(3));
+    p.file("taskforce.toml", "[cluster]\nprefix = \"team.a\"\n");
+    let error = p.error();
+    assert!(
+        error.contains("cluster.prefix") && error.contains("team.a"),
+        "{error}"
+    );
+    p.file("taskforce.toml", "[cluster]\nenabled = true\n");
+    assert!(p.error().contains("cluster.nats"));
+    p.file("taskforce.toml", "[cluster]\nnat = \"nats://x\"\n");
+    let error = p.error();
+    assert!(
+        error.contains("[cluster]") && error.contains("\"nats\""),
+        "{error}"
+    );
+}
