@@ -26,6 +26,9 @@ pub enum RuntimeError {
     /// The store failed.
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Joining the cluster failed (its configuration, NATS, JetStream).
+    #[error(transparent)]
+    Cluster(#[from] crate::cluster::ClusterError),
     /// The session's loop was cancelled before it answered.
     #[error("the session was cancelled")]
     Cancelled,

@@ -7,6 +7,7 @@
 //! through [`Runtime`].
 
 pub mod bus;
+pub mod cluster;
 mod complete;
 mod core;
 mod error;

@@ -6,6 +6,7 @@ pub mod fake_anthropic;
 pub mod fake_openai;
 pub mod fake_web;
 pub mod mcp;
+pub mod nats;
 #[cfg(feature = "pty")]
 pub mod pty;
 #[cfg(feature = "runtime")]

@@ -15,10 +15,11 @@ pub use event::{Event, SessionStatus, ToastVariant};
 pub use subscription::{BusItem, Filter, Subscription};
 pub(crate) use wake::batch_wakes_here;
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use taskforce_agents::id::SessionId;
-use tokio::sync::broadcast;
+use tokio::sync::{broadcast, mpsc};
 
 use crate::id_map::IdMap;
 use session_queue::{Reader, SessionQueues};
@@ -44,6 +45,11 @@ struct Fanout {
     sender: broadcast::Sender<Arc<Envelope>>,
     sessions: SessionQueues,
     parents: ParentMap,
+    /// The cluster bridge's copy of every event this node publishes itself (not those fed in
+    /// from other nodes), once a bridge is attached.
+    tap: OnceLock<mpsc::UnboundedSender<Arc<Envelope>>>,
+    /// The number of the newest event sent to the tap.
+    last_tapped: AtomicU64,
 }
 
 impl Drop for Fanout {
@@ -64,12 +70,19 @@ impl Fanout {
     fn publish_all(&self, events: impl IntoIterator<Item = Event>) {
         let mut seq = self.seq.lock().unwrap_or_else(PoisonError::into_inner);
         for event in events {
-            self.send(&mut seq, event);
+            self.send(&mut seq, event, true);
         }
     }
 
-    /// Stamps `event` with the next number and puts it in the subscribers' buffers.
-    fn send(&self, seq: &mut u64, event: Event) {
+    /// Publishes an event of another node: subscribers get it, the tap does not.
+    fn publish_remote(&self, event: Event) {
+        let mut seq = self.seq.lock().unwrap_or_else(PoisonError::into_inner);
+        self.send(&mut seq, event, false);
+    }
+
+    /// Stamps `event` with the next number and puts it in the subscribers' buffers (and, for
+    /// this node's own events, `local`, in the tap's).
+    fn send(&self, seq: &mut u64, event: Event, local: bool) {
         if let Event::SessionCreated { info } = &event
             && let Some(parent) = &info.parent_id
         {
@@ -82,6 +95,11 @@ impl Fanout {
             && let Some(readers) = self.sessions.get(id)
         {
             readers.iter().for_each(|q| q.push(envelope.clone()));
+        }
+        if local && let Some(tap) = self.tap.get() {
+            self.last_tapped.store(envelope.seq, Ordering::Release);
+            // A bridge that stopped wants no more.
+            let _ = tap.send(envelope.clone());
         }
         // No receiver is not an error: nobody listens right now.
         let _ = self.sender.send(envelope);
@@ -107,6 +125,8 @@ impl BusHandle {
             sender,
             sessions: Arc::default(),
             parents: Arc::default(),
+            tap: OnceLock::new(),
+            last_tapped: AtomicU64::new(0),
         });
         BusHandle { fanout }
     }
@@ -136,6 +156,32 @@ impl BusHandle {
         self.fanout.publish(event);
     }
 
+    /// Publishes an event that another node of the cluster published: subscribers here get it
+    /// (session parent links are learned from it), and it is not sent back to the cluster.
+    pub fn publish_remote(&self, event: Event) {
+        self.fanout.publish_remote(event);
+    }
+
+    /// From now on, every event this node publishes itself is also sent, in order, to the
+    /// returned receiver (the cluster bridge's feed); `None` when a tap is already attached.
+    pub(crate) fn tap(&self) -> Option<mpsc::UnboundedReceiver<Arc<Envelope>>> {
+        let (sender, receiver) = mpsc::unbounded_channel();
+        // Set under the ordering lock, so that the tap starts exactly after one event.
+        let _seq = self
+            .fanout
+            .seq
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        self.fanout.tap.set(sender).ok()?;
+        Some(receiver)
+    }
+
+    /// The number of the newest event this node published itself since a tap was attached
+    /// (0 before).
+    pub(crate) fn last_tapped(&self) -> u64 {
+        self.fanout.last_tapped.load(Ordering::Acquire)
+    }
+
     /// Subscribes to the events that pass `filter`, from now on.
     pub fn subscribe(&self, filter: Filter) -> Subscription {
         let source = match &filter {
@@ -148,6 +194,18 @@ impl BusHandle {
     /// Records that `child` is a child of `parent` (for sessions loaded from the store).
     pub fn register_parent(&self, child: &SessionId, parent: &SessionId) {
         self.fanout.parents.insert(child.clone(), parent.clone());
+    }
+
+    /// The root of a session's tree, as far as the bus knows its ancestors.
+    pub fn root_of(&self, session: &SessionId) -> SessionId {
+        let mut current = session.clone();
+        for _ in 0..256 {
+            match self.fanout.parents.get(&current).map(|p| p.value().clone()) {
+                Some(parent) => current = parent,
+                None => break,
+            }
+        }
+        current
     }
 
     /// How deep a session is below its root, as far as the bus knows its ancestors.

@@ -37,6 +37,7 @@ use crate::owner::{self, OwnerLock};
 
 use crate::RuntimeError;
 use crate::bus::{BusHandle, Event, Filter, SessionStatus, Subscription};
+use crate::cluster::Cluster;
 use crate::core::Core;
 use crate::hooks::Hooks;
 use crate::id_map::IdMap;
@@ -63,6 +64,8 @@ pub struct Runtime {
     repaired: Arc<[SessionId]>,
     /// Stops the MCP servers when the last handle goes away without a stop.
     _mcp: Arc<StopOnDrop>,
+    /// The cluster this runtime is a node of, when it joined one.
+    cluster: Option<Arc<Cluster>>,
 }
 
 impl Runtime {
@@ -83,6 +86,12 @@ impl Runtime {
         let registry = Registry::with_skills(&config, &paths, skills)?;
         let providers = Providers::new(&config, &options.env)?;
         let bus = BusHandle::start(options.bus_capacity);
+        // Joined before anything is published, so that every event of this node reaches the
+        // cluster.
+        let cluster = match options.cluster {
+            true => Some(Cluster::join(&config.cluster, &bus).await?),
+            false => None,
+        };
         let project_id = paths.project_root.display().to_string();
         // The project's "always" approvals from earlier runs apply from the start.
         let broker = PermissionBroker::load(bus.clone(), store.clone(), project_id.clone()).await?;
@@ -141,6 +150,9 @@ impl Runtime {
             Supervisor::new(core.clone(), arbiters, options.pin_arbiters, queued.clone()).start();
         let subagents = Subagents::new(core.clone(), supervisor.clone(), queued);
         let _ = core.children.set(subagents.clone());
+        if let Some(cluster) = &cluster {
+            cluster.start_lease(cluster_load(&core, &subagents));
+        }
         // Runs that runtimes which died left half-way are ended first: nothing (a delivery
         // below, a prompt) builds on them as they are. Their lock files go too.
         let repaired = crate::session::repair_dead_runs(&core, None).await;
@@ -157,7 +169,14 @@ impl Runtime {
             subagents,
             repaired: repaired.into(),
             _mcp: Arc::new(StopOnDrop(mcp)),
+            cluster,
         })
+    }
+
+    /// The cluster this runtime is a node of, when it joined one (see
+    /// [`RuntimeOptions::cluster`]).
+    pub fn cluster(&self) -> Option<&Arc<Cluster>> {
+        self.cluster.as_ref()
     }
 
     /// Starts the runtime with its own actix system on a dedicated thread, for plain tokio hosts.
@@ -487,4 +506,21 @@ impl Runtime {
     pub fn providers(&self) -> &Providers {
         &self.core.providers
     }
+}
+
+/// What this node reports in its cluster lease: its running sessions, its running-child slots
+/// and its store.
+fn cluster_load(core: &Arc<Core>, subagents: &Arc<Subagents>) -> crate::cluster::LoadFn {
+    let (core, subagents) = (Arc::downgrade(core), Arc::downgrade(subagents));
+    Box::new(move || {
+        let mut load = crate::cluster::Load::default();
+        if let (Some(core), Some(subagents)) = (core.upgrade(), subagents.upgrade()) {
+            let (used, capacity) = subagents.slots();
+            load.running_sessions = core.statuses.len() as u64;
+            load.slots_used = used as u64;
+            load.slots_capacity = capacity as u64;
+            load.slots_free = capacity.saturating_sub(used) as u64;
+        }
+        (load, "ok".to_string())
+    })
 }

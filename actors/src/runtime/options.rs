@@ -37,6 +37,10 @@ pub struct RuntimeOptions {
     /// Start the configured MCP servers (in the background). Off for short-lived tools that
     /// only read or manage sessions.
     pub mcp: bool,
+    /// Join the cluster of the configuration's `[cluster]` (off by default): this runtime's
+    /// events go to the cluster's NATS JetStream stream, other nodes' come into its bus, and
+    /// it holds a lease in the cluster's nodes bucket.
+    pub cluster: bool,
 }
 
 impl RuntimeOptions {
@@ -53,6 +57,7 @@ impl RuntimeOptions {
             deliver_background: true,
             skills: None,
             mcp: true,
+            cluster: false,
         }
     }
 }

@@ -14,6 +14,9 @@ use super::Runtime;
 use crate::bus::Filter;
 use crate::supervisor::{CancelTree, StopAll};
 
+/// The longest a stopping node waits for its last events to reach the cluster.
+const CLUSTER_LEAVE: Duration = Duration::from_secs(2);
+
 /// The least time left for stopping the actors and committing the queued writes once the runs
 /// are cancelled, however long cancelling took.
 const FINAL_WAIT: Duration = Duration::from_millis(500);
@@ -81,8 +84,15 @@ impl Runtime {
             // Released only once no session of this runtime runs any more.
             let _ = tokio::task::spawn_blocking(move || stopping.join()).await;
         }
-        // The MCP servers stop while the last writes are committed.
-        let (_, flushed) = futures::join!(self.core.mcp.shutdown(), self.core.store.flush());
+        // The MCP servers stop while the last writes are committed (and this node's last
+        // events reach the cluster, and its lease is given back).
+        let leave = async {
+            if let Some(cluster) = &self.cluster {
+                cluster.leave(CLUSTER_LEAVE).await;
+            }
+        };
+        let (_, flushed, ()) =
+            futures::join!(self.core.mcp.shutdown(), self.core.store.flush(), leave);
         if let Err(e) = flushed {
             tracing::warn!("committing the last writes failed: {e}");
         }

@@ -91,6 +91,11 @@ impl Subagents {
         self.limits.forget_trees(roots);
     }
 
+    /// Running-child slots in use and in all (`[subagent] max_total`).
+    pub(crate) fn slots(&self) -> (usize, usize) {
+        self.limits.usage()
+    }
+
     /// Nothing of this runtime's background work is left: none queued, running or undelivered.
     pub(crate) fn is_quiet(&self) -> bool {
         self.queued.is_empty() && self.unrecorded.is_empty() && self.background.is_empty()

@@ -2,6 +2,7 @@ mod anthropic;
 mod background;
 mod background_limits;
 mod bus;
+mod cluster;
 mod commands;
 mod compaction;
 mod crash;

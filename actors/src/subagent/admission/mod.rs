@@ -135,6 +135,11 @@ impl Limits {
         }
     }
 
+    /// Shares of `max_total` in use, and `max_total`.
+    pub(crate) fn usage(&self) -> (usize, usize) {
+        (self.state().total, self.total)
+    }
+
     fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }

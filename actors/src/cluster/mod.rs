@@ -1,0 +1,369 @@
+//! The cluster: a node's link to the other nodes over NATS JetStream.
+//!
+//! [`Cluster::join`] connects to NATS (the connection reconnects on its own), makes sure the
+//! events stream and the nodes bucket exist, and starts the event bridge: this node's events go
+//! to the stream on the subject of their session tree (`outbound`), other nodes' events come
+//! from it into this node's bus (`feed::inbound`). [`Cluster::start_lease`] then holds this
+//! node's lease in the nodes bucket (`membership`). The SSE server reads the stream itself
+//! ([`Cluster::events_after`]): its event ids are stream sequences, the same on every node.
+//!
+//! Only the runtime starts a cluster; this module knows nothing of the runtime.
+
+mod connect;
+mod error;
+mod feed;
+mod membership;
+mod names;
+mod outbound;
+mod status;
+
+pub use error::ClusterError;
+pub use feed::StreamEvent;
+pub use membership::{Load, NodeInfo, NodeStatus, list_nodes};
+pub use names::Names;
+pub use outbound::{NODE_HEADER, Progress};
+pub use status::{BridgeStatus, ConnectionStatus};
+
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use async_nats::jetstream::{self, kv};
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use serde::{Deserialize, Serialize};
+use taskforce_agents::config::ClusterConfig;
+use tokio::sync::watch;
+use tokio_util::sync::CancellationToken;
+
+use crate::bus::BusHandle;
+use feed::Read;
+use status::Counters;
+
+/// What a node reports of itself for its lease, asked at each heartbeat.
+pub type LoadFn = Box<dyn Fn() -> (Load, String) + Send + Sync>;
+
+/// A node's membership of a cluster and its event bridge. Shared by the runtime's handles.
+pub struct Cluster {
+    config: ClusterConfig,
+    names: Names,
+    node: Arc<str>,
+    client: async_nats::Client,
+    js: jetstream::Context,
+    bucket: kv::Store,
+    bus: BusHandle,
+    counters: Arc<Counters>,
+    progress: watch::Receiver<Progress>,
+    /// The stream's creation time (ms): the `<epoch>` of SSE ids in cluster mode.
+    epoch: u64,
+    /// The stream's last sequence when the node joined.
+    joined_at: u64,
+    started: u64,
+    address: Mutex<Option<String>>,
+    /// Stops the lease's renewal.
+    heartbeat: CancellationToken,
+    /// Stops everything.
+    stop: CancellationToken,
+}
+
+/// The cluster as one node (or `taskforce cluster status`) sees it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct ClusterStatus {
+    /// The cluster's prefix.
+    pub prefix: String,
+    /// The node answering, when a node answers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub this_node: Option<String>,
+    /// Every node with a lease, expired ones included.
+    pub nodes: Vec<NodeStatus>,
+}
+
+impl Cluster {
+    /// Joins the cluster of `config` with `bus`'s events: connects, opens (or creates) the
+    /// stream and the bucket, and starts the bridge. Events published on `bus` from now on go
+    /// to the cluster. The lease starts with [`Cluster::start_lease`].
+    pub(crate) async fn join(
+        config: &ClusterConfig,
+        bus: &BusHandle,
+    ) -> Result<Arc<Cluster>, ClusterError> {
+        let names = Names::new(&config.prefix)?;
+        let url = config.nats_url().map_err(|message| ClusterError::Config {
+            key: "nats".into(),
+            message,
+        })?;
+        let node: Arc<str> = match &config.node {
+            Some(node) => Arc::from(node.as_str()),
+            None => Arc::from(default_node_name()),
+        };
+        let counters = Arc::new(Counters::default());
+        let client = connect::connect(url, &node, Some(counters.clone())).await?;
+        let js = connect::context(client.clone());
+        let mut stream = connect::events_stream(&js, &names, config).await?;
+        let bucket = connect::nodes_bucket(&js, &names, true).await?;
+        let info = stream
+            .info()
+            .await
+            .map_err(|e| ClusterError::jetstream("reading the events stream", e))?;
+        let joined_at = info.state.last_sequence;
+        let epoch = u64::try_from(info.created.unix_timestamp_nanos() / 1_000_000).unwrap_or(0);
+        let tap = bus.tap().ok_or_else(|| ClusterError::Config {
+            key: "nats".into(),
+            message: "this runtime's bus is already bridged to a cluster".into(),
+        })?;
+        let (progress_tx, progress) = watch::channel(Progress::default());
+        let stop = CancellationToken::new();
+        tokio::spawn(
+            outbound::Outbound {
+                js: js.clone(),
+                names: names.clone(),
+                node: node.clone(),
+                run: ulid::Ulid::new().to_string(),
+                bus: bus.clone(),
+                tap,
+                counters: counters.clone(),
+                progress: progress_tx,
+                stop: stop.clone(),
+            }
+            .run(),
+        );
+        tokio::spawn(feed::inbound(
+            js.clone(),
+            names.clone(),
+            node.clone(),
+            bus.clone(),
+            counters.clone(),
+            joined_at,
+            stop.clone(),
+        ));
+        tracing::info!(
+            "node {node} joined cluster {} (stream {} at {joined_at})",
+            names.prefix(),
+            names.events_stream()
+        );
+        Ok(Arc::new(Cluster {
+            config: config.clone(),
+            names,
+            node,
+            client,
+            js,
+            bucket,
+            bus: bus.clone(),
+            counters,
+            progress,
+            epoch,
+            joined_at,
+            started: taskforce_agents::id::now_ms(),
+            address: Mutex::new(None),
+            heartbeat: stop.child_token(),
+            stop,
+        }))
+    }
+
+    /// Starts holding this node's lease: written now and renewed every heartbeat with what
+    /// `load` reports, until [`Cluster::leave`] (or [`Cluster::stop_heartbeat`]).
+    pub(crate) fn start_lease(self: &Arc<Self>, load: LoadFn) {
+        let cluster = self.clone();
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(cluster.config.heartbeat);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    () = cluster.heartbeat.cancelled() => return,
+                    _ = tick.tick() => {}
+                }
+                let info = cluster.info(&load);
+                if let Err(e) = membership::renew(&cluster.bucket, &info).await {
+                    tracing::warn!("{e}");
+                }
+            }
+        });
+    }
+
+    /// This node's name.
+    pub fn node(&self) -> &str {
+        &self.node
+    }
+
+    /// The cluster's names.
+    pub fn names(&self) -> &Names {
+        &self.names
+    }
+
+    /// The NATS client, for requests between nodes (see [`Names::node_subject`]).
+    pub fn client(&self) -> &async_nats::Client {
+        &self.client
+    }
+
+    /// Records the address of this node's HTTP server, shown in its lease.
+    pub fn set_address(&self, address: String) {
+        *self.address.lock().unwrap_or_else(PoisonError::into_inner) = Some(address);
+    }
+
+    /// The stream's creation time in ms: the `<epoch>` of SSE ids in cluster mode, the same
+    /// on every node (a stream deleted and made again gets another).
+    pub fn epoch(&self) -> u64 {
+        self.epoch
+    }
+
+    /// The stream's last sequence when this node joined.
+    pub fn joined_at(&self) -> u64 {
+        self.joined_at
+    }
+
+    /// The NATS connection as this node sees it.
+    pub fn connection(&self) -> ConnectionStatus {
+        self.counters.connection()
+    }
+
+    /// What the event bridge has done.
+    pub fn bridge(&self) -> BridgeStatus {
+        self.counters.bridge()
+    }
+
+    /// Every node with a lease, this one included, and this node's own name.
+    pub async fn status(&self) -> Result<ClusterStatus, ClusterError> {
+        Ok(ClusterStatus {
+            prefix: self.names.prefix().to_string(),
+            this_node: Some(self.node.to_string()),
+            nodes: list_nodes(&self.bucket).await?,
+        })
+    }
+
+    /// The stream's events after sequence `after`, in order, for as long as they are read:
+    /// every node's, this one's included. A sequence no longer kept is skipped (the first
+    /// event then has a larger sequence than `after + 1`).
+    pub fn events_after(
+        &self,
+        after: u64,
+    ) -> BoxStream<'static, Result<StreamEvent, ClusterError>> {
+        feed::events_after(self.js.clone(), &self.names, after)
+            .filter_map(|read| async move {
+                match read {
+                    Ok(Read::Event(event)) => Some(Ok(event)),
+                    Ok(Read::Unreadable(_)) => None,
+                    Err(e) => Some(Err(e)),
+                }
+            })
+            .boxed()
+    }
+
+    /// Waits (up to `limit`) until every event this node published so far is stored in the
+    /// stream, and answers the stream sequence of the newest of them (0: none yet); `None`
+    /// when the limit passed first.
+    pub async fn published(&self, limit: Duration) -> Option<u64> {
+        let target = self.bus.last_tapped();
+        let mut progress = self.progress.clone();
+        let reached = tokio::time::timeout(limit, progress.wait_for(|p| p.done >= target)).await;
+        match reached {
+            Ok(Ok(p)) => Some(p.stream),
+            _ => None,
+        }
+    }
+
+    /// Stops renewing this node's lease, as a node that hangs would: other nodes see it expire.
+    pub fn stop_heartbeat(&self) {
+        self.heartbeat.cancel();
+    }
+
+    /// Leaves the cluster cleanly: waits up to `within` for this node's events to be stored,
+    /// deletes its lease, and stops the bridge.
+    pub async fn leave(&self, within: Duration) {
+        if self.published(within).await.is_none() {
+            let pending = self.bridge().pending;
+            tracing::warn!("leaving the cluster with {pending} events of this node not stored");
+        }
+        self.heartbeat.cancel();
+        if let Err(e) = membership::release(&self.bucket, &self.node).await {
+            tracing::warn!("{e}");
+        }
+        self.stop.cancel();
+        let _ = tokio::time::timeout(Duration::from_secs(1), self.client.flush()).await;
+    }
+
+    /// This node's lease as it is now.
+    fn info(&self, load: &LoadFn) -> NodeInfo {
+        let (load, store) = load();
+        NodeInfo {
+            node: self.node.to_string(),
+            address: self
+                .address
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .clone(),
+            started: self.started,
+            renewed: taskforce_agents::id::now_ms(),
+            lease_ms: millis(self.config.lease),
+            heartbeat_ms: millis(self.config.heartbeat),
+            version: env!("CARGO_PKG_VERSION").into(),
+            load,
+            nats: self.counters.connection(),
+            store,
+            bridge: self.counters.bridge(),
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// Reads the cluster of `config` from outside (no node of its own): every node with a lease.
+/// For `taskforce cluster status`.
+pub async fn read_status(config: &ClusterConfig) -> Result<ClusterStatus, ClusterError> {
+    let names = Names::new(&config.prefix)?;
+    let url = config.nats_url().map_err(|message| ClusterError::Config {
+        key: "nats".into(),
+        message,
+    })?;
+    let client = connect::connect(url, "taskforce-cluster-status", None).await?;
+    let js = connect::context(client);
+    let nodes = match connect::nodes_bucket(&js, &names, false).await {
+        Ok(bucket) => list_nodes(&bucket).await?,
+        // No node ever joined this cluster.
+        Err(_) => Vec::new(),
+    };
+    Ok(ClusterStatus {
+        prefix: names.prefix().to_string(),
+        this_node: None,
+        nodes,
+    })
+}
+
+/// A node name unique to this start: the host name and a fresh ULID.
+fn default_node_name() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .unwrap_or_else(|| "node".into());
+    let host: String = host
+        .trim()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(32)
+        .collect();
+    let host = if host.is_empty() { "node".into() } else { host };
+    format!("{host}-{}", ulid::Ulid::new())
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_default_node_name_is_fresh_and_usable_as_a_nats_name() {
+        let a = super::default_node_name();
+        let b = super::default_node_name();
+        assert_ne!(a, b);
+        taskforce_agents::config::check_cluster_name(&a).unwrap();
+    }
+}
