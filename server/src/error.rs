@@ -80,6 +80,7 @@ impl From<RuntimeError> for ApiError {
             | RuntimeError::Cancelled
             | RuntimeError::Crashed(_)
             | RuntimeError::Stopped
+            | RuntimeError::Cluster(_)
             | RuntimeError::Lock(_) => ApiError::unknown(message),
         }
     }

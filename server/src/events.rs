@@ -11,6 +11,7 @@ use bytes::Bytes;
 use futures::StreamExt;
 use taskforce_actors::Runtime;
 use taskforce_actors::bus::{BusItem, Envelope, Event, Filter};
+use taskforce_actors::cluster::{Cluster, StreamEvent};
 use tokio::sync::watch;
 
 use super::readers::{ReaderPosition, Readers};
@@ -52,6 +53,9 @@ pub struct Join {
     pub after: u64,
     /// Its last event cannot be replayed from: it must resync from the API first.
     pub resync: bool,
+    /// In a cluster: the ring does not hold the events after its last one, so they are read
+    /// from the cluster's stream first.
+    pub from_stream: bool,
 }
 
 /// The replay ring and the wake-up of its readers.
@@ -66,11 +70,19 @@ pub struct EventLog {
     epoch: u64,
     /// The project directory as a JSON string, for `/global/event` frames.
     directory: Arc<str>,
+    /// The cluster whose stream feeds the ring, when the runtime is a node of one: ids are
+    /// then stream sequences, the same on every node.
+    cluster: Option<Arc<Cluster>>,
 }
 
 impl EventLog {
-    /// Starts following every event of `runtime`, keeping up to `max_bytes` for replay.
+    /// Starts following every event of `runtime`, keeping up to `max_bytes` for replay. In a
+    /// cluster the ring follows the cluster's stream instead (every node's events, numbered
+    /// by stream sequence, with the stream's epoch), and `epoch` is not used.
     pub fn start(runtime: &Runtime, directory: String, max_bytes: usize, epoch: u64) -> Self {
+        if let Some(cluster) = runtime.cluster() {
+            return super::cluster::follow(cluster.clone(), directory, max_bytes);
+        }
         let log = EventLog::new(directory, max_bytes, epoch);
         let mut subscription = runtime.subscribe(Filter::All);
         let follower = log.clone();
@@ -88,15 +100,36 @@ impl EventLog {
 
     /// An empty log for `directory` keeping up to `max_bytes` of events.
     pub(crate) fn new(directory: String, max_bytes: usize, epoch: u64) -> Self {
+        EventLog::with_ring(directory, Ring::new(max_bytes), epoch, None)
+    }
+
+    /// A log for `directory` around `ring`.
+    pub(crate) fn with_ring(
+        directory: String,
+        ring: Ring,
+        epoch: u64,
+        cluster: Option<Arc<Cluster>>,
+    ) -> Self {
         EventLog {
-            ring: Arc::new(Mutex::new(Ring::new(max_bytes))),
+            grown: watch::Sender::new(ring.last()),
+            ring: Arc::new(Mutex::new(ring)),
             readers: Arc::default(),
-            grown: watch::Sender::new(0),
             epoch,
             directory: Arc::from(
                 serde_json::to_string(&directory).unwrap_or_else(|_| "\"\"".into()),
             ),
+            cluster,
         }
+    }
+
+    /// Whether nothing but the caller holds this log (every server and stream let it go).
+    pub(crate) fn is_only_holder(&self) -> bool {
+        Arc::strong_count(&self.ring) == 1
+    }
+
+    /// The cluster whose stream feeds the ring, if any.
+    pub(crate) fn cluster(&self) -> Option<&Arc<Cluster>> {
+        self.cluster.as_ref()
     }
 
     fn lock(&self) -> MutexGuard<'_, Ring> {
@@ -128,17 +161,42 @@ impl EventLog {
                 return;
             }
         };
-        let role = match &envelope.event {
+        self.keep(envelope.seq, &envelope.event, payload);
+    }
+
+    /// Keeps one event of a cluster's stream (numbered by its stream sequence) and wakes the
+    /// readers.
+    pub(crate) fn push_stream(&self, event: &StreamEvent) {
+        self.keep(event.seq, &event.event, event.json.clone());
+    }
+
+    fn keep(&self, seq: u64, event: &Event, payload: Bytes) {
+        let role = match event {
             Event::PartUpdated { part } => Role::Whole(part.id.clone()),
             Event::PartDelta { part_id, .. } => Role::Delta(part_id.clone()),
             _ => Role::Other,
         };
         let last = {
             let mut ring = self.lock();
-            ring.push(envelope.seq, payload, role);
+            ring.push(seq, payload, role);
             ring.last()
         };
         self.grown.send_replace(last);
+    }
+
+    /// Whether every event after `seq` can be replayed from the ring.
+    pub(crate) fn covers(&self, seq: u64) -> bool {
+        self.lock().covers(seq)
+    }
+
+    /// The number every event published so far has reached, for an answer that waits for its
+    /// events: the bus's newest number, or in a cluster the stream sequence of this node's
+    /// newest event once it is stored (`None` when that took longer than `limit`).
+    pub(crate) async fn published(&self, runtime: &Runtime, limit: Duration) -> Option<u64> {
+        match &self.cluster {
+            None => Some(runtime.last_event_seq()),
+            Some(cluster) => cluster.published(limit).await,
+        }
     }
 
     /// Where a client that sent `last` (its `Last-Event-ID`, if any) starts: after the newest
@@ -150,13 +208,25 @@ impl EventLog {
         let newest = Join {
             after: ring.last(),
             resync: false,
+            from_stream: false,
         };
         match last {
             None => newest,
             Some(LastEventId::Id { epoch, seq }) if *epoch == self.epoch && ring.covers(*seq) => {
                 Join {
                     after: *seq,
-                    resync: false,
+                    ..newest
+                }
+            }
+            // In a cluster every id of this stream is good: what the ring lacks (events from
+            // before this server, or from another node ahead of it) is read from the stream.
+            Some(LastEventId::Id { epoch, seq })
+                if *epoch == self.epoch && self.cluster.is_some() =>
+            {
+                Join {
+                    after: *seq,
+                    from_stream: true,
+                    ..newest
                 }
             }
             Some(_) => Join {

@@ -6,6 +6,7 @@
 //! same API as an axum router to mount in a service of one's own.
 
 mod auth;
+mod cluster;
 pub mod epoch;
 mod error;
 mod events;
@@ -139,6 +140,9 @@ impl Server {
     /// Binds the address; fails when it is taken or invalid.
     pub async fn bind(runtime: Runtime, options: &ServerOptions) -> std::io::Result<Server> {
         let listener = TcpListener::bind((options.hostname.as_str(), options.port)).await?;
+        if let Some(cluster) = runtime.cluster() {
+            cluster.set_address(format!("http://{}", listener.local_addr()?));
+        }
         let stop = CancellationToken::new();
         Ok(Server {
             listener,

@@ -6,8 +6,8 @@ use taskforce_actors::bus::Event;
 use utoipa::OpenApi;
 
 use super::routes::{
-    file, find, global, init, log, mcp, message, part, permission, project, provider, question,
-    revert, search, services, session, share, skill, tools, tui,
+    cluster, file, find, global, init, log, mcp, message, part, permission, project, provider,
+    question, revert, search, services, session, share, skill, tools, tui,
 };
 
 /// The error shape of every failing route: `{name, data: {message}}`.
@@ -46,6 +46,7 @@ pub type Object = serde_json::Map<String, serde_json::Value>;
     ),
     paths(
         global::health,
+        cluster::status,
         global::global_events,
         global::events,
         global::agents,

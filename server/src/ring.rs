@@ -82,13 +82,19 @@ pub struct Ring {
 impl Ring {
     /// An empty ring keeping at most `max_bytes` of frames.
     pub fn new(max_bytes: usize) -> Ring {
+        Ring::starting_after(max_bytes, 0)
+    }
+
+    /// An empty ring for events numbered after `seq` (a cluster's stream, read from there):
+    /// ids up to `seq` are not covered.
+    pub fn starting_after(max_bytes: usize, seq: u64) -> Ring {
         Ring {
             entries: BTreeMap::new(),
             parts: HashMap::new(),
             bytes: 0,
             max_bytes,
-            last: 0,
-            complete_after: 0,
+            last: seq,
+            complete_after: seq,
         }
     }
 

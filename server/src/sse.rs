@@ -14,7 +14,9 @@ use axum::body::Body;
 use axum::http::{HeaderMap, HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use bytes::Bytes;
-use futures::Stream;
+use futures::stream::BoxStream;
+use futures::{Stream, StreamExt};
+use taskforce_actors::cluster::{ClusterError, StreamEvent};
 use tokio::sync::watch;
 use tokio::time::{Instant, Interval, interval_at};
 use tokio_util::sync::CancellationToken;
@@ -125,6 +127,9 @@ struct State {
     heartbeat: Interval,
     /// Cancelled when the server stops.
     stop: CancellationToken,
+    /// In a cluster: the stream's events after the client's id, read until the ring holds
+    /// the rest.
+    replay: Option<BoxStream<'static, Result<StreamEvent, ClusterError>>>,
 }
 
 fn stream(
@@ -150,6 +155,10 @@ fn stream(
         position: log.reader(join.after),
         heartbeat: interval_at(Instant::now() + heartbeat, heartbeat),
         stop,
+        replay: match (join.from_stream, log.cluster()) {
+            (true, Some(cluster)) => Some(super::cluster::replay(cluster, join.after)),
+            _ => None,
+        },
     };
     futures::stream::unfold(state, |mut s| async move {
         let next = next_chunk(&mut s).await?;
@@ -167,6 +176,13 @@ async fn next_chunk(s: &mut State) -> Option<Bytes> {
         }
         // Asked for more with nothing queued: every chunk so far went to the connection.
         s.position.reached(s.last_sent);
+        if s.replay.is_some() {
+            match replayed(s).await {
+                Replayed::Continue => continue,
+                Replayed::Send(chunk) => return Some(chunk),
+                Replayed::End => return None,
+            }
+        }
         // Seen before reading, so that growth after the read wakes the wait below.
         s.grown.borrow_and_update();
         match s.log.after(s.last_sent, BATCH) {
@@ -193,6 +209,54 @@ async fn next_chunk(s: &mut State) -> Option<Bytes> {
             _ = s.heartbeat.tick() => return Some(s.flavor.plain(HEARTBEAT)),
             () = s.stop.cancelled() => return None,
         }
+    }
+}
+
+/// What reading the cluster's stream for a reconnecting client gave.
+enum Replayed {
+    /// Frames were queued, or the ring took over: go on.
+    Continue,
+    /// A chunk to send now.
+    Send(Bytes),
+    /// The server stops.
+    End,
+}
+
+/// Reads the next event of the stream for a client the ring cannot serve yet; hands over to
+/// the ring once it holds everything after the client's last event.
+async fn replayed(s: &mut State) -> Replayed {
+    if s.log.covers(s.last_sent) {
+        s.replay = None;
+        return Replayed::Continue;
+    }
+    let Some(replay) = s.replay.as_mut() else {
+        return Replayed::Continue;
+    };
+    tokio::select! {
+        next = replay.next() => match next {
+            Some(Ok(event)) => {
+                if event.seq > s.last_sent {
+                    // Events between are no longer kept by the stream.
+                    if event.seq != s.last_sent + 1 {
+                        s.pending.push_back(s.flavor.plain(&resync("missed events are no longer kept")));
+                    }
+                    s.last_sent = event.seq;
+                    let frame = Frame { seq: event.seq, payload: event.json };
+                    s.flavor.frame(&s.log, &frame, &mut s.pending);
+                }
+                Replayed::Continue
+            }
+            failed => {
+                if let Some(Err(e)) = failed {
+                    tracing::warn!("replaying the cluster's stream to a client failed: {e}");
+                }
+                s.replay = None;
+                s.last_sent = s.log.join(None).after;
+                Replayed::Send(s.flavor.plain(&resync("the cluster's stream could not be read")))
+            }
+        },
+        _ = s.heartbeat.tick() => Replayed::Send(s.flavor.plain(HEARTBEAT)),
+        () = s.stop.cancelled() => Replayed::End,
     }
 }
 

@@ -70,7 +70,18 @@ impl Context {
         Fut: std::future::Future<Output = anyhow::Result<T>> + 'static,
         T: 'static,
     {
-        self.start_runtime(true, true, body)
+        self.start_runtime(true, true, false, body)
+    }
+
+    /// [`Context::with_runtime`] that joins the cluster of the configuration's `[cluster]`
+    /// when `cluster` is set (`taskforce serve --cluster`).
+    pub fn with_node_runtime<T, F, Fut>(&self, cluster: bool, body: F) -> anyhow::Result<T>
+    where
+        F: FnOnce(taskforce_actors::Runtime) -> Fut + 'static,
+        Fut: std::future::Future<Output = anyhow::Result<T>> + 'static,
+        T: 'static,
+    {
+        self.start_runtime(true, true, cluster, body)
     }
 
     /// [`Context::with_runtime`] that starts no work of its own: pending background results
@@ -82,7 +93,7 @@ impl Context {
         Fut: std::future::Future<Output = anyhow::Result<T>> + 'static,
         T: 'static,
     {
-        self.start_runtime(false, true, body)
+        self.start_runtime(false, true, false, body)
     }
 
     /// [`Context::with_quiet_runtime`] for commands that run no agent with tools (listing and
@@ -93,13 +104,14 @@ impl Context {
         Fut: std::future::Future<Output = anyhow::Result<T>> + 'static,
         T: 'static,
     {
-        self.start_runtime(false, false, body)
+        self.start_runtime(false, false, false, body)
     }
 
     fn start_runtime<T, F, Fut>(
         &self,
         deliver_background: bool,
         mcp: bool,
+        cluster: bool,
         body: F,
     ) -> anyhow::Result<T>
     where
@@ -116,6 +128,7 @@ impl Context {
         options.deliver_background = deliver_background;
         options.skills = Some(self.registry.skills().clone());
         options.mcp = mcp;
+        options.cluster = cluster;
         system.block_on(async move {
             let runtime = taskforce_actors::Runtime::start(options)
                 .await

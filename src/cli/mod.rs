@@ -15,6 +15,7 @@ mod answer;
 mod asks;
 mod attach_drive;
 mod attach_run;
+mod cluster;
 mod commands;
 mod completion;
 mod context;
@@ -97,6 +98,9 @@ pub enum Command {
     Demo(demo::DemoArgs),
     /// Serve OpenCode's HTTP/SSE API on this machine.
     Serve(serve::ServeArgs),
+    /// Look at the cluster of the config's `[cluster]`: its nodes, their load and leases.
+    #[command(subcommand)]
+    Cluster(cluster::ClusterCommand),
     /// Open the TUI against a running `taskforce serve` (or any OpenCode-compatible server).
     Attach(tui::AttachArgs),
     /// Show the config files read, the data directory and the database file.
@@ -183,6 +187,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Sessions(cmd) => sessions::run(&context, cmd),
         Command::Demo(args) => demo::run(&context, args),
         Command::Serve(args) => serve::run(&context, args),
+        Command::Cluster(cmd) => cluster::run(&context, cmd),
         Command::Paths(args) => paths::run(&context, args),
         Command::Config(args) => show_config::run(&context, args),
         Command::Attach(_) | Command::Completion(_) => Ok(()),

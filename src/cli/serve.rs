@@ -22,6 +22,10 @@ pub struct ServeArgs {
     /// The port (0: any free port).
     #[arg(long, default_value_t = 4096)]
     pub port: u16,
+    /// Join the cluster of the config's `[cluster]` (NATS JetStream) as a node; also when
+    /// `[cluster] enabled = true`.
+    #[arg(long)]
+    pub cluster: bool,
 }
 
 /// How long open connections (SSE streams) get to close once the runtime has stopped.
@@ -40,7 +44,14 @@ pub fn run(context: &Context, args: ServeArgs) -> anyhow::Result<()> {
             .unwrap_or(usize::MAX),
         ..ServerOptions::default()
     };
-    context.with_runtime(move |runtime| async move {
+    let cluster = &context.loaded.config.cluster;
+    let join = args.cluster || cluster.enabled;
+    if join {
+        cluster
+            .nats_url()
+            .map_err(|e| UsageError::new(anyhow::anyhow!("{e}")))?;
+    }
+    context.with_node_runtime(join, move |runtime| async move {
         let mut signals = StopSignals::new()?;
         let server = Server::bind(runtime.clone(), &options).await.map_err(|e| {
             UsageError::new(anyhow::anyhow!(

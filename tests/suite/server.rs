@@ -1,6 +1,7 @@
 //! `taskforce serve` over real HTTP: a runtime on SQLite in a temp directory, its model traffic
 //! going to a fake OpenAI-compatible server, the API bound on 127.0.0.1 port 0.
 
+mod cluster;
 mod connections;
 mod errors;
 mod guard;
@@ -38,6 +39,8 @@ pub struct Builder {
     config: String,
     files: Vec<(String, String)>,
     options: ServerOptions,
+    /// The `[cluster]` section to join with, when the runtime is a cluster node.
+    cluster: Option<String>,
 }
 
 /// A harness with no extra configuration and default server options (on port 0).
@@ -49,6 +52,7 @@ pub fn harness() -> Builder {
             port: 0,
             ..ServerOptions::default()
         },
+        cluster: None,
     }
 }
 
@@ -56,6 +60,12 @@ impl Builder {
     /// TOML placed after `model = …` and before `[provider.fake]` (top-level keys, then tables).
     pub fn config(mut self, toml: &str) -> Self {
         self.config.push_str(toml);
+        self
+    }
+
+    /// Makes the runtime a node of a cluster: `section` is its `[cluster]` TOML.
+    pub fn node(mut self, section: String) -> Self {
+        self.cluster = Some(section);
         self
     }
 
@@ -81,15 +91,18 @@ impl Builder {
         let sandbox = Sandbox::new();
         sandbox.file("notes.txt", "hello from the project\n");
         sandbox.config(&format!(
-            "model = \"fake/gpt-test\"\nsmall_model = \"scripted/echo\"\n{}\n[provider.fake]\ntype = \"openai\"\nbase_url = \"{}\"\napi_key = \"sk-test-secret\"\n",
+            "model = \"fake/gpt-test\"\nsmall_model = \"scripted/echo\"\n{}\n[provider.fake]\ntype = \"openai\"\nbase_url = \"{}\"\napi_key = \"sk-test-secret\"\n{}",
             self.config,
-            fake.base_url()
+            fake.base_url(),
+            self.cluster.as_deref().unwrap_or_default()
         ));
         for (rel, text) in &self.files {
             sandbox.file(rel, text);
         }
-        let served = serve(&sandbox, &self.options).await;
+        let cluster = self.cluster.is_some();
+        let served = serve(&sandbox, &self.options, cluster).await;
         Harness {
+            cluster,
             stop: Some(served.stop),
             served: Some(served.served),
             addr: served.addr,
@@ -107,7 +120,7 @@ impl Builder {
 
 /// Starts a runtime on `sandbox`'s data directory for its project and a server over it;
 /// answers the runtime and the server's base URL.
-async fn serve(sandbox: &Sandbox, server: &ServerOptions) -> Served {
+async fn serve(sandbox: &Sandbox, server: &ServerOptions, cluster: bool) -> Served {
     let mut env = sandbox.hermetic_env();
     env.insert(
         "PATH".to_string(),
@@ -117,6 +130,7 @@ async fn serve(sandbox: &Sandbox, server: &ServerOptions) -> Served {
     options.env = env;
     options.arbiters = 2;
     options.retry_base = Duration::from_millis(10);
+    options.cluster = cluster;
     let runtime = tokio::task::spawn_blocking(move || Runtime::spawn_dedicated(options))
         .await
         .unwrap()
@@ -153,6 +167,8 @@ pub struct Harness {
     /// The project directory.
     pub project: PathBuf,
     options: ServerOptions,
+    /// Whether the runtime is a cluster node.
+    cluster: bool,
     /// The fake model.
     pub fake: FakeOpenAi,
     /// The runtime behind the server.
@@ -223,7 +239,7 @@ impl Harness {
     pub async fn restart(mut self) -> Harness {
         self.runtime.shutdown().await;
         drop(self.stop.take());
-        let served = serve(&self.sandbox, &self.options).await;
+        let served = serve(&self.sandbox, &self.options, self.cluster).await;
         self.runtime = served.runtime;
         self.base = served.base;
         self.addr = served.addr;

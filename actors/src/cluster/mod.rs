@@ -260,6 +260,11 @@ impl Cluster {
         }
     }
 
+    /// Resolves once this node has left the cluster (or its runtime went away).
+    pub async fn left(&self) {
+        self.stop.cancelled().await;
+    }
+
     /// Stops renewing this node's lease, as a node that hangs would: other nodes see it expire.
     pub fn stop_heartbeat(&self) {
         self.heartbeat.cancel();

@@ -103,7 +103,17 @@ const EVENTS_FIRST_LIMIT: std::time::Duration = std::time::Duration::from_secs(2
 /// Waits until every event published so far is on its way to every event stream, so that a
 /// client that ends when the answer comes (`opencode run`) has seen the whole turn.
 pub(crate) async fn events_first(state: &AppState) {
-    let seq = state.runtime.last_event_seq();
+    // In a cluster, this node's events are numbered once the stream has stored them.
+    let Some(seq) = state
+        .events
+        .published(&state.runtime, EVENTS_FIRST_LIMIT)
+        .await
+    else {
+        tracing::debug!(
+            "this node's events were not all in the cluster's stream when the answer went out"
+        );
+        return;
+    };
     if !state.events.delivered(seq, EVENTS_FIRST_LIMIT).await {
         tracing::debug!("an event stream had not taken event {seq} when the answer went out");
     }

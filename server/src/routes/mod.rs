@@ -1,6 +1,7 @@
 //! The route table: every HTTP route the server answers, by path and method.
 
 mod catalog;
+pub(crate) mod cluster;
 pub(crate) mod file;
 pub(crate) mod find;
 mod git;
@@ -33,6 +34,7 @@ use super::error::ApiError;
 pub(crate) fn all() -> Router<AppState> {
     Router::new()
         .route("/global/health", get(global::health))
+        .route("/cluster/status", get(cluster::status))
         .route("/doc", get(doc))
         .route("/global/event", get(global::global_events))
         .route("/event", get(global::events))

@@ -9,12 +9,12 @@ use taskforce_testkit::fake_openai::Response;
 use super::{EventId, Frame, Harness, Sse, answers, harness, id_of};
 
 /// Creates a session titled `title`; answers its id.
-async fn create(h: &Harness, title: &str) -> String {
+pub(super) async fn create(h: &Harness, title: &str) -> String {
     id_of(&h.session(json!({ "title": title })).await)
 }
 
 /// Reads `stream` up to the `session.updated` of `session` (created or patched).
-async fn through_update(stream: &mut Sse, session: &str) -> Vec<Frame> {
+pub(super) async fn through_update(stream: &mut Sse, session: &str) -> Vec<Frame> {
     stream.until(|f| f.is("session.updated", session)).await
 }
 
@@ -154,7 +154,7 @@ fn part_of(frame: &Frame) -> Option<&str> {
 
 /// `frames` without the part states and deltas a later whole state of their part supersedes
 /// (what a replay leaves out).
-fn without_superseded(frames: &[Frame]) -> Vec<Frame> {
+pub(super) fn without_superseded(frames: &[Frame]) -> Vec<Frame> {
     frames
         .iter()
         .enumerate()
