@@ -1,5 +1,6 @@
 mod agents_cli;
 mod attach_cli;
+mod cluster_cli;
 mod config_cli;
 mod crash_cli;
 mod openapi_doc;

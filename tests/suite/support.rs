@@ -106,8 +106,17 @@ pub async fn interrupt(child: std::process::Child) -> std::process::Output {
 /// Starts `taskforce serve --port 0` in `s`'s project; answers the process and its base URL
 /// (`http://127.0.0.1:PORT`), read from the line it prints once it listens.
 pub async fn spawn_serve(s: &Sandbox) -> (Child, String) {
+    spawn_serve_with(s, &[]).await
+}
+
+/// [`spawn_serve`] with more arguments after `serve --port 0`.
+pub async fn spawn_serve_with(s: &Sandbox, extra: &[&str]) -> (Child, String) {
+    let args: Vec<&str> = ["serve", "--port", "0"]
+        .into_iter()
+        .chain(extra.iter().copied())
+        .collect();
     let mut serve = s
-        .command(&["serve", "--port", "0"])
+        .command(&args)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
