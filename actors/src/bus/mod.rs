@@ -244,3 +244,60 @@ pub(super) fn test_envelope(seq: u64) -> Arc<Envelope> {
         },
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use futures::StreamExt;
+    use taskforce_agents::model::Session;
+
+    use super::*;
+
+    fn idle(id: &SessionId) -> Event {
+        Event::SessionIdle {
+            session_id: id.clone(),
+        }
+    }
+
+    #[tokio::test]
+    async fn the_tap_gets_this_nodes_events_in_order_and_not_those_of_other_nodes() {
+        let bus = BusHandle::start(64);
+        let (own, remote) = (SessionId::new(), SessionId::new());
+        bus.publish(idle(&own));
+        let mut tap = bus.tap().unwrap();
+        assert!(bus.tap().is_none(), "one tap");
+        let mut all = bus.subscribe(Filter::All);
+        bus.publish(idle(&own));
+        bus.publish_remote(idle(&remote));
+        bus.publish_all([idle(&own), idle(&own)]);
+        let tapped: Vec<u64> = [tap.recv().await, tap.recv().await, tap.recv().await]
+            .into_iter()
+            .map(|e| e.unwrap().seq)
+            .collect();
+        assert_eq!(tapped, [2, 4, 5], "the remote event (3) is not tapped");
+        assert!(tap.try_recv().is_err());
+        assert_eq!(bus.last_tapped(), 5);
+        // Subscribers get every event, the remote one included.
+        let mut seen = Vec::new();
+        for _ in 0..4 {
+            if let Some(BusItem::Event(e)) = all.next().await {
+                seen.push(e.seq);
+            }
+        }
+        assert_eq!(seen, [2, 3, 4, 5]);
+    }
+
+    #[test]
+    fn a_remote_session_created_teaches_the_bus_its_parent() {
+        let bus = BusHandle::start(16);
+        let root = SessionId::new();
+        let mut child = Session::new("/p", "/p", "child", 1);
+        child.parent_id = Some(root.clone());
+        let child_id = child.id.clone();
+        bus.publish_remote(Event::SessionCreated {
+            info: Box::new(child),
+        });
+        assert_eq!(bus.root_of(&child_id), root);
+        assert_eq!(bus.root_of(&root), root);
+        assert_eq!(bus.depth_of(&child_id), 1);
+    }
+}

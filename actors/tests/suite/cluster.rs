@@ -6,12 +6,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use taskforce_actors::bus::{BusItem, Filter};
+use taskforce_actors::bus::{BusItem, Event, Filter, ToastVariant};
 use taskforce_actors::cluster::read_status;
 use taskforce_actors::{PromptInput, Runtime, RuntimeError};
 use taskforce_agents::config::ClusterConfig;
 use taskforce_testkit::fake_openai::FakeOpenAi;
-use taskforce_testkit::nats::TestNats;
+use taskforce_testkit::nats::{CutProxy, TestNats};
 use taskforce_testkit::script::delegating;
 use taskforce_testkit::{eventually, eventually_async};
 
@@ -182,4 +182,65 @@ async fn joining_without_a_nats_url_names_the_key() {
         .expect("no cluster without NATS");
     assert!(matches!(err, RuntimeError::Cluster(_)));
     assert!(err.to_string().contains("[cluster] nats"), "{err}");
+}
+
+#[actix_rt::test]
+async fn a_node_that_loses_nats_for_a_while_sends_what_it_published_meanwhile_and_says_it_was_cut_off()
+ {
+    let Some(nats) = TestNats::fresh("reconnect") else {
+        return;
+    };
+    let proxy = CutProxy::start(&nats.url).await;
+    let fake = FakeOpenAi::start(delegating(GENERAL, "child", "parent"))
+        .await
+        .unwrap();
+    // Node A reaches NATS through the proxy; node B directly.
+    let behind = nats.cluster_toml_via(&proxy.url, "node-a", "10s");
+    let a = node(&Env::new(&fake.base_url(), &behind)).await;
+    let b = node(&node_env(&fake, &nats, "node-b", "10s")).await;
+    let seen_on_b = record(&b);
+    let toast = |n: usize| Event::TuiToastShow {
+        title: None,
+        message: format!("toast {n}"),
+        variant: ToastVariant::Info,
+        duration: None,
+    };
+    a.publish(toast(0));
+    let cluster = a.cluster().unwrap().clone();
+    eventually("the first toast stored", || cluster.bridge().published >= 1).await;
+
+    proxy.cut();
+    eventually("node A to notice", || !cluster.connection().connected).await;
+    for n in 1..=50 {
+        a.publish(toast(n));
+    }
+    proxy.restore();
+    eventually("node A back", || cluster.connection().connected).await;
+    eventually("node B to get every toast", || {
+        seen_on_b.lock().unwrap().len() >= 51
+    })
+    .await;
+    let messages: Vec<String> = seen_on_b
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            e["properties"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    let want: Vec<String> = (0..=50).map(|n| format!("toast {n}")).collect();
+    assert_eq!(messages, want, "every toast once, in order");
+    let status = cluster.connection();
+    assert_eq!(status.disconnects, 1);
+    assert!(status.last_disconnected.is_some() && status.last_reconnected.is_some());
+    let bridge = cluster.bridge();
+    assert_eq!(
+        (bridge.published, bridge.pending, bridge.missed),
+        (51, 0, 0)
+    );
+    a.stop(Duration::from_secs(5)).await;
+    b.stop(Duration::from_secs(5)).await;
 }
