@@ -74,6 +74,15 @@ impl Fanout {
         }
     }
 
+    /// Sends one of this node's events to the cluster bridge's tap (kept out of line, so that
+    /// a bus without a tap runs the same code as before there was one).
+    #[inline(never)]
+    fn to_tap(&self, tap: &mpsc::UnboundedSender<Arc<Envelope>>, envelope: &Arc<Envelope>) {
+        self.last_tapped.store(envelope.seq, Ordering::Release);
+        // A bridge that stopped wants no more.
+        let _ = tap.send(envelope.clone());
+    }
+
     /// Publishes an event of another node: subscribers get it, the tap does not.
     fn publish_remote(&self, event: Event) {
         let mut seq = self.seq.lock().unwrap_or_else(PoisonError::into_inner);
@@ -97,9 +106,7 @@ impl Fanout {
             readers.iter().for_each(|q| q.push(envelope.clone()));
         }
         if local && let Some(tap) = self.tap.get() {
-            self.last_tapped.store(envelope.seq, Ordering::Release);
-            // A bridge that stopped wants no more.
-            let _ = tap.send(envelope.clone());
+            self.to_tap(tap, &envelope);
         }
         // No receiver is not an error: nobody listens right now.
         let _ = self.sender.send(envelope);

@@ -29,7 +29,7 @@ use crate::bus::{BusHandle, Envelope};
 pub const NODE_HEADER: &str = "Taskforce-Node";
 
 /// How many publishes wait for their acknowledgements at once.
-const WINDOW: usize = 512;
+const WINDOW: usize = 4096;
 
 /// The most events kept while they cannot be published.
 const MAX_BUFFERED: usize = 200_000;
