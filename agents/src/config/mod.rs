@@ -21,6 +21,7 @@ mod schema;
 mod search;
 pub mod serde_duration;
 pub mod serde_model;
+mod store;
 
 pub use error::{ConfigError, UnconfiguredProvider, UnknownKey};
 pub use known::{KNOWN_PROVIDERS, KnownProvider, known_provider};
@@ -36,6 +37,7 @@ pub use schema::{
     ProviderConfig, ProviderKind, Secret, ServerConfig, SubagentConfig,
 };
 pub use search::{EXA_BASE_URL, SearchConfig, SearchEngine};
+pub use store::{StoreBackend, StoreConfig, redacted_url};
 
 #[cfg(test)]
 mod tests;

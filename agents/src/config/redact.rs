@@ -167,6 +167,7 @@ pub fn secrets(config: &Config, env: &BTreeMap<String, String>) -> Vec<String> {
     for server in config.mcp.values() {
         all.extend(server.secrets());
     }
+    all.extend(config.store.secrets());
     all
 }
 
@@ -253,6 +254,9 @@ impl Config {
         }
         for server in shown.mcp.values_mut() {
             *server = server.redacted();
+        }
+        if let Some(url) = &mut shown.store.url {
+            *url = super::store::redacted_url(url);
         }
         shown
     }
