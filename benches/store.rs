@@ -1,4 +1,5 @@
-//! The SQLite store's write path, alone (no runtime around it).
+//! The stores' write path, alone (no runtime around it): SQLite's, and PostgreSQL's when
+//! `TASKFORCE_TEST_POSTGRES_URL` names a server (in a schema of its own, dropped at the end).
 //!
 //! - `queued`: the final state of 1,111 sessions (the cancelled tree of `benches/cancel.rs`):
 //!   per session its assistant message, its task tool part (failed, with input and metadata)
@@ -12,7 +13,7 @@
 //! - `direct`: 2,000 awaited `put_part` calls one after the other (the path without a queue).
 //!
 //! `cargo bench --profile dist --bench store [-- ROUNDS]` (default 7 rounds; medians over the
-//! rounds).
+//! rounds). On PostgreSQL the time the server spends is in neither CPU figure.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -25,12 +26,13 @@ use std::time::{Duration, Instant};
 
 use serde_json::json;
 use support::summary;
-use taskforce::actors::store::{SqliteStore, Store};
+use taskforce::actors::store::{PostgresStore, SqliteStore, Store};
 use taskforce::agents::model::{
     AssistantError, AssistantMessage, JsonObject, Message, MessagePath, ModelRef, Part, PartKind,
     StepFinishPart, TextPart, Tokens, ToolPart, ToolStateRunning, UserMessage,
 };
 use taskforce::agents::model::{Session, ToolState};
+use taskforce_testkit::postgres::TestDatabase;
 
 const SESSIONS: usize = 1_111;
 const TASKS: usize = 64;
@@ -210,7 +212,7 @@ impl Conversation {
 }
 
 /// A store holding a root and `SESSIONS` conversations under it, written and committed.
-async fn tree(store: &SqliteStore) -> Vec<Conversation> {
+async fn tree(store: &Arc<dyn Store>) -> Vec<Conversation> {
     let root = Session::new("proj", "/home/dev/src/project", "build the tree", 1_000);
     store.put_session(&root).await.unwrap();
     let conversations: Vec<Conversation> =
@@ -232,7 +234,7 @@ async fn settle() {
 }
 
 /// (a) The final states of the tree queued without waiting, then one read that waits for them.
-async fn queued(store: &SqliteStore) -> (Duration, Cpu) {
+async fn queued(store: &Arc<dyn Store>) -> (Duration, Cpu) {
     let conversations = tree(store).await;
     settle().await;
     let ends: Vec<(Message, Part, Part)> = conversations.iter().map(|c| c.cancelled()).collect();
@@ -254,10 +256,10 @@ async fn queued(store: &SqliteStore) -> (Duration, Cpu) {
 }
 
 /// (b) Many tasks storing one part at a time, each waiting for its commit.
-async fn awaited(store: &SqliteStore) -> (Duration, Duration, Cpu) {
+async fn awaited(store: &Arc<dyn Store>) -> (Duration, Duration, Cpu) {
     let conversations = tree(store).await;
     settle().await;
-    let store = Arc::new(store.clone());
+    let store = store.clone();
     let cpu = Threads::now();
     let start = Instant::now();
     let tasks: Vec<_> = conversations
@@ -298,7 +300,7 @@ async fn awaited(store: &SqliteStore) -> (Duration, Duration, Cpu) {
 }
 
 /// (c) Awaited single writes one after the other: each finds the writer idle.
-async fn direct(store: &SqliteStore) -> (Duration, Cpu) {
+async fn direct(store: &Arc<dyn Store>) -> (Duration, Cpu) {
     let root = Session::new("proj", "/home/dev/src/project", "direct", 1_000);
     store.put_session(&root).await.unwrap();
     let c = Conversation::new(&root, 0);
@@ -341,71 +343,83 @@ fn main() {
         .unwrap();
     rt.block_on(async {
         let dir = tempfile::tempdir().unwrap();
-        let store = SqliteStore::open(dir.path()).await.unwrap();
-
-        let (mut wall, mut cpu, mut sqlite, mut runtime) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for round in 0..rounds {
-            let (w, c) = queued(&store).await;
-            println!(
-                "queued round {round}: {:.1} ms wall, {:.1} ms CPU ({:.1} ms in sqlite threads, {:.1} ms in the busiest, {:.1} ms in runtime workers)",
-                ms(w),
-                ms(c.total),
-                ms(c.sqlite),
-                ms(c.busiest),
-                ms(c.runtime)
-            );
-            wall.push(w);
-            cpu.push(c.total);
-            sqlite.push(c.sqlite);
-            runtime.push(c.runtime);
-        }
-        println!(
-            "queued: {} upserts (1,111 sessions × message + tool part + step-finish) then a read: median {:.1} ms wall, {:.1} ms CPU, {:.1} ms of it in sqlite threads, {:.1} ms in runtime workers",
-            SESSIONS * 3,
-            ms(median(wall)),
-            ms(median(cpu)),
-            ms(median(sqlite)),
-            ms(median(runtime))
-        );
-
-        let (mut wall, mut latency, mut cpu, mut sqlite) =
-            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-        for round in 0..rounds {
-            let (w, l, c) = awaited(&store).await;
-            println!(
-                "awaited round {round}: {:.1} ms wall, one call {:.2} ms median, {:.1} ms CPU ({:.1} ms in sqlite threads, {:.1} ms in the busiest)",
-                ms(w),
-                ms(l),
-                ms(c.total),
-                ms(c.sqlite),
-                ms(c.busiest)
-            );
-            wall.push(w);
-            latency.push(l);
-            cpu.push(c.total);
-            sqlite.push(c.sqlite);
-        }
-        println!(
-            "awaited: {TASKS} tasks × {PER_TASK} put_many of a part (and every fifth time its message): median {:.1} ms wall, one call {:.2} ms, {:.1} ms CPU, {:.1} ms of it in sqlite threads",
-            ms(median(wall)),
-            ms(median(latency)),
-            ms(median(cpu)),
-            ms(median(sqlite))
-        );
-
-        let (mut wall, mut cpu) = (Vec::new(), Vec::new());
-        for _ in 0..rounds {
-            let (w, c) = direct(&store).await;
-            wall.push(w);
-            cpu.push(c.total);
-        }
-        println!(
-            "direct: {DIRECT} put_part one after the other: median {:.1} ms wall ({:.1} µs a call), {:.1} ms CPU",
-            ms(median(wall.clone())),
-            ms(median(wall)) * 1e3 / DIRECT as f64,
-            ms(median(cpu))
-        );
-        store.close().await;
+        let store: Arc<dyn Store> = Arc::new(SqliteStore::open(dir.path()).await.unwrap());
+        println!("SQLite:");
+        cases(&store, rounds).await;
+        store.flush().await.unwrap();
+        let Some(pg) = TestDatabase::create("store bench").await else {
+            return;
+        };
+        let store: Arc<dyn Store> = Arc::new(PostgresStore::open(pg.url()).await.unwrap());
+        println!("PostgreSQL:");
+        cases(&store, rounds).await;
+        store.flush().await.unwrap();
     });
+}
+
+/// Each case `rounds` times on `store`, and their medians.
+async fn cases(store: &Arc<dyn Store>, rounds: usize) {
+    let (mut wall, mut cpu, mut sqlite, mut runtime) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let (w, c) = queued(store).await;
+        println!(
+            "queued round {round}: {:.1} ms wall, {:.1} ms CPU ({:.1} ms in sqlite threads, {:.1} ms in the busiest, {:.1} ms in runtime workers)",
+            ms(w),
+            ms(c.total),
+            ms(c.sqlite),
+            ms(c.busiest),
+            ms(c.runtime)
+        );
+        wall.push(w);
+        cpu.push(c.total);
+        sqlite.push(c.sqlite);
+        runtime.push(c.runtime);
+    }
+    println!(
+        "queued: {} upserts (1,111 sessions × message + tool part + step-finish) then a read: median {:.1} ms wall, {:.1} ms CPU, {:.1} ms of it in sqlite threads, {:.1} ms in runtime workers",
+        SESSIONS * 3,
+        ms(median(wall)),
+        ms(median(cpu)),
+        ms(median(sqlite)),
+        ms(median(runtime))
+    );
+
+    let (mut wall, mut latency, mut cpu, mut sqlite) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for round in 0..rounds {
+        let (w, l, c) = awaited(store).await;
+        println!(
+            "awaited round {round}: {:.1} ms wall, one call {:.2} ms median, {:.1} ms CPU ({:.1} ms in sqlite threads, {:.1} ms in the busiest)",
+            ms(w),
+            ms(l),
+            ms(c.total),
+            ms(c.sqlite),
+            ms(c.busiest)
+        );
+        wall.push(w);
+        latency.push(l);
+        cpu.push(c.total);
+        sqlite.push(c.sqlite);
+    }
+    println!(
+        "awaited: {TASKS} tasks × {PER_TASK} put_many of a part (and every fifth time its message): median {:.1} ms wall, one call {:.2} ms, {:.1} ms CPU, {:.1} ms of it in sqlite threads",
+        ms(median(wall)),
+        ms(median(latency)),
+        ms(median(cpu)),
+        ms(median(sqlite))
+    );
+
+    let (mut wall, mut cpu) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        let (w, c) = direct(store).await;
+        wall.push(w);
+        cpu.push(c.total);
+    }
+    println!(
+        "direct: {DIRECT} put_part one after the other: median {:.1} ms wall ({:.1} µs a call), {:.1} ms CPU",
+        ms(median(wall.clone())),
+        ms(median(wall)) * 1e3 / DIRECT as f64,
+        ms(median(cpu))
+    );
 }

@@ -12,7 +12,8 @@
 //! [`RuntimeOptions`] and start a [`Runtime`]: [`Runtime::start`] inside an actix system, or
 //! [`Runtime::spawn_dedicated`] from any other program (plain tokio included), which runs the
 //! actors on a thread of their own. [`Runtime::start_with_store`] takes a [`Store`] of one's
-//! own instead of the [`SqliteStore`] in the data directory.
+//! own instead of the one `[store] url` names (the [`SqliteStore`] in the data directory, or a
+//! [`PostgresStore`]).
 //!
 //! [`Runtime::create_session`] creates a [`Session`]; [`Runtime::prompt`] sends it a
 //! [`PromptInput`] (for instance [`PromptInput::text`]) and waits for the final assistant
@@ -90,7 +91,7 @@ pub use taskforce_agents as agents;
 pub use taskforce_actors::bus::{BusItem, Envelope, Event, Filter, SessionStatus, Subscription};
 #[doc(inline)]
 pub use taskforce_actors::store::{
-    MessageWithParts, SessionFilter, SqliteStore, Store, StoreError,
+    MessageWithParts, PostgresStore, SessionFilter, SqliteStore, Store, StoreError,
 };
 #[doc(inline)]
 pub use taskforce_actors::{
