@@ -16,6 +16,7 @@ mod membership;
 mod names;
 mod outbound;
 mod status;
+mod work;
 
 pub use error::ClusterError;
 pub use feed::StreamEvent;
@@ -23,6 +24,7 @@ pub use membership::{Load, NodeInfo, NodeStatus, list_nodes};
 pub use names::Names;
 pub use outbound::{NODE_HEADER, Progress};
 pub use status::{BridgeStatus, ConnectionStatus};
+pub(crate) use work::{LostWatch, WorkError, WorkQueue};
 
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use serde::{Deserialize, Serialize};
-use taskforce_agents::id::SessionId;
+use taskforce_agents::id::{MessageId, SessionId};
 use taskforce_agents::model::Session;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -22,7 +22,7 @@ use super::admission::Share;
 use super::call::start_child;
 use crate::RuntimeError;
 use crate::session::{AnswerBook, PromptInput, SubtaskRun};
-use crate::store::MessageWithParts;
+use crate::store::{MessageWithParts, StoreError};
 
 /// A child's run handed to the cluster: what the node that takes it needs to start it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -172,5 +172,19 @@ impl Subagents {
     /// room now.
     pub(crate) fn try_share(&self) -> Option<Share> {
         self.limits.try_share()
+    }
+
+    /// How many more children this node could run now.
+    pub(crate) fn free_room(&self) -> usize {
+        self.limits.free()
+    }
+
+    /// The answer `message` of `child` as stored (a child that ran on another node).
+    pub(crate) async fn stored_answer(
+        &self,
+        child: &SessionId,
+        message: &MessageId,
+    ) -> Result<Option<MessageWithParts>, StoreError> {
+        self.core.store.message(child, message).await
     }
 }

@@ -304,6 +304,11 @@ impl Limits {
         }
     }
 
+    /// How many more shares of `max_total` are free now.
+    pub(crate) fn free(&self) -> usize {
+        self.total.saturating_sub(self.state().total)
+    }
+
     /// A share of the node's `max_total` for work taken from the cluster's queue, if it has
     /// room now.
     pub(crate) fn try_share(self: &Arc<Self>) -> Option<Share> {
