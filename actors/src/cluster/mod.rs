@@ -15,6 +15,7 @@ mod feed;
 mod membership;
 mod names;
 mod outbound;
+mod asks;
 mod status;
 mod work;
 
@@ -24,6 +25,7 @@ pub use membership::{Load, NodeInfo, NodeStatus, list_nodes};
 pub use names::Names;
 pub use outbound::{NODE_HEADER, Progress};
 pub use status::{BridgeStatus, ConnectionStatus};
+pub(crate) use asks::{AskOutcome, AskReply, Asks, LiveCount};
 pub(crate) use work::{LostWatch, WorkError, WorkQueue};
 
 use std::sync::{Arc, Mutex, PoisonError};
