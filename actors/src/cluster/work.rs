@@ -11,7 +11,8 @@
 //!
 //! Cancelling a placed run is a message on `PREFIX.cancel` to every node: the node running it
 //! cancels it, and a node that takes it later runs nothing (cancelled ids are remembered for a
-//! while). A caller whose child's node is lost ends the call with an error naming the node.
+//! while). A caller whose child's node is lost ends the call with an error naming the node; a
+//! run whose caller's node is lost is cancelled.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -306,8 +307,20 @@ impl WorkQueue {
             },
         )
         .await;
+        // A run whose caller's node is lost has nobody left to answer: it stops.
+        let origin_lost = (self.lost)(origin.clone());
+        let watched = token.clone();
+        let run_over = CancellationToken::new();
+        let over = run_over.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = origin_lost => watched.cancel(),
+                () = over.cancelled() => {}
+            }
+        });
         tokio::spawn(async move {
             let end = self.subagents.run_taken(work, share, token).await;
+            run_over.cancel();
             self.running.remove(&child);
             let end = match end {
                 PlacedEnd::Answered(message) => Ended::Answered {
