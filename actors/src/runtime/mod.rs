@@ -98,6 +98,7 @@ impl Runtime {
         let owner = OwnerLock::acquire(&paths.data_dir)?;
         // From now on the answers this runtime leaves unfinished name it.
         store.set_runtime(&owner.id);
+        store.hold_alive(&owner.id).await?;
         let tools = configured_tools(&config, &options.env);
         let names = tools.iter().map(|t| Arc::from(t.id())).collect();
         let schemas = tools.iter().map(|t| Arc::new(t.parameters())).collect();
