@@ -6,14 +6,16 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
+use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use taskforce_agents::id::{PermissionId, QuestionId};
 use taskforce_agents::permission::PermissionReply;
 use taskforce_agents::question::QuestionAnswer;
 use tokio_util::sync::CancellationToken;
 
+use super::{ClusterError, Names};
 use crate::permission::PermissionBroker;
-use crate::question::QuestionBroker;
+use crate::question::{QuestionBroker, QuestionReplyError};
 
 /// How long a forwarded reply waits for the node holding the ask.
 const ANSWER_WAIT: Duration = Duration::from_secs(3);
@@ -45,12 +47,12 @@ pub(crate) enum AskOutcome {
     Unknown,
     /// The node holding it took the reply.
     Done,
-    /// The node holding it refused the answers; the text says why.
-    Refused { error: String },
+    /// The node holding it refused the answers.
+    Refused { error: QuestionReplyError },
 }
 
 /// How many nodes are live now (this one included).
-pub(crate) type LiveCount = Arc<dyn Fn() -> usize + Send + Sync>;
+pub(crate) type LiveCount = Arc<dyn Fn() -> BoxFuture<'static, usize> + Send + Sync>;
 
 /// This node's side of cross-node asks.
 pub(crate) struct Asks {
@@ -64,13 +66,16 @@ impl Asks {
     /// Answers other nodes' replies to the asks `broker` and `questions` hold.
     pub(crate) async fn start(
         client: async_nats::Client,
-        prefix: &str,
+        names: &Names,
         broker: Arc<PermissionBroker>,
         questions: Arc<QuestionBroker>,
         live: LiveCount,
-    ) -> Result<Arc<Asks>, async_nats::SubscribeError> {
-        let subject = format!("{prefix}.ask");
-        let mut requests = client.subscribe(subject.clone()).await?;
+    ) -> Result<Arc<Asks>, ClusterError> {
+        let subject = names.ask_subject();
+        let mut requests = client
+            .subscribe(subject.clone())
+            .await
+            .map_err(|e| ClusterError::jetstream("the ask subject", e))?;
         let asks = Arc::new(Asks {
             client: client.clone(),
             subject,
@@ -132,7 +137,7 @@ impl Asks {
             tracing::warn!("cannot forward an ask reply: {e}");
             return AskOutcome::Unknown;
         }
-        let expected = (self.live)().max(1);
+        let expected = (self.live)().await.max(1);
         let mut heard = 0;
         let deadline = tokio::time::sleep(ANSWER_WAIT);
         tokio::pin!(deadline);
@@ -175,9 +180,7 @@ async fn take(
         }
         AskReply::Answer { id, answers } => match questions.reply(&id, answers) {
             Ok(held) => done(held),
-            Err(e) => AskOutcome::Refused {
-                error: e.to_string(),
-            },
+            Err(error) => AskOutcome::Refused { error },
         },
         AskReply::Dismiss { id } => done(questions.reject(&id)),
     }

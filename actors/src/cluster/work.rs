@@ -28,6 +28,7 @@ use taskforce_agents::id::{MessageId, SessionId};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::{ClusterError, Names};
 use crate::subagent::{PlacedEnd, PlacedWork, Placement, Subagents};
 
 /// How long one wait for work lasts before the taker asks again.
@@ -71,46 +72,11 @@ struct Cancel {
     session: SessionId,
 }
 
+/// Cancels the tree of a session if it runs on this node.
+pub(crate) type CancelHere = Box<dyn Fn(&SessionId) + Send + Sync>;
+
 /// Tells whether a node's lease has lapsed: resolves once `node` is known to be gone.
 pub(crate) type LostWatch = Arc<dyn Fn(String) -> BoxFuture<'static, ()> + Send + Sync>;
-
-/// The subjects and streams of one cluster's work queue.
-#[derive(Debug, Clone)]
-struct Names {
-    work: String,
-    work_stream: String,
-    placed_stream: String,
-    placed_prefix: String,
-    cancel: String,
-}
-
-impl Names {
-    fn new(prefix: &str) -> Self {
-        Names {
-            work: format!("{prefix}.work"),
-            work_stream: format!("{prefix}_WORK"),
-            placed_stream: format!("{prefix}_PLACED"),
-            placed_prefix: format!("{prefix}.placed"),
-            cancel: format!("{prefix}.cancel"),
-        }
-    }
-
-    fn placed(&self, node: &str) -> String {
-        format!("{}.{node}", self.placed_prefix)
-    }
-}
-
-/// Why the work queue could not be set up.
-#[derive(Debug, thiserror::Error)]
-#[error("cannot set up the cluster's work queue ({what}): {message}")]
-pub struct WorkError {
-    what: &'static str,
-    message: String,
-}
-
-fn failed(what: &'static str) -> impl Fn(String) -> WorkError {
-    move |message| WorkError { what, message }
-}
 
 /// This node's side of the work queue: placing its calls' children, taking others' work.
 pub(crate) struct WorkQueue {
@@ -124,6 +90,8 @@ pub(crate) struct WorkQueue {
     waiting: DashMap<SessionId, mpsc::UnboundedSender<Report>>,
     /// Placed runs this node runs, by child.
     running: DashMap<SessionId, CancellationToken>,
+    /// Cancels a session's tree if it runs on this node (a cancel from another node).
+    cancel_here: CancelHere,
     /// Recently cancelled ids, with when.
     cancelled: Mutex<HashMap<SessionId, Instant>>,
     /// Stops the queue's tasks.
@@ -131,34 +99,37 @@ pub(crate) struct WorkQueue {
 }
 
 impl WorkQueue {
-    /// Sets up the streams and starts taking work and reports for `node`.
+    /// Sets up the streams and starts reading cancels and reports for `node`, and taking work
+    /// when `takes_work` (its store is shared with the other nodes).
     pub(crate) async fn start(
         client: async_nats::Client,
-        prefix: &str,
+        names: &Names,
         node: &str,
         subagents: Arc<Subagents>,
         lost: LostWatch,
-    ) -> Result<Arc<WorkQueue>, WorkError> {
+        cancel_here: CancelHere,
+        takes_work: bool,
+    ) -> Result<Arc<WorkQueue>, ClusterError> {
         let js = jetstream::new(client.clone());
-        let names = Names::new(prefix);
+        let names = names.clone();
         let work = js
             .get_or_create_stream(stream::Config {
-                name: names.work_stream.clone(),
-                subjects: vec![names.work.clone()],
+                name: names.work_stream(),
+                subjects: vec![names.work_subject()],
                 retention: stream::RetentionPolicy::WorkQueue,
                 ..Default::default()
             })
             .await
-            .map_err(|e| failed("work stream")(e.to_string()))?;
+            .map_err(|e| ClusterError::jetstream("the work stream", e))?;
         let placed = js
             .get_or_create_stream(stream::Config {
-                name: names.placed_stream.clone(),
-                subjects: vec![format!("{}.>", names.placed_prefix)],
+                name: names.placed_stream(),
+                subjects: vec![names.placed_subjects()],
                 max_age: REPORTS_KEPT,
                 ..Default::default()
             })
             .await
-            .map_err(|e| failed("reports stream")(e.to_string()))?;
+            .map_err(|e| ClusterError::jetstream("the reports stream", e))?;
         let takers = work
             .get_or_create_consumer(
                 "takers",
@@ -170,22 +141,22 @@ impl WorkQueue {
                 },
             )
             .await
-            .map_err(|e| failed("work consumer")(e.to_string()))?;
+            .map_err(|e| ClusterError::jetstream("the work consumer", e))?;
         let reports = placed
             .create_consumer(consumer::pull::OrderedConfig {
-                filter_subject: names.placed(node),
+                filter_subject: names.placed_subject(node),
                 deliver_policy: consumer::DeliverPolicy::New,
                 ..Default::default()
             })
             .await
-            .map_err(|e| failed("reports consumer")(e.to_string()))?
+            .map_err(|e| ClusterError::jetstream("the reports consumer", e))?
             .messages()
             .await
-            .map_err(|e| failed("reports consumer")(e.to_string()))?;
+            .map_err(|e| ClusterError::jetstream("the reports consumer", e))?;
         let cancels = client
-            .subscribe(names.cancel.clone())
+            .subscribe(names.cancel_subject())
             .await
-            .map_err(|e| failed("cancel subject")(e.to_string()))?;
+            .map_err(|e| ClusterError::jetstream("the cancel subject", e))?;
         let queue = Arc::new(WorkQueue {
             client,
             js,
@@ -193,12 +164,15 @@ impl WorkQueue {
             node: node.to_string(),
             subagents,
             lost,
+            cancel_here,
             waiting: DashMap::new(),
             running: DashMap::new(),
             cancelled: Mutex::default(),
             stop: CancellationToken::new(),
         });
-        tokio::spawn(queue.clone().take(takers));
+        if takes_work {
+            tokio::spawn(queue.clone().take(takers));
+        }
         tokio::spawn(queue.clone().read_reports(reports));
         tokio::spawn(queue.clone().read_cancels(cancels));
         Ok(queue)
@@ -210,18 +184,8 @@ impl WorkQueue {
     }
 
     /// Tells every node to cancel the run of `session` (placed or not taken yet).
-    pub(crate) async fn cancel_everywhere(&self, session: &SessionId) {
-        let body = serde_json::to_vec(&Cancel {
-            session: session.clone(),
-        })
-        .unwrap_or_default();
-        if let Err(e) = self
-            .client
-            .publish(self.names.cancel.clone(), body.into())
-            .await
-        {
-            tracing::warn!(session = %session, "cannot send a cancel to the cluster: {e}");
-        }
+    async fn cancel_everywhere(&self, session: &SessionId) {
+        send_cancel(&self.client, &self.names, session).await;
     }
 
     /// Takes work while this node has room: as many items as it has room for at a time.
@@ -349,7 +313,7 @@ impl WorkQueue {
         };
         let sent = match self
             .js
-            .publish(self.names.placed(origin), body.into())
+            .publish(self.names.placed_subject(origin), body.into())
             .await
         {
             Ok(ack) => ack.await.map(|_| ()).map_err(|e| e.to_string()),
@@ -401,6 +365,7 @@ impl WorkQueue {
             if let Some(token) = self.running.get(&session) {
                 token.cancel();
             }
+            (self.cancel_here)(&session);
         }
     }
 
@@ -446,7 +411,11 @@ impl Placement for WorkQueue {
             Ok(body) => body,
             Err(e) => return PlacedEnd::Failed(format!("cannot encode subagent work: {e}")),
         };
-        let queued = match self.js.publish(self.names.work.clone(), body.into()).await {
+        let queued = match self
+            .js
+            .publish(self.names.work_subject(), body.into())
+            .await
+        {
             Ok(ack) => ack.await.map(|_| ()).map_err(|e| e.to_string()),
             Err(e) => Err(e.to_string()),
         };
@@ -498,5 +467,16 @@ struct Unwait<'a>(
 impl Drop for Unwait<'_> {
     fn drop(&mut self) {
         self.0.remove(self.1);
+    }
+}
+
+/// Tells every node to cancel the run of `session` (placed or not taken yet) and its tree.
+pub(crate) async fn send_cancel(client: &async_nats::Client, names: &Names, session: &SessionId) {
+    let body = serde_json::to_vec(&Cancel {
+        session: session.clone(),
+    })
+    .unwrap_or_default();
+    if let Err(e) = client.publish(names.cancel_subject(), body.into()).await {
+        tracing::warn!(session = %session, "cannot send a cancel to the cluster: {e}");
     }
 }

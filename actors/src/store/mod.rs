@@ -219,6 +219,12 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<bool, StoreError> {
         Ok(false)
     }
+    /// Whether runtimes on other machines may share this store (a database server): a
+    /// cluster places child runs on other nodes only through such a store, since the calling
+    /// node reads their answers from it.
+    fn is_shared(&self) -> bool {
+        false
+    }
     /// Keeps runtime `runtime` known as alive to the runtimes on other machines sharing this
     /// store, for as long as this store lives in this process; an error means it cannot (and
     /// the runtime must not start, or others would take over its work). Stores used by one

@@ -45,7 +45,7 @@ mod admit;
 mod guards;
 
 pub(crate) use admit::{Call, admit, reserve};
-pub(crate) use guards::{Aside, Lease, Reservation, Share, Slot, TakenRun, Waiting};
+pub(crate) use guards::{Aside, Lease, Reservation, Share, Slot, Waiting};
 
 /// Why a task call may not start a child.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
