@@ -342,11 +342,19 @@ impl Runtime {
             .await
             .map_err(|_| RuntimeError::Stopped)?;
         if told == 0 {
-            let info = self.session(session).await?;
             match &self.cluster {
-                // It may run on another node: that node cancels it and says so.
-                Some(cluster) => cluster.cancel_everywhere(session).await,
-                None => self.writer.status(&info, SessionStatus::Idle),
+                // It may run on another node: that node cancels it and says so. Only a store
+                // the nodes share can tell that no node knows it.
+                Some(cluster) => {
+                    if self.core.store.is_shared() {
+                        self.session(session).await?;
+                    }
+                    cluster.cancel_everywhere(session).await;
+                }
+                None => {
+                    let info = self.session(session).await?;
+                    self.writer.status(&info, SessionStatus::Idle);
+                }
             }
         }
         Ok(())

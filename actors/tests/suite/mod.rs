@@ -3,6 +3,7 @@ mod background;
 mod background_limits;
 mod bus;
 mod cluster;
+mod cluster_asks;
 mod commands;
 mod compaction;
 mod crash;
