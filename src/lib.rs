@@ -90,7 +90,7 @@ pub use taskforce_agents as agents;
 pub use taskforce_actors::bus::{BusItem, Envelope, Event, Filter, SessionStatus, Subscription};
 #[doc(inline)]
 pub use taskforce_actors::store::{
-    MessageWithParts, SessionFilter, SqliteStore, Store, StoreError,
+    MessageWithParts, PostgresStore, SessionFilter, SqliteStore, Store, StoreError,
 };
 #[doc(inline)]
 pub use taskforce_actors::{

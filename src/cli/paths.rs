@@ -2,7 +2,7 @@
 
 use clap::Args;
 use serde_json::json;
-use taskforce_actors::store::SqliteStore;
+use taskforce_actors::store::store_location;
 
 use super::Context;
 use super::output::outln;
@@ -10,16 +10,18 @@ use super::output::outln;
 /// `taskforce paths` arguments.
 #[derive(Debug, Args)]
 pub struct PathsArgs {
-    /// Print `{config_files: [{path, exists}], data_dir, database}` as JSON.
+    /// Print `{config_files: [{path, exists}], data_dir, database}` as JSON (`database`: the
+    /// SQLite file, or the PostgreSQL server and database without the password).
     #[arg(long)]
     pub json: bool,
 }
 
 /// Prints the config files looked for (lowest precedence first, each marked as found or not),
-/// the data directory and the database file.
+/// the data directory and the database in use (SQLite's file, or the PostgreSQL server and
+/// database, never the password).
 pub fn run(context: &Context, args: PathsArgs) -> anyhow::Result<()> {
     let paths = &context.loaded.paths;
-    let database = paths.data_dir.join(SqliteStore::FILE_NAME);
+    let database = store_location(&context.loaded.config.store, &paths.data_dir)?;
     let files: Vec<(String, bool)> = context
         .loaded
         .config_files
@@ -44,6 +46,6 @@ pub fn run(context: &Context, args: PathsArgs) -> anyhow::Result<()> {
         outln!("  {mark}  {path}")?;
     }
     outln!("data directory: {}", paths.data_dir.display())?;
-    outln!("database:       {}", database.display())?;
+    outln!("database:       {database}")?;
     Ok(())
 }

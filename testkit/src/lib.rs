@@ -1,12 +1,14 @@
 //! Shared test fixtures of taskforce (a dev-dependency only): fake OpenAI and Anthropic
 //! servers speaking the streaming wire formats, a fake web (pages, search endpoints), scripted answers for them, a throwaway project
-//! on disk, and waiting on state and on events instead of sleeping for a guessed time.
+//! on disk, a fresh PostgreSQL schema per test, and waiting on state and on events instead of
+//! sleeping for a guessed time.
 
 pub mod fake_anthropic;
 pub mod fake_openai;
 pub mod fake_web;
 pub mod mcp;
 pub mod nats;
+pub mod postgres;
 #[cfg(feature = "pty")]
 pub mod pty;
 #[cfg(feature = "runtime")]

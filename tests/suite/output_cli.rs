@@ -148,6 +148,25 @@ fn paths_names_the_config_files_and_where_data_lives() {
 }
 
 #[test]
+fn paths_and_config_show_a_postgresql_store_without_its_password() {
+    let s = Sandbox::new();
+    s.file(
+        "taskforce.toml",
+        "[store]\nurl = \"postgres://ann:s3cret@db.example/tf\"\n",
+    );
+    let out = s.ok(&["paths"]).stdout;
+    assert!(
+        out.contains("database:       postgres://ann@db.example:5432/tf"),
+        "{out}"
+    );
+    let config = s.ok(&["config"]).stdout;
+    assert!(config.contains("db.example/tf"), "{config}");
+    for text in [&out, &config] {
+        assert!(!text.contains("s3cret"), "{text}");
+    }
+}
+
+#[test]
 fn config_prints_the_merged_configuration_without_secrets() {
     let mut s = Sandbox::new();
     s.home_file(

@@ -46,7 +46,7 @@ use crate::permission::{PermissionBroker, PermissionReply, PermissionRequest};
 use crate::question::QuestionBroker;
 use crate::session::{Exclusive, Job, Prompt, PromptInput, Seed, Writer};
 use crate::snapshot::Snapshots;
-use crate::store::{MessageWithParts, SessionFilter, SqliteStore, Store};
+use crate::store::{MessageWithParts, SessionFilter, Store, open_store};
 use crate::subagent::Subagents;
 use crate::supervisor::{
     Activate, ArbiterCores, CancelTree, Forget, Live, LiveCount, Placement, Supervisor,
@@ -69,10 +69,12 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    /// Starts the runtime; must be called inside an actix `System`.
+    /// Starts the runtime on the store the configuration names (`[store] url`; SQLite in the
+    /// data directory by default); must be called inside an actix `System`.
     pub async fn start(options: RuntimeOptions) -> Result<Runtime, RuntimeError> {
-        let store = SqliteStore::open(&options.loaded.paths.data_dir).await?;
-        Self::start_with_store(options, Arc::new(store)).await
+        let loaded = &options.loaded;
+        let store = open_store(&loaded.config.store, &loaded.paths.data_dir).await?;
+        Self::start_with_store(options, store).await
     }
 
     /// Starts the runtime on a given store (for example a PostgreSQL implementation).

@@ -1,12 +1,20 @@
 //! Persistence of sessions, messages, parts, todos and "always" permission approvals behind the
 //! `Store` trait.
 //!
-//! The embedded default is SQLite ([`SqliteStore`]) in `taskforce.db` in the data directory.
+//! The embedded default is SQLite ([`SqliteStore`]) in `taskforce.db` in the data directory;
+//! several runtimes can share one PostgreSQL database instead ([`PostgresStore`], `[store] url`).
 
 mod background;
+mod migrations;
+mod open;
+mod postgres;
+mod rows;
 mod sqlite;
+mod write;
 
 pub use background::BackgroundTask;
+pub use open::{open_store, store_location};
+pub use postgres::PostgresStore;
 pub use sqlite::SqliteStore;
 
 use std::sync::Arc;
@@ -35,9 +43,15 @@ pub enum StoreError {
     /// The migrations could not be applied.
     #[error("cannot prepare the database at {path}: {message}")]
     Open {
-        /// The database file.
+        /// The database file, or the server and database (without the password).
         path: String,
         /// What failed.
+        message: String,
+    },
+    /// The configured address of the store is not one it can use.
+    #[error("bad `[store] url`: {message}")]
+    Address {
+        /// What is wrong with it (without the password).
         message: String,
     },
 }

@@ -223,6 +223,7 @@ fn validate(config: &Config) -> Result<(), ConfigError> {
     check_aliases(&config.model_aliases).map_err(|(k, m)| invalid(k, m))?;
     config.search.validate().map_err(|(k, m)| invalid(k, m))?;
     config.cluster.validate().map_err(|(k, m)| invalid(k, m))?;
+    config.store.validate().map_err(|(k, m)| invalid(k, m))?;
     for (name, keys) in &config.keybinds {
         if !super::keybinds::is_action(name) {
             let suggestion = super::keys::closest(name, super::keybinds::actions());

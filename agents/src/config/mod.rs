@@ -22,6 +22,7 @@ mod schema;
 mod search;
 pub mod serde_duration;
 pub mod serde_model;
+mod store;
 
 pub use cluster::{ClusterConfig, DEFAULT_CLUSTER_PREFIX, check_name as check_cluster_name};
 pub use error::{ConfigError, UnconfiguredProvider, UnknownKey};
@@ -38,6 +39,7 @@ pub use schema::{
     ProviderConfig, ProviderKind, Secret, ServerConfig, SubagentConfig,
 };
 pub use search::{EXA_BASE_URL, SearchConfig, SearchEngine};
+pub use store::{StoreBackend, StoreConfig, redacted_url};
 
 #[cfg(test)]
 mod tests;

@@ -170,6 +170,7 @@ pub fn secrets(config: &Config, env: &BTreeMap<String, String>) -> Vec<String> {
     if let Some(url) = &config.cluster.nats {
         all.extend(provider_secrets(None, std::iter::empty(), url));
     }
+    all.extend(config.store.secrets());
     all
 }
 
@@ -259,6 +260,9 @@ impl Config {
         }
         if let Some(url) = &mut shown.cluster.nats {
             *url = url_credentials(url).into_owned();
+        }
+        if let Some(url) = &mut shown.store.url {
+            *url = super::store::redacted_url(url);
         }
         shown
     }

@@ -75,6 +75,10 @@ pub struct Config {
     /// The backend of `websearch` and `codesearch`; with none they are not offered.
     #[serde(default, skip_serializing_if = "super::SearchConfig::is_empty")]
     pub search: super::SearchConfig,
+    /// The database of sessions, messages and parts; SQLite in the data directory when left
+    /// out.
+    #[serde(default, skip_serializing_if = "super::StoreConfig::is_empty")]
+    pub store: super::StoreConfig,
     /// Short model names (`sonnet`, `haiku`…) used by Claude Code agent files, as `provider/model`.
     #[serde(default, skip_serializing_if = "IndexMap::is_empty")]
     pub model_aliases: IndexMap<String, String>,

@@ -405,3 +405,41 @@ fn a_cluster_section_loads_with_durations_and_a_bad_prefix_is_named_by_its_key()
         "{error}"
     );
 }
+
+#[test]
+fn the_store_url_comes_from_a_file_or_the_environment_and_a_bad_one_names_its_key() {
+    let p = Project::with(
+        "taskforce.toml",
+        "[store]\nurl = \"postgres://tf:s3cret@db.example:5432/tf\"\n",
+    );
+    let config = p.load().unwrap().config;
+    assert_eq!(
+        config.store.backend(),
+        Ok(super::StoreBackend::Postgres(
+            "postgres://tf:s3cret@db.example:5432/tf".into()
+        ))
+    );
+    let shown = serde_json::to_string(&config.redacted()).unwrap();
+    assert!(!shown.contains("s3cret"), "{shown}");
+    assert!(shown.contains("db.example:5432/tf"), "{shown}");
+
+    let mut p = Project::new();
+    p.env.insert(
+        "TASKFORCE_STORE__URL".into(),
+        "postgresql://db.example/other".into(),
+    );
+    assert_eq!(
+        p.load().unwrap().config.store.url.as_deref(),
+        Some("postgresql://db.example/other")
+    );
+
+    let err = Project::with(
+        "taskforce.toml",
+        "[store]\nurl = \"mysql://tf:s3cret@db.example/tf\"\n",
+    )
+    .error();
+    assert!(err.contains("key `store.url`"), "{err}");
+    assert!(!err.contains("s3cret"), "{err}");
+    let err = Project::with("taskforce.toml", "[store]\nurl = \"x\"\npool = 3\n").error();
+    assert!(err.contains("unknown key \"pool\" in [store]"), "{err}");
+}

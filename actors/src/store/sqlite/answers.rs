@@ -2,13 +2,11 @@
 //! 0006): how a runtime finds the answers that a runtime which died left half-written, and
 //! takes them over before repairing them.
 
-use sqlx::sqlite::SqliteRow;
-use sqlx::{Row, SqliteConnection};
-use taskforce_agents::id::{MessageId, SessionId};
+use sqlx::SqliteConnection;
+use taskforce_agents::id::SessionId;
 
+use crate::store::rows::{database, decode_unfinished as decode};
 use crate::store::{StoreError, Unfinished};
-
-use super::rows::{corrupt, database};
 
 /// The unfinished answers of `session` (of every session when `None`).
 pub(super) async fn unfinished(
@@ -59,21 +57,4 @@ pub(super) async fn claim(
     .await
     .map_err(database(&context))?;
     rows.iter().map(decode).collect()
-}
-
-fn decode(row: &SqliteRow) -> Result<Unfinished, StoreError> {
-    let id: String = row
-        .try_get("id")
-        .map_err(|e| corrupt("message", "(unknown)", e))?;
-    let session: String = row
-        .try_get("session_id")
-        .map_err(|e| corrupt("message", &id, e))?;
-    let owner: String = row
-        .try_get("owner")
-        .map_err(|e| corrupt("message", &id, e))?;
-    Ok(Unfinished {
-        message: MessageId::parse(&id).map_err(|e| corrupt("message", &id, e))?,
-        session: SessionId::parse(&session).map_err(|e| corrupt("message", &id, e))?,
-        owner,
-    })
 }

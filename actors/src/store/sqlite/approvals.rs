@@ -1,11 +1,9 @@
 //! The `permission_approval` table: a project's "always" approvals (migration 0003).
 
-use sqlx::sqlite::SqliteRow;
-use sqlx::{Connection, Row, SqliteConnection};
+use sqlx::{Connection, SqliteConnection};
 
+use crate::store::rows::{database, decode_approval, to_sql};
 use crate::store::{Approval, StoreError};
-
-use super::rows::{corrupt, database, to_sql};
 
 /// Every approval of `project`, oldest first.
 pub(super) async fn read(
@@ -22,18 +20,9 @@ pub(super) async fn read(
     .map_err(database(format_args!(
         "cannot read the approvals of project {project}"
     )))?;
-    rows.iter().map(|row| decode(row, project)).collect()
-}
-
-/// One approval row.
-fn decode(row: &SqliteRow, project: &str) -> Result<Approval, StoreError> {
-    let bad = |e: sqlx::Error| corrupt("approval", project, e);
-    let created: i64 = row.try_get("time_created").map_err(bad)?;
-    Ok(Approval {
-        permission: row.try_get("permission").map_err(bad)?,
-        pattern: row.try_get("pattern").map_err(bad)?,
-        created: u64::try_from(created).unwrap_or(0),
-    })
+    rows.iter()
+        .map(|row| decode_approval(row, project))
+        .collect()
 }
 
 /// Inserts approvals of `project` in one transaction; existing ones are left as they are.

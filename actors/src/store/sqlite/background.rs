@@ -1,13 +1,11 @@
 //! The `background_task` table: background subagents and the delivery of their results
 //! (migration 0004).
 
-use sqlx::sqlite::SqliteRow;
-use sqlx::{Row, SqliteConnection};
+use sqlx::SqliteConnection;
 use taskforce_agents::id::SessionId;
 
+use crate::store::rows::{database, decode_background as decode, encode, to_sql};
 use crate::store::{BackgroundTask, StoreError};
-
-use super::rows::{corrupt, database, encode, to_sql};
 
 /// Inserts or replaces the record of `task.child_id`.
 pub(super) async fn put(
@@ -80,23 +78,4 @@ pub(super) async fn undelivered(
     .await
     .map_err(database("cannot read the undelivered background tasks"))?;
     rows.iter().map(decode).collect()
-}
-
-fn decode(row: &SqliteRow) -> Result<BackgroundTask, StoreError> {
-    let id: String = row
-        .try_get("child_id")
-        .map_err(|e| corrupt("background task", "(unknown)", e))?;
-    let data: String = row
-        .try_get("data")
-        .map_err(|e| corrupt("background task", &id, e))?;
-    let task: BackgroundTask =
-        serde_json::from_str(&data).map_err(|e| corrupt("background task", &id, e))?;
-    if task.child_id.as_str() != id {
-        return Err(corrupt(
-            "background task",
-            &id,
-            format_args!("the payload is background task {}", task.child_id),
-        ));
-    }
-    Ok(task)
 }

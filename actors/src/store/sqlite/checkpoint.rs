@@ -6,14 +6,17 @@ use std::time::Duration;
 use sqlx::{Connection, SqliteConnection};
 use tokio::sync::mpsc;
 
-use super::jobs::Job;
+use crate::store::write::Job;
 
 /// How often the write-ahead log is folded back into the database file.
 pub(super) const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 
 /// Folds the write-ahead log into the database every second, off the write path, for as long
 /// as the store is open. Passive checkpoints never block the writer or readers.
-pub(super) async fn checkpoint(mut conn: SqliteConnection, store: mpsc::WeakUnboundedSender<Job>) {
+pub(super) async fn checkpoint(
+    mut conn: SqliteConnection,
+    store: mpsc::WeakUnboundedSender<Job<SqliteConnection>>,
+) {
     let mut ticks = tokio::time::interval(CHECKPOINT_EVERY);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {

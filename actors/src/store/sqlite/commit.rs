@@ -1,48 +1,32 @@
 //! Committing a batch of upserts: all together in as few statements as the rows allow, all or
-//! none; when that fails, row by row in the same order, so that only the faulty rows report an
-//! error.
+//! none (when that fails, `write::apply` writes them row by row).
 //!
 //! A batch is written table by table, parents first (sessions, then messages, then parts, each
 //! in queue order, so that a later upsert of a row wins), in one transaction when it takes more
 //! than one statement.
 
+use std::future::Future;
+
 use sqlx::{Connection, SqliteConnection};
 
-use crate::store::StoreError;
+use crate::store::write::{Table, Upsert, WriteConn};
 
-use super::statements::{Table, chunks, run_chunk, run_upsert};
-use super::upsert::Upsert;
+use super::statements::{chunks, run_chunk, run_upsert};
 
-/// Writes upserts (`None` entries are barriers) all together, all or nothing; when that fails,
-/// one by one, so that only the rows at fault report an error. Returns one result per entry.
-pub(super) async fn apply<'a>(
-    conn: &mut SqliteConnection,
-    entries: impl Iterator<Item = Option<&'a Upsert>>,
-) -> Vec<Result<(), StoreError>> {
-    let entries: Vec<Option<&Upsert>> = entries.collect();
-    let mut results: Vec<Result<(), StoreError>> = (0..entries.len()).map(|_| Ok(())).collect();
-    let upserts: Vec<&Upsert> = entries.iter().flatten().copied().collect();
-    let Err(error) = run_batch(conn, &upserts).await else {
-        return results;
-    };
-    if let [upsert] = upserts.as_slice() {
-        if let Some(i) = entries.iter().position(Option::is_some) {
-            results[i] = Err(upsert.failed(error));
-        }
-        return results;
+impl WriteConn for SqliteConnection {
+    fn write_all<'a>(
+        &'a mut self,
+        upserts: &'a [&'a Upsert],
+    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send + 'a {
+        run_batch(self, upserts)
     }
-    // In the batch's order of application, so that a row whose parent is in the batch still
-    // finds it.
-    for table in Table::ALL {
-        for (i, entry) in entries.iter().enumerate() {
-            if let Some(upsert) = entry
-                && upsert.table() == table
-            {
-                results[i] = run_upsert(conn, upsert).await.map_err(|e| upsert.failed(e));
-            }
-        }
+
+    fn write_one<'a>(
+        &'a mut self,
+        upsert: &'a Upsert,
+    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send + 'a {
+        run_upsert(self, upsert)
     }
-    results
 }
 
 /// Writes upserts all or none: per table (sessions, then messages, then parts), in multi-row
@@ -91,8 +75,17 @@ mod tests {
     use taskforce_agents::id::SessionId;
     use taskforce_agents::model::Session;
 
-    use super::super::writer::MAX_BATCH;
     use super::*;
+    use crate::store::StoreError;
+    use crate::store::write::MAX_BATCH;
+
+    /// Writes `entries` as the writer does: all together, else row by row.
+    async fn apply<'a>(
+        conn: &mut SqliteConnection,
+        entries: impl Iterator<Item = Option<&'a Upsert>>,
+    ) -> Vec<Result<(), StoreError>> {
+        crate::store::write::apply(conn, entries.collect()).await
+    }
 
     /// A fresh in-memory database with the store's schema and foreign keys on.
     async fn db() -> SqliteConnection {

@@ -1,13 +1,13 @@
 //! Deletes of sessions (with their whole subtree), messages and parts; each runs alone on the
 //! write connection.
 
-use sqlx::{Connection, Row, SqliteConnection};
+use sqlx::{Connection, SqliteConnection};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::Session;
 
 use crate::store::StoreError;
 
-use super::rows::{database, decode_session};
+use crate::store::rows::{database, doomed};
 
 /// How deep `delete_session` follows parent links; only a corrupt cycle gets near it.
 const MAX_TREE_DEPTH: i64 = 4096;
@@ -39,17 +39,7 @@ pub(super) async fn tree(
     .await
     .map_err(database(&context))?;
 
-    let mut ids = Vec::with_capacity(rows.len());
-    let mut deleted = Vec::with_capacity(rows.len());
-    for row in &rows {
-        let row_id: String = row.try_get("id").map_err(database(&context))?;
-        // An unreadable session is deleted all the same: deleting is how it gets cleaned up.
-        match decode_session(row) {
-            Ok(session) => deleted.push(session),
-            Err(error) => tracing::warn!(%error, "deleting an unreadable session"),
-        }
-        ids.push(row_id);
-    }
+    let (ids, deleted) = doomed(&rows, &context)?;
     if ids.is_empty() {
         return Ok(deleted);
     }

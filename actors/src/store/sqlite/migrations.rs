@@ -1,15 +1,11 @@
-//! The schema migrations in `actors/migrations`, embedded in the binary as text and applied by
-//! sqlx's migrator (the same versions, descriptions and checksums `sqlx::migrate!` would give,
-//! without compiling sqlx's macros).
+//! The SQLite schema's migrations, the files of `actors/migrations`.
 
-use std::borrow::Cow;
+use sqlx::migrate::Migrator;
 
-use futures::future::BoxFuture;
-use sqlx::error::BoxDynError;
-use sqlx::migrate::{Migration, MigrationSource, MigrationType, Migrator};
+use crate::store::migrations::File;
 
 /// Each migration: its version, its description and its SQL, from `<version>_<words>.sql`.
-const FILES: &[(i64, &str, &str)] = &[
+const FILES: &[File] = &[
     (1, "init", include_str!("../../../migrations/0001_init.sql")),
     (
         2,
@@ -43,54 +39,16 @@ const FILES: &[(i64, &str, &str)] = &[
     ),
 ];
 
-/// The embedded migrations as a source for sqlx's migrator.
-#[derive(Debug)]
-struct Embedded;
-
-impl MigrationSource<'static> for Embedded {
-    fn resolve(self) -> BoxFuture<'static, Result<Vec<Migration>, BoxDynError>> {
-        Box::pin(async {
-            Ok(FILES
-                .iter()
-                .map(|(version, description, sql)| {
-                    Migration::new(
-                        *version,
-                        Cow::Borrowed(*description),
-                        MigrationType::Simple,
-                        Cow::Borrowed(*sql),
-                        false,
-                    )
-                })
-                .collect())
-        })
-    }
-}
-
 /// The migrator of the store's schema.
 pub(super) async fn migrator() -> Result<Migrator, sqlx::migrate::MigrateError> {
-    Migrator::new(Embedded).await
+    crate::store::migrations::migrator(FILES).await
 }
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     #[test]
     fn every_file_of_the_migrations_folder_is_embedded_in_order() {
         let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations");
-        let mut names: Vec<String> = std::fs::read_dir(&folder)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .filter(|n| n.ends_with(".sql"))
-            .collect();
-        names.sort();
-        let embedded: Vec<String> = FILES
-            .iter()
-            .map(|(v, d, _)| format!("{v:04}_{}.sql", d.replace(' ', "_")))
-            .collect();
-        assert_eq!(embedded, names, "add a new migration file to FILES");
-        for (name, (_, _, sql)) in names.iter().zip(FILES) {
-            assert_eq!(std::fs::read_to_string(folder.join(name)).unwrap(), *sql);
-        }
+        crate::store::migrations::assert_embedded(&folder, super::FILES);
     }
 }

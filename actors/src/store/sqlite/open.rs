@@ -4,21 +4,18 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::AtomicUsize;
 use std::time::Duration;
 
 use sqlx::ConnectOptions;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 use tokio::sync::Mutex as AsyncMutex;
-use tokio::sync::mpsc;
 
 use crate::store::StoreError;
+use crate::store::write::WriteQueue;
 
 use super::SqliteStore;
 use super::checkpoint::checkpoint;
 use super::reads::Readers;
-use super::unflushed::Unflushed;
-use super::writer::write_batches;
 
 /// The file beside the database that one process at a time locks to apply the migrations.
 const MIGRATION_LOCK: &str = "taskforce.db.migrate-lock";
@@ -100,29 +97,16 @@ impl SqliteStore {
         }
 
         tracing::debug!(path = %path.display(), "opened the store");
-        let (queue, jobs) = mpsc::unbounded_channel();
-        let conn = Arc::new(AsyncMutex::new(writer));
-        let pending = Arc::new(AtomicUsize::new(0));
-        let unflushed = Arc::new(Unflushed::default());
-        tokio::spawn(write_batches(
-            conn.clone(),
-            pending.clone(),
-            unflushed.clone(),
-            jobs,
-        ));
+        let writes = WriteQueue::start(writer);
         let checkpointer = base
             .connect()
             .await
             .map_err(|e| open_error(format!("cannot open the checkpoint connection: {e}")))?;
-        tokio::spawn(checkpoint(checkpointer, queue.downgrade()));
+        tokio::spawn(checkpoint(checkpointer, writes.downgrade()));
         Ok(SqliteStore {
             path,
             readers: Arc::new(Readers::new(conns)),
-            queue,
-            conn,
-            pending,
-            unflushed,
-            runtime: Arc::default(),
+            writes,
         })
     }
 }

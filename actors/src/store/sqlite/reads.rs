@@ -11,7 +11,7 @@ use tokio::sync::{Mutex as AsyncMutex, MutexGuard as AsyncMutexGuard};
 
 use crate::store::{MessageWithParts, SessionFilter, StoreError};
 
-use super::rows::{assemble, database, decode_session, to_sql};
+use crate::store::rows::{assemble, database, decode_session, to_sql};
 
 /// Read-only connections handed out round robin (cheaper than a pool's acquire and release).
 #[derive(Debug)]

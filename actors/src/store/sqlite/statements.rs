@@ -10,20 +10,10 @@ use std::sync::LazyLock;
 use sqlx::sqlite::SqliteArguments;
 use sqlx::{Arguments, SqliteConnection};
 
-use super::upsert::Upsert;
+use crate::store::write::{Table, Upsert};
 
-/// The tables that upserts write, in the order a batch applies them (parents first).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Table {
-    Session,
-    Message,
-    Part,
-}
-
+/// The SQLite statements of each table.
 impl Table {
-    /// Every table, in the order of application.
-    pub(super) const ALL: [Table; 3] = [Table::Session, Table::Message, Table::Part];
-
     /// The statement's head, up to the row tuples: rows whose id is NULL are padding.
     fn insert(self) -> &'static str {
         match self {
@@ -126,6 +116,59 @@ impl Table {
     }
 }
 
+impl Upsert {
+    /// Appends the row's values to `args`, in the column order of its table's statement.
+    pub(super) fn bind<'q>(&'q self, args: &mut SqliteArguments<'q>) -> Result<(), sqlx::Error> {
+        let encode = sqlx::Error::Encode;
+        match self {
+            Upsert::Session {
+                id,
+                parent,
+                project,
+                title,
+                folded,
+                created,
+                updated,
+                data,
+            } => {
+                args.add(id.as_str()).map_err(encode)?;
+                args.add(parent.as_deref()).map_err(encode)?;
+                args.add(project.as_str()).map_err(encode)?;
+                args.add(title.as_str()).map_err(encode)?;
+                args.add(folded.as_str()).map_err(encode)?;
+                args.add(*created).map_err(encode)?;
+                args.add(*updated).map_err(encode)?;
+                args.add(data.as_str()).map_err(encode)?;
+            }
+            Upsert::Message {
+                id,
+                session,
+                created,
+                owner,
+                data,
+            } => {
+                args.add(id.as_str()).map_err(encode)?;
+                args.add(session.as_str()).map_err(encode)?;
+                args.add(*created).map_err(encode)?;
+                args.add(owner.as_deref()).map_err(encode)?;
+                args.add(data.as_str()).map_err(encode)?;
+            }
+            Upsert::Part {
+                id,
+                message,
+                session,
+                data,
+            } => {
+                args.add(id.as_str()).map_err(encode)?;
+                args.add(message.as_str()).map_err(encode)?;
+                args.add(session.as_str()).map_err(encode)?;
+                args.add(data.as_str()).map_err(encode)?;
+            }
+        }
+        Ok(())
+    }
+}
+
 /// How an upsert's statement updates a row that exists already (see [`Table::conflict`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Update {
@@ -205,8 +248,8 @@ async fn execute(
 
 #[cfg(test)]
 mod tests {
-    use super::super::writer::MAX_BATCH;
     use super::*;
+    use crate::store::write::MAX_BATCH;
 
     #[test]
     fn chunks_cover_the_rows_with_few_statements() {

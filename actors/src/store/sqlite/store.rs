@@ -12,17 +12,18 @@ use crate::store::{
     Approval, BackgroundTask, MessageWithParts, SessionFilter, Store, StoreError, Unfinished,
 };
 
-use super::upsert::{Upsert, rows};
+use crate::store::write::{Upsert, rows};
+
 use super::{SqliteStore, answers, approvals, background, deletes, reads, todos, touch};
 
 #[async_trait]
 impl Store for SqliteStore {
     async fn put_session(&self, session: &Session) -> Result<(), StoreError> {
-        self.submit(Upsert::of_session(session)?).await
+        self.writes.submit(Upsert::of_session(session)?).await
     }
 
     async fn session(&self, id: &SessionId) -> Result<Option<Session>, StoreError> {
-        self.unflushed.settled(id.as_str()).await;
+        self.writes.unflushed.settled(id.as_str()).await;
         reads::session(&mut *self.readers.get().await, id).await
     }
 
@@ -30,33 +31,36 @@ impl Store for SqliteStore {
         &self,
         touches: Vec<(SessionId, u64)>,
     ) -> Result<Vec<Session>, StoreError> {
-        self.exclusive("cannot update the sessions' times".into(), move |conn| {
-            Box::pin(touch::touch(conn, touches))
-        })
-        .await
+        self.writes
+            .exclusive("cannot update the sessions' times".into(), move |conn| {
+                Box::pin(touch::touch(conn, touches))
+            })
+            .await
     }
 
     async fn sessions(&self, filter: &SessionFilter) -> Result<Vec<Session>, StoreError> {
-        self.unflushed.all_settled().await;
+        self.writes.unflushed.all_settled().await;
         reads::sessions(&mut *self.readers.get().await, filter).await
     }
 
     async fn children(&self, id: &SessionId) -> Result<Vec<Session>, StoreError> {
-        self.unflushed.all_settled().await;
+        self.writes.unflushed.all_settled().await;
         reads::children(&mut *self.readers.get().await, id).await
     }
 
     async fn delete_session(&self, id: &SessionId) -> Result<Vec<Session>, StoreError> {
         let context = format!("cannot delete session {id}");
         let id = id.clone();
-        self.exclusive(context.clone(), move |conn| {
-            Box::pin(deletes::tree(conn, id, context))
-        })
-        .await
+        self.writes
+            .exclusive(context.clone(), move |conn| {
+                Box::pin(deletes::tree(conn, id, context))
+            })
+            .await
     }
 
     async fn put_message(&self, message: &Message) -> Result<(), StoreError> {
-        self.submit(Upsert::of_message(message, self.runtime.get())?)
+        self.writes
+            .submit(Upsert::of_message(message, self.writes.runtime())?)
             .await
     }
 
@@ -65,26 +69,27 @@ impl Store for SqliteStore {
         session: &SessionId,
         id: &MessageId,
     ) -> Result<Option<MessageWithParts>, StoreError> {
-        self.unflushed.settled(session.as_str()).await;
+        self.writes.unflushed.settled(session.as_str()).await;
         reads::message(&mut *self.readers.get().await, session, id).await
     }
 
     async fn messages(&self, session: &SessionId) -> Result<Vec<MessageWithParts>, StoreError> {
-        self.unflushed.settled(session.as_str()).await;
+        self.writes.unflushed.settled(session.as_str()).await;
         reads::messages(&mut *self.readers.get().await, session).await
     }
 
     async fn remove_message(&self, session: &SessionId, id: &MessageId) -> Result<(), StoreError> {
         let context = format!("cannot delete message {id} of session {session}");
         let (session, id) = (session.to_string(), id.to_string());
-        self.exclusive(context.clone(), move |conn| {
-            Box::pin(deletes::message(conn, session, id, context))
-        })
-        .await
+        self.writes
+            .exclusive(context.clone(), move |conn| {
+                Box::pin(deletes::message(conn, session, id, context))
+            })
+            .await
     }
 
     async fn put_part(&self, part: &Part) -> Result<(), StoreError> {
-        self.submit(Upsert::of_part(part)?).await
+        self.writes.submit(Upsert::of_part(part)?).await
     }
 
     async fn put_many(
@@ -93,12 +98,13 @@ impl Store for SqliteStore {
         messages: &[&Message],
         parts: &[&Part],
     ) -> Result<(), StoreError> {
-        self.submit_many(rows(sessions, messages, parts, self.runtime.get())?)
+        self.writes
+            .submit_many(rows(sessions, messages, parts, self.writes.runtime())?)
             .await
     }
 
     fn queue_part(&self, part: &Part) {
-        self.enqueue(Upsert::of_part(part));
+        self.writes.enqueue(Upsert::of_part(part));
     }
 
     fn queue_many(
@@ -107,20 +113,22 @@ impl Store for SqliteStore {
         messages: Vec<Arc<Message>>,
         parts: Vec<Arc<Part>>,
     ) {
-        self.enqueue_values(sessions, messages, parts);
+        self.writes.enqueue_values(sessions, messages, parts);
     }
 
     fn queue_message(&self, message: &Message) {
-        self.enqueue(Upsert::of_message(message, self.runtime.get()));
+        self.writes
+            .enqueue(Upsert::of_message(message, self.writes.runtime()));
     }
 
     async fn remove_part(&self, id: &PartId) -> Result<(), StoreError> {
         let context = format!("cannot delete part {id}");
         let id = id.to_string();
-        self.exclusive(context.clone(), move |conn| {
-            Box::pin(deletes::part(conn, id, context))
-        })
-        .await
+        self.writes
+            .exclusive(context.clone(), move |conn| {
+                Box::pin(deletes::part(conn, id, context))
+            })
+            .await
     }
 
     async fn todos(&self, session: &SessionId) -> Result<Vec<Todo>, StoreError> {
@@ -131,10 +139,11 @@ impl Store for SqliteStore {
         let context = format!("cannot store the todos of session {session}");
         let session = session.clone();
         let list = todos.to_vec();
-        self.exclusive(context.clone(), move |conn| {
-            Box::pin(todos::replace(conn, session, list, context))
-        })
-        .await
+        self.writes
+            .exclusive(context.clone(), move |conn| {
+                Box::pin(todos::replace(conn, session, list, context))
+            })
+            .await
     }
 
     async fn approvals(&self, project: &str) -> Result<Vec<Approval>, StoreError> {
@@ -147,19 +156,21 @@ impl Store for SqliteStore {
         }
         let context = format!("cannot store the approvals of project {project}");
         let (project, approvals) = (project.to_string(), approvals.to_vec());
-        self.exclusive(context.clone(), move |conn| {
-            Box::pin(approvals::insert(conn, project, approvals, context))
-        })
-        .await
+        self.writes
+            .exclusive(context.clone(), move |conn| {
+                Box::pin(approvals::insert(conn, project, approvals, context))
+            })
+            .await
     }
 
     async fn put_background(&self, task: &BackgroundTask) -> Result<(), StoreError> {
         let context = format!("cannot store background task {}", task.child_id);
         let task = task.clone();
-        self.exclusive(context.clone(), move |conn| {
-            Box::pin(background::put(conn, task, context))
-        })
-        .await
+        self.writes
+            .exclusive(context.clone(), move |conn| {
+                Box::pin(background::put(conn, task, context))
+            })
+            .await
     }
 
     async fn background(&self, child: &SessionId) -> Result<Option<BackgroundTask>, StoreError> {
@@ -178,18 +189,19 @@ impl Store for SqliteStore {
     ) -> Result<bool, StoreError> {
         let context = format!("cannot take over background task {child}");
         let (child, from, to) = (child.clone(), from.map(str::to_string), to.to_string());
-        self.exclusive(context.clone(), move |conn| {
-            Box::pin(background::claim(conn, child, from, to, context))
-        })
-        .await
+        self.writes
+            .exclusive(context.clone(), move |conn| {
+                Box::pin(background::claim(conn, child, from, to, context))
+            })
+            .await
     }
 
     async fn flush(&self) -> Result<(), StoreError> {
-        self.flush_queue().await
+        self.writes.flush().await
     }
 
     fn set_runtime(&self, runtime: &str) {
-        let _ = self.runtime.set(Arc::from(runtime));
+        self.writes.set_runtime(runtime);
     }
 
     async fn unfinished_answers(
@@ -197,9 +209,9 @@ impl Store for SqliteStore {
         session: Option<&SessionId>,
     ) -> Result<Vec<Unfinished>, StoreError> {
         if let Some(session) = session {
-            self.unflushed.settled(session.as_str()).await;
+            self.writes.unflushed.settled(session.as_str()).await;
         } else {
-            self.unflushed.all_settled().await;
+            self.writes.unflushed.all_settled().await;
         }
         answers::unfinished(&mut *self.readers.get().await, session).await
     }
@@ -212,9 +224,10 @@ impl Store for SqliteStore {
     ) -> Result<Vec<Unfinished>, StoreError> {
         let context = format!("cannot take over the unfinished answers of runtime {from:?}");
         let (from, to, session) = (from.to_string(), to.to_string(), session.cloned());
-        self.exclusive(context.clone(), move |conn| {
-            Box::pin(answers::claim(conn, from, to, session, context))
-        })
-        .await
+        self.writes
+            .exclusive(context.clone(), move |conn| {
+                Box::pin(answers::claim(conn, from, to, session, context))
+            })
+            .await
     }
 }

@@ -1,12 +1,11 @@
 //! The `todo` table: each session's todo list, read whole and replaced whole.
 
-use sqlx::{Connection, Row, SqliteConnection};
+use sqlx::{Connection, SqliteConnection};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::Todo;
 
 use crate::store::StoreError;
-
-use super::rows::{corrupt, database, encode};
+use crate::store::rows::{database, decode_todo, encode};
 
 /// The todo list of `session`, in order.
 pub(super) async fn read(
@@ -21,14 +20,7 @@ pub(super) async fn read(
             .map_err(database(format_args!(
                 "cannot read the todos of session {session}"
             )))?;
-    rows.iter()
-        .map(|row| {
-            let position: i64 = row.try_get("position").unwrap_or(-1);
-            let id = format!("{session}#{position}");
-            let data: String = row.try_get("data").map_err(|e| corrupt("todo", &id, e))?;
-            serde_json::from_str(&data).map_err(|e| corrupt("todo", &id, e))
-        })
-        .collect()
+    rows.iter().map(|row| decode_todo(row, session)).collect()
 }
 
 /// Replaces a session's todo list in one transaction.

@@ -7,7 +7,7 @@ use taskforce_agents::model::Session;
 
 use crate::store::StoreError;
 
-use super::rows::{database, decode_session};
+use crate::store::rows::{database, decode_session};
 
 /// Sets each session's `time.updated` to its time unless it is later already, in one
 /// transaction; answers the sessions as stored after (those not stored are left out).

@@ -13,7 +13,7 @@ use tokio::sync::{Notify, watch};
 
 /// The writer's progress and the sessions with queued, uncommitted writes.
 #[derive(Debug)]
-pub(super) struct Unflushed {
+pub(crate) struct Unflushed {
     /// The number of the last job sent; held while sending so numbers follow queue order.
     sent: Mutex<u64>,
     /// The number of the last job committed (or run).

@@ -10,34 +10,33 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use sqlx::SqliteConnection;
 use tokio::sync::Mutex as AsyncMutex;
 use tokio::sync::mpsc;
 
 use crate::store::StoreError;
 
-use super::commit::apply;
 use super::jobs::{Batched, Job};
 use super::unflushed::Unflushed;
 use super::upsert::Upsert;
+use super::{WriteConn, apply};
 
 /// The most upserts committed in one transaction.
-pub(super) const MAX_BATCH: usize = 1024;
+pub(crate) const MAX_BATCH: usize = 1024;
 
 /// How long the writer waits for more writes after one nobody waits for, before committing.
-pub(super) const LINGER: Duration = Duration::from_millis(20);
+pub(crate) const LINGER: Duration = Duration::from_millis(20);
 
 /// The longest the writer lingers in a burst of writes nobody waits for.
-pub(super) const MAX_LINGER: Duration = Duration::from_millis(250);
+pub(crate) const MAX_LINGER: Duration = Duration::from_millis(250);
 
 /// Collects the burst that follows a write nobody waits for (a cancelled tree writing its end,
 /// streaming text): until no write came in for [`LINGER`], [`MAX_LINGER`] has passed, or the
 /// writes are asked for (a job somebody waits for, or a read: `Unflushed::hurry`). Meanwhile the
 /// queue is not polled, so writes nobody waits for do not wake the writer one by one; the burst
 /// is committed in few transactions, after it rather than in its middle.
-async fn linger(
-    jobs: &mut mpsc::UnboundedReceiver<Job>,
-    buffered: &mut VecDeque<Job>,
+async fn linger<C>(
+    jobs: &mut mpsc::UnboundedReceiver<Job<C>>,
+    buffered: &mut VecDeque<Job<C>>,
     unflushed: &Unflushed,
 ) {
     let deadline = tokio::time::Instant::now() + MAX_LINGER;
@@ -62,14 +61,14 @@ async fn linger(
 
 /// The writer task: owns the write connection and commits queued upserts in batches, one
 /// transaction each, answering after the commit; exclusive writes run alone, in queue order.
-pub(super) async fn write_batches(
-    conn: Arc<AsyncMutex<SqliteConnection>>,
+pub(super) async fn write_batches<C: WriteConn>(
+    conn: Arc<AsyncMutex<C>>,
     in_flight: Arc<AtomicUsize>,
     unflushed: Arc<Unflushed>,
-    mut jobs: mpsc::UnboundedReceiver<Job>,
+    mut jobs: mpsc::UnboundedReceiver<Job<C>>,
 ) {
     // Jobs taken off the queue and not yet done, in queue order.
-    let mut buffered: VecDeque<Job> = VecDeque::new();
+    let mut buffered: VecDeque<Job<C>> = VecDeque::new();
     // Jobs are numbered in queue order from 1 (see `Unflushed`): this counts the ones done.
     let mut done: u64 = 0;
     loop {
@@ -123,7 +122,11 @@ pub(super) async fn write_batches(
         let writes = batch.len();
         let results = {
             let mut conn = conn.lock().await;
-            apply(&mut conn, batch.iter().map(|b| b.upsert.as_ref())).await
+            apply(
+                &mut *conn,
+                batch.iter().map(|b| b.upsert.as_ref()).collect(),
+            )
+            .await
         };
         in_flight.fetch_sub(writes, Ordering::SeqCst);
         done += taken;

@@ -3,18 +3,27 @@
 
 use std::sync::Arc;
 
-use sqlx::Arguments;
-use sqlx::sqlite::SqliteArguments;
 use taskforce_agents::model::{Message, Part, Session};
 
 use crate::store::StoreError;
+use crate::store::rows::{database, encode, to_sql};
 
-use super::rows::{database, encode, to_sql};
-use super::statements::Table;
+/// The tables that upserts write, in the order a batch applies them (parents first).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Table {
+    Session,
+    Message,
+    Part,
+}
+
+impl Table {
+    /// Every table, in the order of application.
+    pub(crate) const ALL: [Table; 3] = [Table::Session, Table::Message, Table::Part];
+}
 
 /// One row to insert or replace, with its bound values ready.
 #[derive(Debug)]
-pub(super) enum Upsert {
+pub(crate) enum Upsert {
     Session {
         id: String,
         parent: Option<String>,
@@ -44,7 +53,7 @@ pub(super) enum Upsert {
 
 impl Upsert {
     /// A session's row.
-    pub(super) fn of_session(session: &Session) -> Result<Upsert, StoreError> {
+    pub(crate) fn of_session(session: &Session) -> Result<Upsert, StoreError> {
         Ok(Upsert::Session {
             id: session.id.to_string(),
             parent: session.parent_id.as_ref().map(ToString::to_string),
@@ -59,7 +68,7 @@ impl Upsert {
 
     /// A message's row; an unfinished answer names the runtime writing it (`runtime`, else
     /// nobody: '').
-    pub(super) fn of_message(
+    pub(crate) fn of_message(
         message: &Message,
         runtime: Option<&Arc<str>>,
     ) -> Result<Upsert, StoreError> {
@@ -77,7 +86,7 @@ impl Upsert {
     }
 
     /// A part's row.
-    pub(super) fn of_part(part: &Part) -> Result<Upsert, StoreError> {
+    pub(crate) fn of_part(part: &Part) -> Result<Upsert, StoreError> {
         Ok(Upsert::Part {
             id: part.id.to_string(),
             message: part.message_id.to_string(),
@@ -86,8 +95,15 @@ impl Upsert {
         })
     }
 
+    /// The row's id.
+    pub(crate) fn id(&self) -> &str {
+        match self {
+            Upsert::Session { id, .. } | Upsert::Message { id, .. } | Upsert::Part { id, .. } => id,
+        }
+    }
+
     /// The session the row belongs to.
-    pub(super) fn session(&self) -> &str {
+    pub(crate) fn session(&self) -> &str {
         match self {
             Upsert::Session { id, .. } => id,
             Upsert::Message { session, .. } | Upsert::Part { session, .. } => session,
@@ -95,7 +111,7 @@ impl Upsert {
     }
 
     /// What was being done, to prefix an error of this row with.
-    pub(super) fn context(&self) -> String {
+    pub(crate) fn context(&self) -> String {
         match self {
             Upsert::Session { id, .. } => format!("cannot store session {id}"),
             Upsert::Message { id, session, .. } => {
@@ -108,7 +124,7 @@ impl Upsert {
     }
 
     /// The table the row goes to.
-    pub(super) fn table(&self) -> Table {
+    pub(crate) fn table(&self) -> Table {
         match self {
             Upsert::Session { .. } => Table::Session,
             Upsert::Message { .. } => Table::Message,
@@ -116,66 +132,15 @@ impl Upsert {
         }
     }
 
-    /// Appends the row's values to `args`, in the column order of its table's statement.
-    pub(super) fn bind<'q>(&'q self, args: &mut SqliteArguments<'q>) -> Result<(), sqlx::Error> {
-        let encode = sqlx::Error::Encode;
-        match self {
-            Upsert::Session {
-                id,
-                parent,
-                project,
-                title,
-                folded,
-                created,
-                updated,
-                data,
-            } => {
-                args.add(id.as_str()).map_err(encode)?;
-                args.add(parent.as_deref()).map_err(encode)?;
-                args.add(project.as_str()).map_err(encode)?;
-                args.add(title.as_str()).map_err(encode)?;
-                args.add(folded.as_str()).map_err(encode)?;
-                args.add(*created).map_err(encode)?;
-                args.add(*updated).map_err(encode)?;
-                args.add(data.as_str()).map_err(encode)?;
-            }
-            Upsert::Message {
-                id,
-                session,
-                created,
-                owner,
-                data,
-            } => {
-                args.add(id.as_str()).map_err(encode)?;
-                args.add(session.as_str()).map_err(encode)?;
-                args.add(*created).map_err(encode)?;
-                args.add(owner.as_deref()).map_err(encode)?;
-                args.add(data.as_str()).map_err(encode)?;
-            }
-            Upsert::Part {
-                id,
-                message,
-                session,
-                data,
-            } => {
-                args.add(id.as_str()).map_err(encode)?;
-                args.add(message.as_str()).map_err(encode)?;
-                args.add(session.as_str()).map_err(encode)?;
-                args.add(data.as_str()).map_err(encode)?;
-            }
-        }
-        Ok(())
-    }
-
     /// A [`StoreError`] for this row failing with `error`.
-    pub(super) fn failed(&self, error: sqlx::Error) -> StoreError {
+    pub(crate) fn failed(&self, error: sqlx::Error) -> StoreError {
         database(self.context())(error)
     }
 }
 
 /// The rows of sessions, messages and parts, in that order; `runtime` is the one writing
 /// through the store, when named.
-pub(super) fn rows(
+pub(crate) fn rows(
     sessions: &[&Session],
     messages: &[&Message],
     parts: &[&Part],
@@ -196,7 +161,7 @@ pub(super) fn rows(
 
 /// The rows of what can be encoded among sessions, messages and parts; the rest is logged
 /// (for writes nobody waits for, where there is nobody to tell).
-pub(super) fn rows_lossy(
+pub(crate) fn rows_lossy(
     sessions: &[Session],
     messages: &[Arc<Message>],
     parts: &[Arc<Part>],

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
-use sqlx::SqliteConnection;
 use taskforce_agents::model::{Message, Part, Session};
 use tokio::sync::oneshot;
 
@@ -14,24 +13,24 @@ use crate::store::StoreError;
 use super::upsert::{Upsert, rows_lossy};
 
 /// A write that needs the connection to itself (its own transaction); it answers by itself.
-pub(super) type Exclusive =
-    Box<dyn for<'c> FnOnce(&'c mut SqliteConnection) -> BoxFuture<'c, ()> + Send + 'static>;
+pub(crate) type Exclusive<C> =
+    Box<dyn for<'c> FnOnce(&'c mut C) -> BoxFuture<'c, ()> + Send + 'static>;
 
 /// An upsert (or, without one, a barrier) committed with its batch; `done` hears of it.
 #[derive(Debug)]
-pub(super) struct Batched {
+pub(crate) struct Batched {
     pub upsert: Option<Upsert>,
     pub done: Option<oneshot::Sender<Result<(), StoreError>>>,
 }
 
-/// A queued write for the writer task.
-pub(super) enum Job {
+/// A queued write for the writer task, which writes through a `C`.
+pub(crate) enum Job<C> {
     /// Committed with the other upserts queued beside it.
     Batched(Batched),
     /// Several upserts that are sure to share a batch.
     Many(Vec<Batched>),
     /// Run alone, after the batch before it is committed.
-    Exclusive(Exclusive),
+    Exclusive(Exclusive<C>),
     /// Sessions, messages and parts nobody waits for, encoded by the writer when it takes them
     /// (so that the caller does not spend the time), then committed like `Many`.
     Values(Box<Values>),
@@ -39,11 +38,11 @@ pub(super) enum Job {
 
 /// Domain values queued to be stored together, sessions first, then messages, then parts.
 #[derive(Debug, Default)]
-pub(super) struct Values {
+pub(crate) struct Values {
     pub sessions: Vec<Session>,
     pub messages: Vec<Arc<Message>>,
     pub parts: Vec<Arc<Part>>,
-    /// The runtime writing through the store, when named (see `SqliteStore::set_runtime`).
+    /// The runtime writing through the store, when named (see `Store::set_runtime`).
     pub runtime: Option<Arc<str>>,
 }
 
@@ -69,7 +68,7 @@ impl Values {
 /// Why a job was refused: the writer task is gone.
 const CLOSED: &str = "the store is closed";
 
-impl Job {
+impl<C> Job<C> {
     /// How many writes the job counts for while it is pending.
     pub(super) fn writes(&self) -> usize {
         match self {
@@ -101,7 +100,7 @@ impl Job {
     }
 }
 
-impl std::fmt::Debug for Job {
+impl<C> std::fmt::Debug for Job<C> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Job::Batched(Batched { upsert: None, .. }) => f.write_str("Batched(barrier)"),

@@ -1,0 +1,228 @@
+//! The [`Store`] trait on [`PostgresStore`]: reads of a session wait for its writes queued
+//! without waiting, then run on a pooled connection; upserts go to the writer; other writes run
+//! alone on the writer, in queue order.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use taskforce_agents::id::{MessageId, PartId, SessionId};
+use taskforce_agents::model::{Message, Part, Session, Todo};
+
+use crate::store::write::{Upsert, rows};
+use crate::store::{
+    Approval, BackgroundTask, MessageWithParts, SessionFilter, Store, StoreError, Unfinished,
+};
+
+use super::{PostgresStore, reads, writes};
+
+#[async_trait]
+impl Store for PostgresStore {
+    async fn put_session(&self, session: &Session) -> Result<(), StoreError> {
+        self.writes.submit(Upsert::of_session(session)?).await
+    }
+
+    async fn session(&self, id: &SessionId) -> Result<Option<Session>, StoreError> {
+        self.writes.unflushed.settled(id.as_str()).await;
+        reads::session(&self.pool, id).await
+    }
+
+    async fn touch_sessions(
+        &self,
+        touches: Vec<(SessionId, u64)>,
+    ) -> Result<Vec<Session>, StoreError> {
+        self.writes
+            .exclusive("cannot update the sessions' times".into(), move |w| {
+                Box::pin(writes::touch(&w.0, touches))
+            })
+            .await
+    }
+
+    async fn sessions(&self, filter: &SessionFilter) -> Result<Vec<Session>, StoreError> {
+        self.writes.unflushed.all_settled().await;
+        reads::sessions(&self.pool, filter).await
+    }
+
+    async fn children(&self, id: &SessionId) -> Result<Vec<Session>, StoreError> {
+        self.writes.unflushed.all_settled().await;
+        reads::children(&self.pool, id).await
+    }
+
+    async fn delete_session(&self, id: &SessionId) -> Result<Vec<Session>, StoreError> {
+        let context = format!("cannot delete session {id}");
+        let id = id.clone();
+        self.writes
+            .exclusive(context.clone(), move |w| {
+                Box::pin(writes::tree(&w.0, id, context))
+            })
+            .await
+    }
+
+    async fn put_message(&self, message: &Message) -> Result<(), StoreError> {
+        let upsert = Upsert::of_message(message, self.writes.runtime())?;
+        self.writes.submit(upsert).await
+    }
+
+    fn queue_message(&self, message: &Message) {
+        self.writes
+            .enqueue(Upsert::of_message(message, self.writes.runtime()));
+    }
+
+    async fn message(
+        &self,
+        session: &SessionId,
+        id: &MessageId,
+    ) -> Result<Option<MessageWithParts>, StoreError> {
+        self.writes.unflushed.settled(session.as_str()).await;
+        reads::message(&self.pool, session, id).await
+    }
+
+    async fn messages(&self, session: &SessionId) -> Result<Vec<MessageWithParts>, StoreError> {
+        self.writes.unflushed.settled(session.as_str()).await;
+        reads::messages(&self.pool, session).await
+    }
+
+    async fn remove_message(&self, session: &SessionId, id: &MessageId) -> Result<(), StoreError> {
+        let context = format!("cannot delete message {id} of session {session}");
+        let (session, id) = (session.to_string(), id.to_string());
+        self.writes
+            .exclusive(context.clone(), move |w| {
+                Box::pin(writes::message(&w.0, session, id, context))
+            })
+            .await
+    }
+
+    async fn put_part(&self, part: &Part) -> Result<(), StoreError> {
+        self.writes.submit(Upsert::of_part(part)?).await
+    }
+
+    async fn put_many(
+        &self,
+        sessions: &[&Session],
+        messages: &[&Message],
+        parts: &[&Part],
+    ) -> Result<(), StoreError> {
+        let rows = rows(sessions, messages, parts, self.writes.runtime())?;
+        self.writes.submit_many(rows).await
+    }
+
+    fn queue_part(&self, part: &Part) {
+        self.writes.enqueue(Upsert::of_part(part));
+    }
+
+    fn queue_many(
+        &self,
+        sessions: Vec<Session>,
+        messages: Vec<Arc<Message>>,
+        parts: Vec<Arc<Part>>,
+    ) {
+        self.writes.enqueue_values(sessions, messages, parts);
+    }
+
+    async fn remove_part(&self, id: &PartId) -> Result<(), StoreError> {
+        let context = format!("cannot delete part {id}");
+        let id = id.to_string();
+        self.writes
+            .exclusive(context.clone(), move |w| {
+                Box::pin(writes::part(&w.0, id, context))
+            })
+            .await
+    }
+
+    async fn todos(&self, session: &SessionId) -> Result<Vec<Todo>, StoreError> {
+        reads::todos(&self.pool, session).await
+    }
+
+    async fn put_todos(&self, session: &SessionId, todos: &[Todo]) -> Result<(), StoreError> {
+        let context = format!("cannot store the todos of session {session}");
+        let (session, list) = (session.clone(), todos.to_vec());
+        self.writes
+            .exclusive(context.clone(), move |w| {
+                Box::pin(writes::todos(&w.0, session, list, context))
+            })
+            .await
+    }
+
+    async fn approvals(&self, project: &str) -> Result<Vec<Approval>, StoreError> {
+        reads::approvals(&self.pool, project).await
+    }
+
+    async fn add_approvals(&self, project: &str, approvals: &[Approval]) -> Result<(), StoreError> {
+        if approvals.is_empty() {
+            return Ok(());
+        }
+        let context = format!("cannot store the approvals of project {project}");
+        let (project, approvals) = (project.to_string(), approvals.to_vec());
+        self.writes
+            .exclusive(context.clone(), move |w| {
+                Box::pin(writes::approvals(&w.0, project, approvals, context))
+            })
+            .await
+    }
+
+    async fn put_background(&self, task: &BackgroundTask) -> Result<(), StoreError> {
+        let context = format!("cannot store background task {}", task.child_id);
+        let task = task.clone();
+        self.writes
+            .exclusive(context.clone(), move |w| {
+                Box::pin(writes::put_background(&w.0, task, context))
+            })
+            .await
+    }
+
+    async fn background(&self, child: &SessionId) -> Result<Option<BackgroundTask>, StoreError> {
+        reads::background(&self.pool, child).await
+    }
+
+    async fn undelivered_background(&self) -> Result<Vec<BackgroundTask>, StoreError> {
+        reads::undelivered(&self.pool).await
+    }
+
+    async fn claim_background(
+        &self,
+        child: &SessionId,
+        from: Option<&str>,
+        to: &str,
+    ) -> Result<bool, StoreError> {
+        let context = format!("cannot take over background task {child}");
+        let (child, from, to) = (child.clone(), from.map(str::to_string), to.to_string());
+        self.writes
+            .exclusive(context.clone(), move |w| {
+                Box::pin(writes::claim_background(&w.0, child, from, to, context))
+            })
+            .await
+    }
+
+    async fn flush(&self) -> Result<(), StoreError> {
+        self.writes.flush().await
+    }
+
+    fn set_runtime(&self, runtime: &str) {
+        self.writes.set_runtime(runtime);
+    }
+
+    async fn unfinished_answers(
+        &self,
+        session: Option<&SessionId>,
+    ) -> Result<Vec<Unfinished>, StoreError> {
+        match session {
+            Some(session) => self.writes.unflushed.settled(session.as_str()).await,
+            None => self.writes.unflushed.all_settled().await,
+        }
+        reads::unfinished(&self.pool, session).await
+    }
+
+    async fn claim_unfinished(
+        &self,
+        from: &str,
+        to: &str,
+        session: Option<&SessionId>,
+    ) -> Result<Vec<Unfinished>, StoreError> {
+        let context = format!("cannot take over the unfinished answers of runtime {from:?}");
+        let (from, to, session) = (from.to_string(), to.to_string(), session.cloned());
+        self.writes
+            .exclusive(context.clone(), move |w| {
+                Box::pin(writes::claim_unfinished(&w.0, from, to, session, context))
+            })
+            .await
+    }
+}

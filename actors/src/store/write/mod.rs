@@ -1,0 +1,324 @@
+//! The write path the SQL stores share: a writer task that owns the write connection, the
+//! queue of writes handed to it, and read-your-writes for the writes queued without waiting.
+//!
+//! Upserts of sessions, messages and parts queue up for the writer already encoded (the JSON of
+//! `data` is made once, by the caller), and it commits whatever has queued up together (group
+//! commit), all or none; when that fails, row by row, so that only the faulty rows report an
+//! error. A caller that waits is answered after the commit, and since the queue is committed in
+//! order, that also covers everything queued before. Writes queued without waiting are
+//! read-your-writes: a read of their session waits for their commit (see `unflushed.rs`).
+//! Other writes (deletes, todo lists, approvals, claims) run alone on the writer, in queue
+//! order. When nothing is queued, an awaited write runs at once on the caller's task.
+//!
+//! What a backend supplies is a [`WriteConn`]: how a batch of upserts is committed, and one
+//! upsert alone.
+//!
+//! - `jobs.rs`: what is queued; `writer.rs`: the writer task and its group commit;
+//! - `upsert.rs`: a row to write; `unflushed.rs`: read-your-writes.
+
+use std::future::Future;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use futures::future::BoxFuture;
+use taskforce_agents::id::SessionId;
+use taskforce_agents::model::{Message, Part, Session};
+use tokio::sync::Mutex as AsyncMutex;
+use tokio::sync::{OwnedMutexGuard, mpsc, oneshot};
+
+use crate::store::StoreError;
+
+mod jobs;
+mod unflushed;
+mod upsert;
+mod writer;
+
+pub(crate) use jobs::Job;
+pub(crate) use unflushed::Unflushed;
+pub(crate) use upsert::{Table, Upsert, rows};
+#[cfg(test)]
+pub(crate) use writer::MAX_BATCH;
+
+/// The connection a store's writer writes through.
+pub(crate) trait WriteConn: Send + 'static {
+    /// Writes upserts all together, all or nothing: table by table, parents first (sessions,
+    /// then messages, then parts, each in queue order, so that a later upsert of a row wins).
+    fn write_all<'a>(
+        &'a mut self,
+        upserts: &'a [&'a Upsert],
+    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send + 'a;
+
+    /// Writes one upsert alone.
+    fn write_one<'a>(
+        &'a mut self,
+        upsert: &'a Upsert,
+    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send + 'a;
+}
+
+/// Writes upserts (`None` entries are barriers) all together, all or nothing; when that fails,
+/// one by one, so that only the rows at fault report an error. Returns one result per entry.
+pub(crate) async fn apply<C: WriteConn>(
+    conn: &mut C,
+    entries: Vec<Option<&Upsert>>,
+) -> Vec<Result<(), StoreError>> {
+    let mut results: Vec<Result<(), StoreError>> = (0..entries.len()).map(|_| Ok(())).collect();
+    let upserts: Vec<&Upsert> = entries.iter().flatten().copied().collect();
+    if upserts.is_empty() {
+        return results;
+    }
+    let Err(error) = conn.write_all(&upserts).await else {
+        return results;
+    };
+    if let [upsert] = upserts.as_slice() {
+        if let Some(i) = entries.iter().position(Option::is_some) {
+            results[i] = Err(upsert.failed(error));
+        }
+        return results;
+    }
+    // In the batch's order of application, so that a row whose parent is in the batch still
+    // finds it.
+    for table in Table::ALL {
+        for (i, entry) in entries.iter().enumerate() {
+            if let Some(upsert) = entry
+                && upsert.table() == table
+            {
+                results[i] = conn.write_one(upsert).await.map_err(|e| upsert.failed(e));
+            }
+        }
+    }
+    results
+}
+
+/// The caller's side of a store's writer task.
+pub(crate) struct WriteQueue<C: WriteConn> {
+    /// Writes waiting for the writer task.
+    queue: mpsc::UnboundedSender<Job<C>>,
+    /// The write connection, shared by the writer task and the direct path.
+    conn: Arc<AsyncMutex<C>>,
+    /// Jobs queued and not yet done; while it is zero and the connection is free, a write runs
+    /// at once on the caller's task instead of through the queue (two thread hops instead of
+    /// four).
+    pending: Arc<AtomicUsize>,
+    /// Writes queued without waiting that reads must see (read-your-writes).
+    pub(crate) unflushed: Arc<Unflushed>,
+    /// The runtime writing through the store, once named: its unfinished answers carry its id.
+    runtime: Arc<OnceLock<Arc<str>>>,
+}
+
+impl<C: WriteConn> Clone for WriteQueue<C> {
+    fn clone(&self) -> Self {
+        WriteQueue {
+            queue: self.queue.clone(),
+            conn: self.conn.clone(),
+            pending: self.pending.clone(),
+            unflushed: self.unflushed.clone(),
+            runtime: self.runtime.clone(),
+        }
+    }
+}
+
+impl<C: WriteConn> std::fmt::Debug for WriteQueue<C> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WriteQueue")
+            .field("pending", &self.pending.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+/// The error of a write whose waiter was dropped: the writer task stopped before answering.
+fn writer_stopped() -> StoreError {
+    StoreError::Database("the writer stopped".into())
+}
+
+impl<C: WriteConn> WriteQueue<C> {
+    /// Starts the writer task on `conn`.
+    pub(crate) fn start(conn: C) -> WriteQueue<C> {
+        let (queue, jobs) = mpsc::unbounded_channel();
+        let conn = Arc::new(AsyncMutex::new(conn));
+        let pending = Arc::new(AtomicUsize::new(0));
+        let unflushed = Arc::new(Unflushed::default());
+        tokio::spawn(writer::write_batches(
+            conn.clone(),
+            pending.clone(),
+            unflushed.clone(),
+            jobs,
+        ));
+        WriteQueue {
+            queue,
+            conn,
+            pending,
+            unflushed,
+            runtime: Arc::default(),
+        }
+    }
+
+    /// A handle that does not keep the writer alive; it fails to upgrade once the store is
+    /// dropped.
+    pub(crate) fn downgrade(&self) -> mpsc::WeakUnboundedSender<Job<C>> {
+        self.queue.downgrade()
+    }
+
+    /// The runtime writing through the store, once named.
+    pub(crate) fn runtime(&self) -> Option<&Arc<str>> {
+        self.runtime.get()
+    }
+
+    /// Names the runtime writing through the store (the first name sticks).
+    pub(crate) fn set_runtime(&self, runtime: &str) {
+        let _ = self.runtime.set(Arc::from(runtime));
+    }
+
+    /// Hands a job to the writer task, counting its writes as pending; answers the job's
+    /// sequence number (see `unflushed.rs`).
+    fn send(&self, job: Job<C>) -> Result<u64, StoreError> {
+        let writes = job.writes();
+        let urgent = job.urgent();
+        self.pending.fetch_add(writes, Ordering::SeqCst);
+        let seq = self
+            .unflushed
+            .send(|| self.queue.send(job).map_err(|refused| refused.0.closed()))
+            .inspect_err(|_| {
+                self.pending.fetch_sub(writes, Ordering::SeqCst);
+            })?;
+        if urgent {
+            // The writer may be lingering over writes nobody waits for: this one is waited for.
+            self.unflushed.hurry();
+        }
+        Ok(seq)
+    }
+
+    /// The write connection, when nothing is queued or being written: the caller may write at
+    /// once, and its write is ordered after everything before it.
+    fn direct(&self) -> Option<OwnedMutexGuard<C>> {
+        if self.pending.load(Ordering::SeqCst) != 0 {
+            return None;
+        }
+        let guard = self.conn.clone().try_lock_owned().ok()?;
+        (self.pending.load(Ordering::SeqCst) == 0).then_some(guard)
+    }
+
+    /// Writes an upsert and waits for its commit.
+    pub(crate) async fn submit(&self, upsert: Upsert) -> Result<(), StoreError> {
+        if let Some(mut conn) = self.direct() {
+            return conn.write_one(&upsert).await.map_err(|e| upsert.failed(e));
+        }
+        let (tx, rx) = oneshot::channel();
+        let job = Job::Batched(jobs::Batched {
+            upsert: Some(upsert),
+            done: Some(tx),
+        });
+        self.send(job)?;
+        rx.await.unwrap_or_else(|_| Err(writer_stopped()))
+    }
+
+    /// Writes rows together and waits for their commit: one transaction, one commit.
+    pub(crate) async fn submit_many(&self, rows: Vec<Upsert>) -> Result<(), StoreError> {
+        if let Some(mut conn) = self.direct() {
+            let results = apply(&mut *conn, rows.iter().map(Some).collect()).await;
+            return results.into_iter().collect();
+        }
+        let mut jobs = Vec::with_capacity(rows.len());
+        let mut answers = Vec::with_capacity(rows.len());
+        for upsert in rows {
+            let (tx, rx) = oneshot::channel();
+            jobs.push(jobs::Batched {
+                upsert: Some(upsert),
+                done: Some(tx),
+            });
+            answers.push(rx);
+        }
+        // One job, so the rows share a batch: one transaction, one commit.
+        self.send(Job::Many(jobs))?;
+        for answer in answers {
+            answer.await.unwrap_or_else(|_| Err(writer_stopped()))?;
+        }
+        Ok(())
+    }
+
+    /// Waits until every upsert queued so far is committed.
+    pub(crate) async fn flush(&self) -> Result<(), StoreError> {
+        let (tx, rx) = oneshot::channel();
+        let job = Job::Batched(jobs::Batched {
+            upsert: None,
+            done: Some(tx),
+        });
+        self.send(job)?;
+        rx.await.unwrap_or_else(|_| Err(writer_stopped()))
+    }
+
+    /// Runs `work` on the write connection alone, after every write queued before it.
+    pub(crate) async fn exclusive<T: Send + 'static>(
+        &self,
+        context: String,
+        work: impl for<'c> FnOnce(&'c mut C) -> BoxFuture<'c, Result<T, StoreError>> + Send + 'static,
+    ) -> Result<T, StoreError> {
+        let (tx, rx) = oneshot::channel();
+        let job = Job::Exclusive(Box::new(move |conn| {
+            Box::pin(async move {
+                let _ = tx.send(work(conn).await);
+            })
+        }));
+        self.send(job)
+            .map_err(|e| StoreError::Database(format!("{context}: {e}")))?;
+        rx.await.unwrap_or_else(|_| {
+            Err(StoreError::Database(format!(
+                "{context}: the writer stopped"
+            )))
+        })
+    }
+
+    /// Queues an upsert without waiting; a failure to build or queue it is logged.
+    pub(crate) fn enqueue(&self, upsert: Result<Upsert, StoreError>) {
+        match upsert {
+            Ok(upsert) => {
+                let session = upsert.session().to_string();
+                let job = Job::Batched(jobs::Batched {
+                    upsert: Some(upsert),
+                    done: None,
+                });
+                match self.send(job) {
+                    Ok(seq) => self.unflushed.behind(seq, [session.as_str()]),
+                    Err(_) => tracing::warn!("the store is closed; an update was dropped"),
+                }
+            }
+            Err(e) => tracing::warn!("cannot queue a write: {e}"),
+        }
+    }
+
+    /// Queues sessions, messages and parts without waiting, to be encoded by the writer and
+    /// committed together; a failure to queue them is logged.
+    pub(crate) fn enqueue_values(
+        &self,
+        sessions: Vec<Session>,
+        messages: Vec<Arc<Message>>,
+        parts: Vec<Arc<Part>>,
+    ) {
+        // The sessions written, each run of rows of one session once (copies of their ids
+        // share the text).
+        let mut written: Vec<SessionId> = Vec::with_capacity(1);
+        let ids = sessions
+            .iter()
+            .map(|s| &s.id)
+            .chain(messages.iter().map(|m| m.session_id()))
+            .chain(parts.iter().map(|p| &p.session_id));
+        for session in ids {
+            if written.last() != Some(session) {
+                written.push(session.clone());
+            }
+        }
+        let values = jobs::Values {
+            sessions,
+            messages,
+            parts,
+            runtime: self.runtime.get().cloned(),
+        };
+        // One job, so the rows share a batch: one transaction, one commit; encoded by the
+        // writer, not here.
+        match self.send(Job::Values(Box::new(values))) {
+            Ok(seq) => self
+                .unflushed
+                .behind(seq, written.iter().map(SessionId::as_str)),
+            Err(_) => tracing::warn!("the store is closed; an update was dropped"),
+        }
+    }
+}

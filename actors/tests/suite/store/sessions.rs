@@ -1,0 +1,258 @@
+//! Sessions: listing filters and order, children, deleting subtrees, update times.
+
+use super::*;
+
+both!(
+    sessions_filter_and_order_in_sql,
+    children_are_direct_and_oldest_first,
+    delete_removes_the_whole_subtree_descendants_first,
+    a_sessions_update_time_only_moves_forward_whoever_writes_it,
+);
+
+async fn sessions_filter_and_order_in_sql(db: Db) {
+    let store = db.open().await;
+    let mut a = root("Alpha task", 10);
+    a.touch(100);
+    let mut b = root("beta TASK", 20);
+    b.touch(200);
+    let mut c = root("Gamma", 30);
+    c.touch(300);
+    let mut child = Session::child_of(&a, "Task child", 40);
+    child.touch(400);
+    let mut tie = root("Überprüfung 100% fertig", 50);
+    tie.touch(200); // the same update time as `b`, created later: it comes first
+    let mut elsewhere = Session::new("other", "/srv/other", "Other project", 60);
+    elsewhere.touch(50);
+    for s in [&child, &b, &tie, &a, &c, &elsewhere] {
+        store.put_session(s).await.unwrap();
+    }
+
+    let list = |filter: SessionFilter| {
+        let store = store.clone();
+        async move { ids(&store.sessions(&filter).await.unwrap()) }
+    };
+    let project = SessionFilter {
+        project_id: Some("proj".into()),
+        ..SessionFilter::default()
+    };
+    assert_eq!(
+        list(project.clone()).await,
+        ids(&[child.clone(), c.clone(), tie.clone(), b.clone(), a.clone()])
+    );
+    assert_eq!(
+        list(SessionFilter::default()).await,
+        ids(&[
+            child.clone(),
+            c.clone(),
+            tie.clone(),
+            b.clone(),
+            a.clone(),
+            elsewhere.clone()
+        ])
+    );
+    let other = SessionFilter {
+        project_id: Some("other".into()),
+        ..SessionFilter::default()
+    };
+    assert_eq!(list(other).await, ids(&[elsewhere.clone()]));
+    let roots = SessionFilter {
+        roots: true,
+        ..project.clone()
+    };
+    assert_eq!(
+        list(roots.clone()).await,
+        ids(&[c.clone(), tie.clone(), b.clone(), a.clone()])
+    );
+    for needle in ["task", "TASK", "Task", "sk"] {
+        let search = SessionFilter {
+            search: Some(needle.into()),
+            ..SessionFilter::default()
+        };
+        assert_eq!(
+            list(search).await,
+            ids(&[child.clone(), b.clone(), a.clone()]),
+            "{needle}"
+        );
+    }
+    // Case-insensitive beyond ASCII; `%` and `_` are plain characters.
+    for needle in ["über", "ÜBER", "100%", "% f"] {
+        let search = SessionFilter {
+            search: Some(needle.into()),
+            ..SessionFilter::default()
+        };
+        assert_eq!(list(search).await, ids(&[tie.clone()]), "{needle}");
+    }
+    let nothing = SessionFilter {
+        search: Some("_".into()),
+        ..SessionFilter::default()
+    };
+    assert!(list(nothing).await.is_empty());
+    let since = SessionFilter {
+        start: Some(200),
+        ..project.clone()
+    };
+    assert_eq!(
+        list(since).await,
+        ids(&[child.clone(), c.clone(), tie.clone(), b.clone()])
+    );
+    let limited = SessionFilter {
+        limit: Some(2),
+        ..project.clone()
+    };
+    assert_eq!(list(limited).await, ids(&[child.clone(), c.clone()]));
+    let combined = SessionFilter {
+        roots: true,
+        start: Some(150),
+        search: Some("task".into()),
+        limit: Some(1),
+        project_id: Some("proj".into()),
+    };
+    assert_eq!(list(combined).await, ids(&[b.clone()]));
+    let none = SessionFilter {
+        limit: Some(0),
+        ..SessionFilter::default()
+    };
+    assert!(list(none).await.is_empty());
+}
+
+async fn children_are_direct_and_oldest_first(db: Db) {
+    let store = db.open().await;
+    let parent = root("parent", 1);
+    let late = Session::child_of(&parent, "late", 30);
+    let early = Session::child_of(&parent, "early", 10);
+    let middle = Session::child_of(&parent, "middle", 20);
+    let grandchild = Session::child_of(&early, "grandchild", 40);
+    for s in [&parent, &late, &early, &middle, &grandchild] {
+        store.put_session(s).await.unwrap();
+    }
+    assert_eq!(
+        ids(&store.children(&parent.id).await.unwrap()),
+        ids(&[early.clone(), middle, late.clone()])
+    );
+    assert_eq!(
+        store.children(&early.id).await.unwrap(),
+        vec![grandchild.clone()]
+    );
+    assert_eq!(store.children(&late.id).await.unwrap(), vec![]);
+    assert_eq!(store.children(&grandchild.id).await.unwrap(), vec![]);
+}
+
+async fn delete_removes_the_whole_subtree_descendants_first(db: Db) {
+    let store = db.open().await;
+    let top = root("top", 1);
+    let c1 = Session::child_of(&top, "c1", 2);
+    let c2 = Session::child_of(&top, "c2", 3);
+    let g1 = Session::child_of(&c1, "g1", 4);
+    let g2 = Session::child_of(&c2, "g2", 5);
+    let gg = Session::child_of(&g1, "gg", 6);
+    let other = root("other", 7);
+    let other_child = Session::child_of(&other, "other child", 8);
+    let tree = [&top, &c1, &c2, &g1, &g2, &gg];
+    for s in tree.iter().copied().chain([&other, &other_child]) {
+        store.put_session(s).await.unwrap();
+        fill(&store, s).await;
+    }
+    assert_eq!(db.count("part").await, 16);
+
+    // Deleting a branch leaves its parent and siblings.
+    let deleted = store.delete_session(&g1.id).await.unwrap();
+    assert_eq!(ids(&deleted), ids(&[gg.clone(), g1.clone()]));
+    assert_eq!(store.children(&c1.id).await.unwrap(), vec![]);
+    assert!(store.session(&c1.id).await.unwrap().is_some());
+
+    let deleted = store.delete_session(&top.id).await.unwrap();
+    let got: HashSet<_> = ids(&deleted).into_iter().collect();
+    let want: HashSet<_> = ids(&[top.clone(), c1.clone(), c2.clone(), g2.clone()])
+        .into_iter()
+        .collect();
+    assert_eq!(got, want);
+    assert_eq!(deleted.len(), 4);
+    // Every session comes after all of its descendants.
+    let position = |id: &SessionId| deleted.iter().position(|s| &s.id == id).unwrap();
+    for s in &deleted {
+        let mut ancestor = s.parent_id.clone();
+        while let Some(a) = ancestor {
+            let p = deleted.iter().find(|d| d.id == a).unwrap();
+            assert!(
+                position(&s.id) < position(&p.id),
+                "{} before {}",
+                s.title,
+                p.title
+            );
+            ancestor = p.parent_id.clone();
+        }
+    }
+    assert_eq!(deleted.last().unwrap(), &top);
+    // The deleted sessions are returned as they were stored.
+    assert!(deleted.contains(&g2));
+
+    for s in tree {
+        assert_eq!(store.session(&s.id).await.unwrap(), None);
+        assert_eq!(store.messages(&s.id).await.unwrap(), vec![]);
+        assert_eq!(store.todos(&s.id).await.unwrap(), vec![]);
+    }
+    // Only the unrelated tree is left, messages, parts and todos included.
+    assert_eq!(
+        ids(&store.sessions(&SessionFilter::default()).await.unwrap())
+            .into_iter()
+            .collect::<HashSet<_>>(),
+        ids(&[other.clone(), other_child.clone()])
+            .into_iter()
+            .collect()
+    );
+    assert_eq!(db.count("session").await, 2);
+    assert_eq!(db.count("message").await, 2);
+    assert_eq!(db.count("part").await, 4);
+    assert_eq!(db.count("todo").await, 2);
+    assert_eq!(
+        store.messages(&other_child.id).await.unwrap()[0]
+            .parts
+            .len(),
+        2
+    );
+
+    // Deleting what is not there deletes nothing.
+    assert_eq!(store.delete_session(&top.id).await.unwrap(), vec![]);
+}
+
+async fn a_sessions_update_time_only_moves_forward_whoever_writes_it(db: Db) {
+    let store = db.open().await;
+    let mut s = root("first", 1_000);
+    store.put_session(&s).await.unwrap();
+    // A title written meanwhile by somebody else stays.
+    s.title = "renamed".into();
+    store.put_session(&s).await.unwrap();
+
+    let missing = SessionId::new();
+    let touched = store
+        .touch_sessions(vec![(s.id.clone(), 5_000), (missing, 6_000)])
+        .await
+        .unwrap();
+    assert_eq!(touched.len(), 1, "a session not stored is left out");
+    assert_eq!(touched[0].time.updated, 5_000);
+    assert_eq!(touched[0].title, "renamed");
+
+    let earlier = store
+        .touch_sessions(vec![(s.id.clone(), 2_000)])
+        .await
+        .unwrap();
+    assert_eq!(earlier[0].time.updated, 5_000, "never moved back");
+    let stored = store.session(&s.id).await.unwrap().unwrap();
+    assert_eq!(
+        (stored.time.updated, stored.title.as_str()),
+        (5_000, "renamed")
+    );
+    // A whole session written from an older read keeps the newer time, and its other fields.
+    s.title = "renamed again".into();
+    store.put_session(&s).await.unwrap();
+    let stored = store.session(&s.id).await.unwrap().unwrap();
+    assert_eq!(
+        (stored.time.updated, stored.title.as_str()),
+        (5_000, "renamed again")
+    );
+    // The listing orders by the new time too.
+    let newer = root("newer", 3_000);
+    store.put_session(&newer).await.unwrap();
+    let listed = store.sessions(&SessionFilter::default()).await.unwrap();
+    assert_eq!(listed[0].id, s.id);
+}
