@@ -4,6 +4,7 @@ mod background_limits;
 mod bus;
 mod cluster;
 mod cluster_asks;
+mod cluster_work;
 mod commands;
 mod compaction;
 mod crash;
