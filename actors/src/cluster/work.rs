@@ -34,7 +34,7 @@ use crate::subagent::{PlacedEnd, PlacedWork, Placement, Subagents};
 /// How long one wait for work lasts before the taker asks again.
 const TAKE_WAIT: Duration = Duration::from_secs(30);
 /// How long an item taken but not yet acknowledged stays with its taker.
-const ACK_WAIT: Duration = Duration::from_secs(30);
+const ACK_WAIT: Duration = Duration::from_secs(5);
 /// How long reports to a calling node are kept for it.
 const REPORTS_KEPT: Duration = Duration::from_secs(60 * 60);
 /// How long a cancelled id is remembered for work not taken yet.
@@ -70,6 +70,9 @@ enum Ended {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Cancel {
     session: SessionId,
+    /// A placed run's caller gave up on it: a node that takes its work later runs nothing.
+    #[serde(default)]
+    placed: bool,
 }
 
 /// Cancels the tree of a session if it runs on this node.
@@ -183,9 +186,9 @@ impl WorkQueue {
         self.stop.cancel();
     }
 
-    /// Tells every node to cancel the run of `session` (placed or not taken yet).
-    async fn cancel_everywhere(&self, session: &SessionId) {
-        send_cancel(&self.client, &self.names, session).await;
+    /// Tells every node to cancel the placed run of `session`, also if it is not taken yet.
+    async fn cancel_placed(&self, session: &SessionId) {
+        send(&self.client, &self.names, session, true).await;
     }
 
     /// Takes work while this node has room: as many items as it has room for at a time.
@@ -357,11 +360,13 @@ impl WorkQueue {
                 next = cancels.next() => next,
             };
             let Some(message) = next else { return };
-            let Ok(Cancel { session }) = serde_json::from_slice(&message.payload) else {
+            let Ok(Cancel { session, placed }) = serde_json::from_slice(&message.payload) else {
                 tracing::warn!("dropping an unreadable cancel");
                 continue;
             };
-            self.remember_cancelled(&session);
+            if placed {
+                self.remember_cancelled(&session);
+            }
             if let Some(token) = self.running.get(&session) {
                 token.cancel();
             }
@@ -379,11 +384,13 @@ impl WorkQueue {
         cancelled.insert(session.clone(), now);
     }
 
+    /// Whether the caller of `session`'s placed run gave up on it (forgotten once asked).
     fn was_cancelled(&self, session: &SessionId) -> bool {
         self.cancelled
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
-            .contains_key(session)
+            .remove(session)
+            .is_some()
     }
 
     /// Reads the placed child's answer `message` from the shared store.
@@ -431,7 +438,7 @@ impl Placement for WorkQueue {
             tokio::select! {
                 () = abort.cancelled(), if !cancel_sent => {
                     cancel_sent = true;
-                    self.cancel_everywhere(&child).await;
+                    self.cancel_placed(&child).await;
                 }
                 () = async { match &mut lost { Some(l) => l.await, None => std::future::pending().await } } => {
                     let node = runner.take().unwrap_or_default();
@@ -470,10 +477,15 @@ impl Drop for Unwait<'_> {
     }
 }
 
-/// Tells every node to cancel the run of `session` (placed or not taken yet) and its tree.
+/// Tells every node to cancel what it runs of `session`'s tree.
 pub(crate) async fn send_cancel(client: &async_nats::Client, names: &Names, session: &SessionId) {
+    send(client, names, session, false).await;
+}
+
+async fn send(client: &async_nats::Client, names: &Names, session: &SessionId, placed: bool) {
     let body = serde_json::to_vec(&Cancel {
         session: session.clone(),
+        placed,
     })
     .unwrap_or_default();
     if let Err(e) = client.publish(names.cancel_subject(), body.into()).await {

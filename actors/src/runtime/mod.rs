@@ -343,21 +343,21 @@ impl Runtime {
             })
             .await
             .map_err(|_| RuntimeError::Stopped)?;
-        if told == 0 {
-            match &self.cluster {
-                // It may run on another node: that node cancels it and says so. Only a store
-                // the nodes share can tell that no node knows it.
-                Some(cluster) => {
-                    if self.core.store.is_shared() {
-                        self.session(session).await?;
-                    }
-                    cluster.cancel_everywhere(session).await;
+        match &self.cluster {
+            // It may run on another node (this one may run only some of its descendants):
+            // every node cancels what of its tree it runs. Only a store the nodes share can
+            // tell that no node knows it.
+            Some(cluster) => {
+                if told == 0 && self.core.store.is_shared() {
+                    self.session(session).await?;
                 }
-                None => {
-                    let info = self.session(session).await?;
-                    self.writer.status(&info, SessionStatus::Idle);
-                }
+                cluster.cancel_everywhere(session).await;
             }
+            None if told == 0 => {
+                let info = self.session(session).await?;
+                self.writer.status(&info, SessionStatus::Idle);
+            }
+            None => {}
         }
         Ok(())
     }
