@@ -50,4 +50,7 @@ pub enum RuntimeError {
     /// The runtime could not take its lock file in the data directory.
     #[error(transparent)]
     Lock(#[from] crate::owner::LockError),
+    /// A child run on another node of the cluster failed there, or that node was lost.
+    #[error("{0}")]
+    Elsewhere(String),
 }

@@ -190,6 +190,15 @@ pub(crate) fn sweep(data_dir: &Path) -> Vec<String> {
     gone
 }
 
+/// Whether the runtime `id` still runs, as the store tells (runtimes of several machines
+/// sharing one database) or else as its lock file under `data_dir` tells.
+pub(crate) async fn is_running(store: &dyn crate::store::Store, data_dir: &Path, id: &str) -> bool {
+    match store.is_alive(id).await {
+        Some(alive) => alive,
+        None => is_alive(data_dir, id),
+    }
+}
+
 /// Whether the runtime `id` still runs: its lock file exists and is locked. A file left by a
 /// dead runtime is removed. An id that is not a runtime id names no live runtime.
 pub(crate) fn is_alive(data_dir: &Path, id: &str) -> bool {

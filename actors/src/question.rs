@@ -162,7 +162,8 @@ impl Drop for Withdraw<'_> {
 }
 
 /// Why answers were refused.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error, serde::Serialize, serde::Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum QuestionReplyError {
     /// More answers than questions.
     #[error("{given} answers for {asked} question(s)")]

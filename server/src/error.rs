@@ -81,6 +81,7 @@ impl From<RuntimeError> for ApiError {
             | RuntimeError::Crashed(_)
             | RuntimeError::Stopped
             | RuntimeError::Cluster(_)
+            | RuntimeError::Elsewhere(_)
             | RuntimeError::Lock(_) => ApiError::unknown(message),
         }
     }

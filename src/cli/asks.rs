@@ -55,13 +55,13 @@ pub(super) async fn answer_question(
 ) {
     match decide_question(request, interactive).await {
         Some(answers) => {
-            if let Err(e) = runtime.reply_question(&request.id, answers) {
+            if let Err(e) = runtime.reply_question(&request.id, answers).await {
                 eprintln!("the answer was refused: {e}");
-                runtime.reject_question(&request.id);
+                runtime.reject_question(&request.id).await;
             }
         }
         None => {
-            runtime.reject_question(&request.id);
+            runtime.reject_question(&request.id).await;
         }
     }
 }

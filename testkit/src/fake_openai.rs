@@ -167,6 +167,17 @@ impl Response {
         self
     }
 
+    /// Waits `delay` before the first frame of a stream (a model slow to start answering).
+    pub fn after(self, delay: Duration) -> Response {
+        match self {
+            Response::Stream(mut chunks) => {
+                chunks.insert(0, Chunk::Sleep(delay));
+                Response::Stream(chunks)
+            }
+            other => other,
+        }
+    }
+
     /// Waits `delay` before every data frame of a stream.
     pub fn with_delay(self, delay: Duration) -> Response {
         match self {

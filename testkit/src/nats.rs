@@ -59,19 +59,21 @@ impl TestNats {
             .unwrap_or_else(|e| panic!("connecting to NATS at {}: {e}", self.url))
     }
 
-    /// Deletes the prefix's events stream and nodes bucket (missing ones are fine).
+    /// Deletes the prefix's streams and nodes bucket (missing ones are fine).
     pub async fn clean(&self) {
         clean(&self.url, &self.prefix).await;
     }
 }
 
-/// Deletes `prefix`'s events stream and nodes bucket on the server at `url`.
+/// Deletes `prefix`'s streams and nodes bucket on the server at `url`.
 async fn clean(url: &str, prefix: &str) {
     let Ok(client) = async_nats::connect(url).await else {
         return;
     };
     let js = async_nats::jetstream::new(client.clone());
-    let _ = js.delete_stream(format!("{prefix}_EVENTS")).await;
+    for stream in ["EVENTS", "WORK", "PLACED"] {
+        let _ = js.delete_stream(format!("{prefix}_{stream}")).await;
+    }
     let _ = js.delete_key_value(format!("{prefix}_NODES")).await;
     let _ = client.flush().await;
 }

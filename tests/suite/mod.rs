@@ -1,6 +1,7 @@
 mod agents_cli;
 mod attach_cli;
 mod cluster_cli;
+mod cluster_nodes;
 mod config_cli;
 mod crash_cli;
 mod openapi_doc;

@@ -9,22 +9,27 @@
 //!
 //! Only the runtime starts a cluster; this module knows nothing of the runtime.
 
+mod asks;
 mod connect;
 mod error;
 mod feed;
+mod leases;
 mod membership;
 mod names;
 mod outbound;
 mod status;
+mod work;
 
+pub(crate) use asks::{AskOutcome, AskReply, Asks, LiveCount};
 pub use error::ClusterError;
 pub use feed::StreamEvent;
 pub use membership::{Load, NodeInfo, NodeStatus, list_nodes};
 pub use names::Names;
 pub use outbound::{NODE_HEADER, Progress};
 pub use status::{BridgeStatus, ConnectionStatus};
+pub(crate) use work::{LostWatch, WorkQueue};
 
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use async_nats::jetstream::{self, kv};
@@ -61,6 +66,10 @@ pub struct Cluster {
     address: Mutex<Option<String>>,
     /// Stops the lease's renewal.
     heartbeat: CancellationToken,
+    /// Answering replies to asks held here, once started.
+    asks: OnceLock<Arc<Asks>>,
+    /// The work queue, once this node takes part in placing child runs.
+    work: OnceLock<Arc<WorkQueue>>,
     /// Stops everything.
     stop: CancellationToken,
 }
@@ -155,6 +164,8 @@ impl Cluster {
             started: taskforce_agents::id::now_ms(),
             address: Mutex::new(None),
             heartbeat: stop.child_token(),
+            asks: OnceLock::new(),
+            work: OnceLock::new(),
             stop,
         }))
     }
@@ -177,6 +188,67 @@ impl Cluster {
                 }
             }
         });
+    }
+
+    /// A watch that resolves once a given node is gone (its lease lapsed or was deleted).
+    pub(crate) fn lost_watch(&self) -> LostWatch {
+        let bucket = self.bucket.clone();
+        let patience = self.config.lease;
+        Arc::new(move |node| Box::pin(leases::lost(bucket.clone(), node, patience)))
+    }
+
+    /// Calls `on_lost` for each other node whose lease lapses, until this node leaves.
+    pub(crate) fn on_departures(&self, on_lost: impl Fn(String) + Send + 'static) {
+        let (bucket, me, patience) = (
+            self.bucket.clone(),
+            self.node.to_string(),
+            self.config.lease,
+        );
+        let stop = self.stop.clone();
+        tokio::spawn(async move {
+            tokio::select! {
+                () = stop.cancelled() => {}
+                () = leases::departures(bucket, me, patience, on_lost) => {}
+            }
+        });
+    }
+
+    /// How many nodes hold a live lease now, as far as this node can read (at least 1).
+    pub(crate) fn live_count(&self) -> LiveCount {
+        let bucket = self.bucket.clone();
+        Arc::new(move || {
+            let bucket = bucket.clone();
+            Box::pin(async move {
+                match list_nodes(&bucket).await {
+                    Ok(nodes) => nodes.iter().filter(|n| !n.expired).count().max(1),
+                    Err(_) => 1,
+                }
+            })
+        })
+    }
+
+    /// Keeps the asks' side of this node for as long as it is in the cluster.
+    pub(crate) fn keep_asks(&self, asks: Arc<Asks>) {
+        let _ = self.asks.set(asks);
+    }
+
+    /// Keeps the work queue's side of this node for as long as it is in the cluster.
+    pub(crate) fn keep_work(&self, work: Arc<WorkQueue>) {
+        let _ = self.work.set(work);
+    }
+
+    /// Sends `reply` to the node that holds its ask; `Unknown` when none does (or this node
+    /// takes no part in asks).
+    pub(crate) async fn forward_reply(&self, reply: &AskReply) -> AskOutcome {
+        match self.asks.get() {
+            Some(asks) => asks.forward(reply).await,
+            None => AskOutcome::Unknown,
+        }
+    }
+
+    /// Tells every node to cancel `session`'s tree where it runs.
+    pub(crate) async fn cancel_everywhere(&self, session: &taskforce_agents::id::SessionId) {
+        work::send_cancel(&self.client, &self.names, session).await;
     }
 
     /// This node's name.
@@ -278,6 +350,12 @@ impl Cluster {
             tracing::warn!("leaving the cluster with {pending} events of this node not stored");
         }
         self.heartbeat.cancel();
+        if let Some(asks) = self.asks.get() {
+            asks.stop();
+        }
+        if let Some(work) = self.work.get() {
+            work.stop();
+        }
         if let Err(e) = membership::release(&self.bucket, &self.node).await {
             tracing::warn!("{e}");
         }

@@ -55,6 +55,41 @@ impl Names {
         format!("{}_NODES", self.prefix)
     }
 
+    /// The work queue's stream of child runs handed to the cluster: `PREFIX_WORK`.
+    pub fn work_stream(&self) -> String {
+        format!("{}_WORK", self.prefix)
+    }
+
+    /// The subject of child runs handed to the cluster: `PREFIX.work`.
+    pub fn work_subject(&self) -> String {
+        format!("{}.work", self.prefix)
+    }
+
+    /// The stream of reports on placed runs to their calling nodes: `PREFIX_PLACED`.
+    pub fn placed_stream(&self) -> String {
+        format!("{}_PLACED", self.prefix)
+    }
+
+    /// The subjects of every report on placed runs: `PREFIX.placed.>`.
+    pub fn placed_subjects(&self) -> String {
+        format!("{}.placed.>", self.prefix)
+    }
+
+    /// The subject of reports to the calling node `node`: `PREFIX.placed.<node>`.
+    pub fn placed_subject(&self, node: &str) -> String {
+        format!("{}.placed.{node}", self.prefix)
+    }
+
+    /// The subject of cancels sent to every node: `PREFIX.cancel`.
+    pub fn cancel_subject(&self) -> String {
+        format!("{}.cancel", self.prefix)
+    }
+
+    /// The subject of replies to asks held by another node: `PREFIX.ask`.
+    pub fn ask_subject(&self) -> String {
+        format!("{}.ask", self.prefix)
+    }
+
     /// The subject on which `node` takes requests from other nodes: `PREFIX.node.<node>`.
     pub fn node_subject(&self, node: &str) -> String {
         format!("{}.node.{node}", self.prefix)
@@ -73,6 +108,13 @@ mod tests {
         assert_eq!(names.global_subject(), "team-a.events.global");
         assert_eq!(names.nodes_bucket(), "team-a_NODES");
         assert_eq!(names.node_subject("n1"), "team-a.node.n1");
+        assert_eq!(names.work_stream(), "team-a_WORK");
+        assert_eq!(names.work_subject(), "team-a.work");
+        assert_eq!(names.placed_stream(), "team-a_PLACED");
+        assert_eq!(names.placed_subjects(), "team-a.placed.>");
+        assert_eq!(names.placed_subject("n1"), "team-a.placed.n1");
+        assert_eq!(names.cancel_subject(), "team-a.cancel");
+        assert_eq!(names.ask_subject(), "team-a.ask");
         let root = SessionId::new();
         assert_eq!(names.tree_subject(&root), format!("team-a.events.{root}"));
         let err = Names::new("a.b").unwrap_err();

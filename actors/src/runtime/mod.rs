@@ -37,7 +37,7 @@ use crate::owner::{self, OwnerLock};
 
 use crate::RuntimeError;
 use crate::bus::{BusHandle, Event, Filter, SessionStatus, Subscription};
-use crate::cluster::Cluster;
+use crate::cluster::{AskOutcome, AskReply, Asks, Cluster, WorkQueue};
 use crate::core::Core;
 use crate::hooks::Hooks;
 use crate::id_map::IdMap;
@@ -100,6 +100,7 @@ impl Runtime {
         let owner = OwnerLock::acquire(&paths.data_dir)?;
         // From now on the answers this runtime leaves unfinished name it.
         store.set_runtime(&owner.id);
+        store.hold_alive(&owner.id).await?;
         let tools = configured_tools(&config, &options.env);
         let names = tools.iter().map(|t| Arc::from(t.id())).collect();
         let schemas = tools.iter().map(|t| Arc::new(t.parameters())).collect();
@@ -154,6 +155,7 @@ impl Runtime {
         let _ = core.children.set(subagents.clone());
         if let Some(cluster) = &cluster {
             cluster.start_lease(cluster_load(&core, &subagents));
+            join_cluster(cluster, &core, &subagents, &supervisor).await?;
         }
         // Runs that runtimes which died left half-way are ended first: nothing (a delivery
         // below, a prompt) builds on them as they are. Their lock files go too.
@@ -341,9 +343,21 @@ impl Runtime {
             })
             .await
             .map_err(|_| RuntimeError::Stopped)?;
-        if told == 0 {
-            let info = self.session(session).await?;
-            self.writer.status(&info, SessionStatus::Idle);
+        match &self.cluster {
+            // It may run on another node (this one may run only some of its descendants):
+            // every node cancels what of its tree it runs. Only a store the nodes share can
+            // tell that no node knows it.
+            Some(cluster) => {
+                if told == 0 && self.core.store.is_shared() {
+                    self.session(session).await?;
+                }
+                cluster.cancel_everywhere(session).await;
+            }
+            None if told == 0 => {
+                let info = self.session(session).await?;
+                self.writer.status(&info, SessionStatus::Idle);
+            }
+            None => {}
         }
         Ok(())
     }
@@ -471,7 +485,15 @@ impl Runtime {
         reply: PermissionReply,
         message: Option<String>,
     ) -> bool {
-        self.core.broker.reply(id, reply, message).await
+        if self.core.broker.reply(id, reply, message.clone()).await {
+            return true;
+        }
+        let reply = AskReply::Permission {
+            id: id.clone(),
+            reply,
+            message,
+        };
+        self.forward(&reply).await == AskOutcome::Done
     }
 
     /// Every pending permission ask.
@@ -508,6 +530,62 @@ impl Runtime {
     pub fn providers(&self) -> &Providers {
         &self.core.providers
     }
+}
+
+/// Takes part in the cluster's work: answers asks held here for other nodes' clients, repairs
+/// what nodes that die leave, and, when the store is shared, places child runs on other nodes
+/// when this one is full and runs theirs.
+async fn join_cluster(
+    cluster: &Arc<Cluster>,
+    core: &Arc<Core>,
+    subagents: &Arc<Subagents>,
+    supervisor: &Addr<Supervisor>,
+) -> Result<(), RuntimeError> {
+    let asks = Asks::start(
+        cluster.client().clone(),
+        cluster.names(),
+        core.broker.clone(),
+        core.questions.clone(),
+        cluster.live_count(),
+    )
+    .await?;
+    cluster.keep_asks(asks);
+    // Cancels from other nodes always reach this one; child runs move between nodes only
+    // through a shared store.
+    let shared = core.store.is_shared();
+    let supervisor = supervisor.clone();
+    let queue = WorkQueue::start(
+        cluster.client().clone(),
+        cluster.names(),
+        cluster.node(),
+        subagents.clone(),
+        cluster.lost_watch(),
+        Box::new(move |id| supervisor.do_send(CancelTree { id: id.clone() })),
+        shared,
+    )
+    .await?;
+    if shared {
+        subagents.join_cluster(cluster.node(), queue.clone());
+    }
+    cluster.keep_work(queue);
+    // What a node that dies leaves is taken over by one of the others (the store's claims
+    // make sure only one repairs each run and delivers each result).
+    let (core, subagents) = (Arc::downgrade(core), Arc::downgrade(subagents));
+    cluster.on_departures(move |node| {
+        let (Some(core), Some(subagents)) = (core.upgrade(), subagents.upgrade()) else {
+            return;
+        };
+        tokio::spawn(async move {
+            let repaired = crate::session::repair_dead_runs(&core, None).await;
+            tracing::info!(
+                node,
+                repaired = repaired.len(),
+                "took over what a lost node left"
+            );
+            subagents.deliver_pending(None).await;
+        });
+    });
+    Ok(())
 }
 
 /// What this node reports in its cluster lease: its running sessions, its running-child slots

@@ -340,6 +340,12 @@ impl Handler<Subtask> for SessionActor {
 pub(crate) struct AnswerBook(Arc<Mutex<LoopState>>);
 
 impl AnswerBook {
+    /// A book that remembers nothing: its session runs elsewhere (its answers are read from
+    /// the store).
+    pub fn unknown() -> Self {
+        AnswerBook(Arc::default())
+    }
+
     /// What `read` makes of the session's answers (assistant messages) created at or after
     /// `since` (epoch ms), as the actor remembers them (what the store holds, or will once its
     /// queued writes land), when no loop runs and the actor remembers them.

@@ -3,7 +3,7 @@
 //!
 //! Every unfinished answer names the runtime writing it (see `Store::set_runtime`). A runtime
 //! that starts, and a session loaded from the store, look for unfinished answers of runtimes
-//! that are gone (their lock is free, see `runtime::owner`); answers of live runtimes are left
+//! that are gone (their lock is free, see `runtime::owner`, or the shared store says so); answers of live runtimes are left
 //! alone, since those runtimes still run them. Answers of a runtime that is gone are first taken
 //! over in the store (`Store::claim_unfinished`), so that of several runtimes starting at once
 //! only one repairs each: its tool calls left pending or running end in an error, its text ends,
@@ -22,7 +22,7 @@ use taskforce_agents::model::{
 use super::writer::{Item, Writer};
 use crate::bus::{Event, SessionStatus};
 use crate::core::Core;
-use crate::owner::is_alive;
+use crate::owner::is_running;
 use crate::store::{MessageWithParts, StoreError, Unfinished};
 
 /// What a tool call or an answer that a runtime left unfinished when it died records.
@@ -66,7 +66,7 @@ async fn repair(
         .collect();
     let mut taken: BTreeMap<SessionId, BTreeSet<MessageId>> = BTreeMap::new();
     for owner in owners {
-        if is_alive(&core.paths.data_dir, owner) {
+        if is_running(&*core.store, &core.paths.data_dir, owner).await {
             continue;
         }
         for Unfinished {

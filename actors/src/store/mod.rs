@@ -233,6 +233,24 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<bool, StoreError> {
         Ok(false)
     }
+    /// Whether runtimes on other machines may share this store (a database server): a
+    /// cluster places child runs on other nodes only through such a store, since the calling
+    /// node reads their answers from it.
+    fn is_shared(&self) -> bool {
+        false
+    }
+    /// Keeps runtime `runtime` known as alive to the runtimes on other machines sharing this
+    /// store, for as long as this store lives in this process; an error means it cannot (and
+    /// the runtime must not start, or others would take over its work). Stores used by one
+    /// machine only need nothing: the lock files of their data directory tell.
+    async fn hold_alive(&self, _runtime: &str) -> Result<(), StoreError> {
+        Ok(())
+    }
+    /// Whether runtime `runtime` is alive, as far as this store can tell; `None` when it does
+    /// not keep track (the lock files of the data directory tell).
+    async fn is_alive(&self, _runtime: &str) -> Option<bool> {
+        None
+    }
     /// Waits until every write queued so far (without waiting) is stored.
     async fn flush(&self) -> Result<(), StoreError> {
         Ok(())

@@ -51,9 +51,11 @@ impl SubagentDelegate {
             root: &root,
             new,
             clock,
+            roams: self.subagents.in_cluster(),
         };
         lease.aside = Some(self.subagents.limits.step_aside(&parent.id));
         let admission = admission::admit(&self.subagents, ctx, call).await?;
+        let elsewhere = admission.slot.is_elsewhere();
         lease.slot = Some(admission.slot);
         if let Some(reservation) = admission.reservation {
             reservation.keep();
@@ -87,14 +89,24 @@ impl SubagentDelegate {
         let within = Some(ctx.abort.clone());
         // Moved into the child's actor: only its id is needed here afterwards.
         let child_id = child.id.clone();
-        let start = start_child(
-            &self.subagents.supervisor,
-            child,
-            new,
-            Some(&parent.id),
-            input,
-            within,
-        );
+        let start = async {
+            match within {
+                Some(within) if elsewhere => self
+                    .subagents
+                    .run_elsewhere(child, new, &parent.id, input, within),
+                within => {
+                    start_child(
+                        &self.subagents.supervisor,
+                        child,
+                        new,
+                        Some(&parent.id),
+                        input,
+                        within,
+                    )
+                    .await
+                }
+            }
+        };
         let SubtaskRun {
             reply,
             tied,

@@ -12,10 +12,12 @@ mod call;
 mod clock;
 mod follow;
 mod guard;
+mod placed;
 
 pub(crate) use guard::is_within;
+pub use placed::{PlacedEnd, PlacedWork, Placement};
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use actix::Addr;
 use futures::future::BoxFuture;
@@ -56,6 +58,10 @@ pub(crate) struct Subagents {
     deliveries: IdMap<Arc<tokio::sync::Mutex<()>>>,
     /// How deep each session seen sits in its tree (root = 0); a session's parent never changes.
     depths: IdMap<u32>,
+    /// The cluster this node has joined, if any: where calls go when the node is full.
+    placement: OnceLock<Arc<dyn Placement>>,
+    /// This node's name in its cluster.
+    node: OnceLock<String>,
 }
 
 impl Subagents {
@@ -78,6 +84,8 @@ impl Subagents {
             unrecorded: IdMap::default(),
             deliveries: IdMap::default(),
             depths: IdMap::default(),
+            placement: OnceLock::new(),
+            node: OnceLock::new(),
         })
     }
 

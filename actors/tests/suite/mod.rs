@@ -3,6 +3,8 @@ mod background;
 mod background_limits;
 mod bus;
 mod cluster;
+mod cluster_asks;
+mod cluster_work;
 mod commands;
 mod compaction;
 mod crash;

@@ -95,7 +95,8 @@ async fn a_question_two_levels_down_reaches_the_root_and_its_answer_goes_back() 
     assert_eq!(rt.pending_questions(), vec![request.clone()]);
 
     assert_eq!(
-        rt.reply_question(&request.id, vec![vec!["Blue".into()]]),
+        rt.reply_question(&request.id, vec![vec!["Blue".into()]])
+            .await,
         Ok(true)
     );
     let answer = tokio::time::timeout(Duration::from_secs(20), running)
@@ -139,8 +140,11 @@ async fn a_dismissed_question_fails_its_call_and_stops_the_asking_run() {
         tokio::spawn(async move { rt.prompt(&id, PromptInput::text("ask deep")).await })
     };
     let request = asked(&mut events).await;
-    assert!(rt.reject_question(&request.id));
-    assert!(!rt.reject_question(&request.id), "dismissed once only");
+    assert!(rt.reject_question(&request.id).await);
+    assert!(
+        !rt.reject_question(&request.id).await,
+        "dismissed once only"
+    );
     tokio::time::timeout(Duration::from_secs(20), running)
         .await
         .expect("the tree ends")

@@ -47,7 +47,7 @@ pub async fn reply(
     Body(body): Body<AnswerBody>,
 ) -> Result<Json<bool>, ApiError> {
     let id: QuestionId = path_id("requestID", &id)?;
-    match state.runtime.reply_question(&id, body.answers) {
+    match state.runtime.reply_question(&id, body.answers).await {
         Ok(true) => Ok(Json(true)),
         Ok(false) => Err(not_pending(&id)),
         Err(e) => Err(ApiError::bad_request(e.to_string())),
@@ -68,7 +68,7 @@ pub async fn reject(
     Path(id): Path<String>,
 ) -> Result<Json<bool>, ApiError> {
     let id: QuestionId = path_id("requestID", &id)?;
-    if state.runtime.reject_question(&id) {
+    if state.runtime.reject_question(&id).await {
         Ok(Json(true))
     } else {
         Err(not_pending(&id))

@@ -20,12 +20,14 @@
 //!
 //! Where things are: `open.rs` (the address, the pool, the migrations), `store.rs` (the `Store`
 //! trait), `commit.rs` (batches of upserts), `reads.rs`, `writes.rs` (deletes, todos,
-//! approvals, background records, claims, update times).
+//! approvals, background records, claims, update times), `alive.rs` (which runtimes are
+//! alive: an advisory lock each).
 
 use sqlx::PgPool;
 
 use super::write::WriteQueue;
 
+mod alive;
 mod commit;
 mod migrations;
 mod open;
@@ -42,6 +44,8 @@ pub struct PostgresStore {
     pool: PgPool,
     /// The writer task and the writes queued for it.
     writes: WriteQueue<Writer>,
+    /// The lock that tells the other runtimes sharing the database that this one is alive.
+    alive: alive::SharedAlive,
 }
 
 /// What the writer task writes through: the pool, one connection at a time.

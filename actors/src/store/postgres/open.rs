@@ -60,6 +60,7 @@ impl PostgresStore {
             address,
             writes: WriteQueue::start(Writer(pool.clone())),
             pool,
+            alive: Default::default(),
         })
     }
 }

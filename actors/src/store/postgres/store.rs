@@ -196,6 +196,20 @@ impl Store for PostgresStore {
         self.writes.flush().await
     }
 
+    fn is_shared(&self) -> bool {
+        true
+    }
+
+    async fn hold_alive(&self, runtime: &str) -> Result<(), StoreError> {
+        self.alive
+            .hold(super::alive::options_of(&self.pool), runtime)
+            .await
+    }
+
+    async fn is_alive(&self, runtime: &str) -> Option<bool> {
+        super::alive::is_alive(&self.pool, runtime).await
+    }
+
     fn set_runtime(&self, runtime: &str) {
         self.writes.set_runtime(runtime);
     }

@@ -31,6 +31,8 @@ pub(crate) struct Call<'a> {
     pub new: bool,
     /// The caller's clock, when the caller runs as a child: held while the call waits.
     pub clock: Option<&'a Arc<Activity>>,
+    /// The child may run on another node of the cluster when this one is full.
+    pub roams: bool,
 }
 
 /// Admits a task `call` that starts a new child or resumes one: counts a new child in its tree
@@ -44,7 +46,11 @@ pub(crate) async fn admit(
 ) -> Result<Admission, ToolError> {
     let limits = &subagents.limits;
     let reservation = reserve(subagents, call.root, call.new).await?;
-    let waiting = limits.enqueue(call.parent, call.child);
+    let waiting = if call.roams {
+        limits.enqueue_anywhere(call.parent, call.child)
+    } else {
+        limits.enqueue(call.parent, call.child)
+    };
     if waiting.is_admitted() {
         let slot = waiting.admitted().await;
         return Ok(Admission { slot, reservation });

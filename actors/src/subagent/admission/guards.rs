@@ -6,7 +6,7 @@ use std::sync::Arc;
 use taskforce_agents::id::SessionId;
 use tokio::sync::Notify;
 
-use super::Limits;
+use super::{Limits, Place};
 
 /// One child counted in its tree until dropped, unless kept.
 pub(crate) struct Reservation {
@@ -87,7 +87,7 @@ impl Claim {
     /// Waits until the share is the caller's again.
     pub(crate) async fn wait(mut self) {
         while let Some(id) = self.id {
-            if self.limits.state().granted.remove(&id) {
+            if self.limits.state().granted.remove(&id).is_some() {
                 self.id = None;
                 return;
             }
@@ -100,7 +100,7 @@ impl Drop for Claim {
     fn drop(&mut self) {
         let Some(id) = self.id else { return };
         let mut state = self.limits.state();
-        if !state.granted.remove(&id) {
+        if state.granted.remove(&id).is_none() {
             state.queue.retain(|t| t.id != id);
             Limits::come_back(&mut state, &self.caller);
         }
@@ -148,7 +148,7 @@ pub(crate) struct Waiting {
 impl Waiting {
     /// Whether the call has its slot already.
     pub(crate) fn is_admitted(&self) -> bool {
-        self.limits.state().granted.contains(&self.id)
+        self.limits.state().granted.contains_key(&self.id)
     }
 
     /// Waits for the slot.
@@ -156,12 +156,13 @@ impl Waiting {
         loop {
             {
                 let mut state = self.limits.state();
-                if state.granted.remove(&self.id) {
+                if let Some(place) = state.granted.remove(&self.id) {
                     self.done = true;
                     return Slot {
                         limits: self.limits.clone(),
                         parent: self.parent.clone(),
                         child: self.child.clone(),
+                        place,
                     };
                 }
             }
@@ -176,8 +177,9 @@ impl Drop for Waiting {
             return;
         }
         let mut state = self.limits.state();
-        if state.granted.remove(&self.id) {
-            self.limits.release(&mut state, &self.parent, &self.child);
+        if let Some(place) = state.granted.remove(&self.id) {
+            self.limits
+                .release(&mut state, &self.parent, &self.child, place);
         } else {
             state.queue.retain(|t| t.id != self.id);
         }
@@ -189,11 +191,69 @@ pub(crate) struct Slot {
     pub(super) limits: Arc<Limits>,
     pub(super) parent: SessionId,
     pub(super) child: SessionId,
+    pub(super) place: Place,
+}
+
+impl Slot {
+    /// Whether the child is to run on another node (this one was full).
+    pub(crate) fn is_elsewhere(&self) -> bool {
+        self.place == Place::Elsewhere
+    }
 }
 
 impl Drop for Slot {
     fn drop(&mut self) {
         let mut state = self.limits.state();
-        self.limits.release(&mut state, &self.parent, &self.child);
+        self.limits
+            .release(&mut state, &self.parent, &self.child, self.place);
+    }
+}
+
+/// A share of the node's `max_total` for work taken from the cluster's queue, held until the
+/// work's child runs in it ([`Share::run`]) or it is dropped.
+pub(crate) struct Share {
+    pub(super) limits: Arc<Limits>,
+    /// Whether a child runs in it now (its slot is the child's [`TakenRun`]).
+    pub(super) given: bool,
+}
+
+impl Share {
+    /// The child of taken work runs in this share: it is held for `child` (lent while the
+    /// child waits for calls of its own) until the returned guard is dropped.
+    pub(crate) fn run(mut self, child: &SessionId) -> TakenRun {
+        let mut state = self.limits.state();
+        state.total = state.total.saturating_sub(1);
+        Limits::hold(&mut state, child);
+        drop(state);
+        self.given = true;
+        TakenRun {
+            limits: self.limits.clone(),
+            child: child.clone(),
+        }
+    }
+}
+
+impl Drop for Share {
+    fn drop(&mut self) {
+        if self.given {
+            return;
+        }
+        let mut state = self.limits.state();
+        state.total = state.total.saturating_sub(1);
+        self.limits.pump(&mut state);
+    }
+}
+
+/// The slot of a child run for work taken from the cluster's queue; dropping it lets the
+/// next call in.
+pub(crate) struct TakenRun {
+    limits: Arc<Limits>,
+    child: SessionId,
+}
+
+impl Drop for TakenRun {
+    fn drop(&mut self) {
+        let mut state = self.limits.state();
+        self.limits.unhold(&mut state, &self.child);
     }
 }

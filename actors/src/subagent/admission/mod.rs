@@ -18,6 +18,12 @@
 //! over `max_total` by the ones coming back; `max_concurrent` counts a parent's children,
 //! whoever runs.
 //!
+//! In a cluster ([`Limits::place_elsewhere`]), a call that may leave this node and finds its
+//! parent with room but the node full is not kept waiting here: it is admitted to run
+//! elsewhere (its parent's count goes up, the node's does not) and its child goes to the
+//! cluster's work queue. Every node takes work from that queue only while it has room that
+//! none of its own calls wants ([`Limits::room`], [`Limits::try_share`]).
+//!
 //! The per-tree count covers the children this runtime created plus, the first time a tree is
 //! seen, the descendants already in the store (read by one walk, which the calls that arrive
 //! meanwhile wait for: a step of 1,000 calls reads the store once, not once per call); a root
@@ -25,7 +31,8 @@
 //! call that would pass it fails at once with `SUBAGENT_LIMIT_REACHED`; resuming an existing
 //! child (`session_id`) creates nothing and is not counted.
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use taskforce_agents::config::SubagentConfig;
@@ -38,7 +45,7 @@ mod admit;
 mod guards;
 
 pub(crate) use admit::{Call, admit, reserve};
-pub(crate) use guards::{Aside, Lease, Reservation, Slot, Waiting};
+pub(crate) use guards::{Aside, Lease, Reservation, Share, Slot, Waiting};
 
 /// Why a task call may not start a child.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -71,6 +78,10 @@ pub(crate) struct Limits {
     per_parent: usize,
     total: usize,
     per_tree: usize,
+    /// Calls that may leave the node run elsewhere when it is full (a cluster node).
+    placing: AtomicBool,
+    /// Told whenever the node has room after admitting what fits.
+    freed: Notify,
     state: Mutex<State>,
 }
 
@@ -85,8 +96,8 @@ struct State {
     /// Children coming back from their calls (first), then calls waiting for a slot; oldest
     /// first in each.
     queue: VecDeque<Ticket>,
-    /// Tickets admitted whose caller has not yet taken its slot.
-    granted: HashSet<u64, foldhash::fast::RandomState>,
+    /// Tickets admitted whose caller has not yet taken its slot, and where their child runs.
+    granted: HashMap<u64, Place, foldhash::fast::RandomState>,
     next: u64,
     /// Children created (or reserved) by root session.
     created: HashMap<SessionId, usize, foldhash::fast::RandomState>,
@@ -102,10 +113,23 @@ struct Ticket {
 
 /// What a ticket waits for.
 enum Kind {
-    /// A slot for `child` under `parent`.
-    Call { parent: SessionId, child: SessionId },
+    /// A slot for `child` under `parent`; `roams`: it may run on another node.
+    Call {
+        parent: SessionId,
+        child: SessionId,
+        roams: bool,
+    },
     /// The share `child` lent while it waited for its calls.
     Return { child: SessionId },
+}
+
+/// Where an admitted call's child runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Place {
+    /// On this node, in a share of its `max_total`.
+    Here,
+    /// On whichever node of the cluster takes it from the work queue.
+    Elsewhere,
 }
 
 /// A child that holds slots.
@@ -131,6 +155,8 @@ impl Limits {
             per_parent: config.max_concurrent.max(1) as usize,
             total: config.max_total.max(1) as usize,
             per_tree: config.max_per_session.max(1) as usize,
+            placing: AtomicBool::new(false),
+            freed: Notify::new(),
             state: Mutex::new(State::default()),
         }
     }
@@ -138,6 +164,18 @@ impl Limits {
     /// Shares of `max_total` in use, and `max_total`.
     pub(crate) fn usage(&self) -> (usize, usize) {
         (self.state().total, self.total)
+    }
+
+    /// From now on, calls that may leave the node run elsewhere instead of waiting for room
+    /// here (the node has joined a cluster).
+    pub(crate) fn place_elsewhere(&self) {
+        self.placing.store(true, Ordering::Relaxed);
+        let mut state = self.state();
+        self.pump(&mut state);
+    }
+
+    fn placing(&self) -> bool {
+        self.placing.load(Ordering::Relaxed)
     }
 
     fn state(&self) -> MutexGuard<'_, State> {
@@ -192,9 +230,23 @@ impl Limits {
         })
     }
 
-    /// Joins the queue for a running slot for `child` under `parent`; admitted at once when
-    /// there is room.
+    /// Joins the queue for a running slot on this node for `child` under `parent`; admitted
+    /// at once when there is room.
     pub(crate) fn enqueue(self: &Arc<Self>, parent: &SessionId, child: &SessionId) -> Waiting {
+        self.join(parent, child, false)
+    }
+
+    /// Joins the queue for a running slot for `child` under `parent`, on this node or, when
+    /// it is full and in a cluster, on another (see [`Waiting::admitted`]'s slot).
+    pub(crate) fn enqueue_anywhere(
+        self: &Arc<Self>,
+        parent: &SessionId,
+        child: &SessionId,
+    ) -> Waiting {
+        self.join(parent, child, true)
+    }
+
+    fn join(self: &Arc<Self>, parent: &SessionId, child: &SessionId, roams: bool) -> Waiting {
         let wake = Arc::new(Notify::new());
         let mut state = self.state();
         let id = state.next;
@@ -204,6 +256,7 @@ impl Limits {
             kind: Kind::Call {
                 parent: parent.clone(),
                 child: child.clone(),
+                roams,
             },
             wake: wake.clone(),
         });
@@ -240,32 +293,86 @@ impl Limits {
         }
     }
 
-    /// Admits every queued ticket that fits, oldest first (returns before calls).
+    /// Waits until the node has room that none of its own calls takes.
+    pub(crate) async fn room(&self) {
+        loop {
+            let freed = self.freed.notified();
+            if self.state().total < self.total {
+                return;
+            }
+            freed.await;
+        }
+    }
+
+    /// How many more shares of `max_total` are free now.
+    pub(crate) fn free(&self) -> usize {
+        self.total.saturating_sub(self.state().total)
+    }
+
+    /// A share of the node's `max_total` for work taken from the cluster's queue, if it has
+    /// room now.
+    pub(crate) fn try_share(self: &Arc<Self>) -> Option<Share> {
+        let mut state = self.state();
+        if state.total >= self.total {
+            return None;
+        }
+        state.total += 1;
+        Some(Share {
+            limits: self.clone(),
+            given: false,
+        })
+    }
+
+    /// Admits every queued ticket that fits, oldest first (returns before calls); in a
+    /// cluster, a call that may leave and finds only the node full is admitted elsewhere.
     fn pump(&self, state: &mut State) {
+        let placing = self.placing();
         let mut i = 0;
-        while i < state.queue.len() && state.total < self.total {
-            if let Kind::Call { parent, .. } = &state.queue[i].kind
-                && state.running.get(parent).copied().unwrap_or(0) >= self.per_parent
-            {
+        while i < state.queue.len() {
+            let room = state.total < self.total;
+            if !room && !placing {
+                break;
+            }
+            let place = match &state.queue[i].kind {
+                Kind::Call { parent, .. }
+                    if state.running.get(parent).copied().unwrap_or(0) >= self.per_parent =>
+                {
+                    None
+                }
+                _ if room => Some(Place::Here),
+                Kind::Call { roams: true, .. } => Some(Place::Elsewhere),
+                _ => None,
+            };
+            let Some(place) = place else {
                 i += 1;
                 continue;
-            }
+            };
             let Some(ticket) = state.queue.remove(i) else {
                 break;
             };
             match ticket.kind {
-                Kind::Call { parent, child } => {
+                Kind::Call { parent, child, .. } => {
                     *state.running.entry(parent).or_insert(0) += 1;
-                    let h = state.holders.entry(child).or_default();
-                    let before = h.units();
-                    h.held += 1;
-                    state.total += h.units() - before;
+                    if place == Place::Here {
+                        Self::hold(state, &child);
+                    }
                 }
                 Kind::Return { child } => Self::come_back(state, &child),
             }
-            state.granted.insert(ticket.id);
+            state.granted.insert(ticket.id, place);
             ticket.wake.notify_one();
         }
+        if state.total < self.total {
+            self.freed.notify_waiters();
+        }
+    }
+
+    /// One more slot held for `child`, counted in the node's total unless its share is lent.
+    fn hold(state: &mut State, child: &SessionId) {
+        let h = state.holders.entry(child.clone()).or_default();
+        let before = h.units();
+        h.held += 1;
+        state.total += h.units() - before;
     }
 
     /// `child`'s last call ended: its share is in use again (the caller checked for room, or
@@ -282,14 +389,24 @@ impl Limits {
         }
     }
 
-    /// Frees a slot of `child` under `parent` and admits whoever fits now.
-    fn release(&self, state: &mut State, parent: &SessionId, child: &SessionId) {
+    /// Frees a slot of `child` under `parent` (of the node's too when it ran `Here`) and
+    /// admits whoever fits now.
+    fn release(&self, state: &mut State, parent: &SessionId, child: &SessionId, place: Place) {
         if let Some(n) = state.running.get_mut(parent) {
             *n = n.saturating_sub(1);
             if *n == 0 {
                 state.running.remove(parent);
             }
         }
+        if place == Place::Here {
+            self.unhold(state, child);
+        } else {
+            self.pump(state);
+        }
+    }
+
+    /// Frees one slot held for `child` and admits whoever fits now.
+    fn unhold(&self, state: &mut State, child: &SessionId) {
         if let Some(h) = state.holders.get_mut(child) {
             let before = h.units();
             h.held = h.held.saturating_sub(1);

@@ -247,3 +247,104 @@ async fn a_share_lent_to_background_children_is_given_up_with_the_slot() {
     assert_eq!(l.counts(&root), (0, 0, 0));
     assert!(l.state().holders.is_empty());
 }
+
+#[tokio::test]
+async fn in_a_cluster_a_full_node_places_calls_that_may_leave_elsewhere_at_once() {
+    let l = limits(4, 1, 100);
+    l.place_elsewhere();
+    let p = SessionId::new();
+    let here = l.enqueue_anywhere(&p, &SessionId::new()).admitted().await;
+    assert!(
+        !here.is_elsewhere(),
+        "room on the node: the child runs here"
+    );
+    let away = l.enqueue_anywhere(&p, &SessionId::new());
+    assert!(
+        away.is_admitted(),
+        "the node is full: admitted to run elsewhere"
+    );
+    let away = away.admitted().await;
+    assert!(away.is_elsewhere());
+    assert_eq!(
+        l.counts(&p),
+        (2, 1, 0),
+        "the parent counts both, the node one"
+    );
+    let local_only = l.enqueue(&p, &SessionId::new());
+    assert!(
+        !local_only.is_admitted(),
+        "a call that may not leave waits for room here"
+    );
+    drop(away);
+    assert!(
+        !local_only.is_admitted(),
+        "a child run elsewhere frees no room here"
+    );
+    drop(here);
+    assert!(local_only.is_admitted());
+}
+
+#[tokio::test]
+async fn a_full_parent_keeps_its_calls_waiting_even_in_a_cluster() {
+    let l = limits(1, 1, 100);
+    l.place_elsewhere();
+    let p = SessionId::new();
+    let first = l.enqueue_anywhere(&p, &SessionId::new()).admitted().await;
+    let second = l.enqueue_anywhere(&p, &SessionId::new());
+    assert!(
+        !second.is_admitted(),
+        "max_concurrent counts a parent's children wherever they run"
+    );
+    drop(first);
+    let second = second.admitted().await;
+    assert!(!second.is_elsewhere());
+}
+
+#[tokio::test]
+async fn work_from_the_cluster_takes_only_room_the_nodes_own_calls_leave() {
+    let l = limits(4, 1, 100);
+    let (p, q) = (SessionId::new(), SessionId::new());
+    let running = l.enqueue(&p, &SessionId::new()).admitted().await;
+    assert!(l.try_share().is_none(), "the node is full");
+    let mine = l.enqueue(&q, &SessionId::new());
+    let room = tokio::spawn({
+        let l = l.clone();
+        async move { l.room().await }
+    });
+    drop(running);
+    assert!(
+        mine.is_admitted(),
+        "the node's own call takes the freed room"
+    );
+    assert!(!room.is_finished() && l.try_share().is_none());
+    drop(mine);
+    room.await.unwrap();
+    let share = l.try_share().expect("room once the node's call is done");
+    assert_eq!(l.counts(&p).1, 1, "the share counts in the node's total");
+    let child = SessionId::new();
+    let run = share.run(&child);
+    assert_eq!(l.counts(&p).1, 1, "still one share, now the child's");
+    // The taken child lends its share while it waits for calls of its own.
+    let aside = l.step_aside(&child);
+    let grandchild = l.enqueue(&child, &SessionId::new());
+    assert!(grandchild.is_admitted());
+    drop(grandchild);
+    drop(aside);
+    drop(run);
+    assert_eq!(l.counts(&p).1, 0);
+    assert!(
+        l.enqueue(&p, &SessionId::new()).is_admitted(),
+        "the share is free again"
+    );
+}
+
+#[tokio::test]
+async fn a_share_given_up_before_use_frees_its_room() {
+    let l = limits(4, 1, 100);
+    let share = l.try_share().unwrap();
+    let p = SessionId::new();
+    let waiting = l.enqueue(&p, &SessionId::new());
+    assert!(!waiting.is_admitted());
+    drop(share);
+    assert!(waiting.is_admitted());
+}

@@ -11,7 +11,7 @@ use taskforce_agents::tool::background::ChildStatus;
 use super::{Ended, record_end};
 use crate::RuntimeError;
 use crate::core::Core;
-use crate::owner::is_alive;
+use crate::owner::is_running;
 use crate::session::{Exclusive, Job, PartInput, Prompt, PromptInput, Reply, Seed, SessionActor};
 use crate::store::{BackgroundTask, MessageWithParts};
 use crate::subagent::Subagents;
@@ -105,7 +105,9 @@ async fn take_over(core: &Core, record: &mut BackgroundTask, unfinished: bool) -
     let me = &core.owner.id;
     match record.owner.as_deref() {
         Some(owner) if owner == me => return !unfinished,
-        Some(owner) if is_alive(&core.paths.data_dir, owner) => return false,
+        Some(owner) if is_running(&*core.store, &core.paths.data_dir, owner).await => {
+            return false;
+        }
         _ => {}
     }
     let claimed = core

@@ -1,0 +1,188 @@
+//! Two runtimes joined in one cluster over a real NATS (`TASKFORCE_TEST_NATS_URL`), each on its
+//! own store: a question or a permission ask raised on one is answered through the other, and
+//! a cancel sent through the other stops a run of the first.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use serde_json::json;
+use taskforce_actors::bus::{BusItem, Event, Filter, Subscription};
+use taskforce_actors::{PromptInput, Runtime};
+use taskforce_agents::permission::PermissionReply;
+use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_testkit::nats::TestNats;
+use taskforce_testkit::script::last_content;
+
+use super::runtime::Env;
+
+/// A node of `nats`'s cluster named `node`, with models from `fake` and `extra` config.
+async fn node(fake: &FakeOpenAi, nats: &TestNats, node: &str, extra: &str) -> (Env, Runtime) {
+    let env = Env::new(
+        &fake.base_url(),
+        &format!("{}{extra}", nats.cluster_toml(node, "10s")),
+    );
+    let mut options = env.options();
+    options.cluster = true;
+    let rt = Runtime::start(options).await.unwrap();
+    (env, rt)
+}
+
+/// The first event of `events` that `pick` takes.
+async fn first<T>(events: &mut Subscription, pick: impl Fn(&Event) -> Option<T>) -> T {
+    tokio::time::timeout(Duration::from_secs(20), async {
+        while let Some(item) = events.next().await {
+            if let BusItem::Event(e) = item
+                && let Some(found) = pick(&e.event)
+            {
+                return found;
+            }
+        }
+        panic!("the bus ended");
+    })
+    .await
+    .expect("the event in time")
+}
+
+fn asks_then_reports(
+    tool: &'static str,
+    input: serde_json::Value,
+) -> impl Fn(&RecordedRequest) -> Response {
+    move |req| {
+        if req.last_role() == Some("user") {
+            return Response::tool_calls(&[("call_1", tool, &input.to_string())]);
+        }
+        Response::text(&format!("heard: {}", last_content(req)))
+    }
+}
+
+#[actix_rt::test]
+async fn a_question_raised_on_one_node_is_answered_from_another() {
+    let Some(nats) = TestNats::fresh("cluster_question") else {
+        return;
+    };
+    let questions = json!({"questions": [{
+        "question": "Which color?", "header": "Color",
+        "options": [{"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cool"}]
+    }]});
+    let fake = FakeOpenAi::start(asks_then_reports("question", questions))
+        .await
+        .unwrap();
+    let (_a_env, a) = node(&fake, &nats, "node-a", "").await;
+    let (_b_env, b) = node(&fake, &nats, "node-b", "").await;
+    let mut on_b = b.subscribe(Filter::All);
+    let root = a.create_session(None, None).await.unwrap();
+    let run = tokio::spawn({
+        let a = a.clone();
+        let id = root.id.clone();
+        async move { a.prompt(&id, PromptInput::text("ask me")).await }
+    });
+    let asked = first(&mut on_b, |e| match e {
+        Event::QuestionAsked(request) => Some((**request).clone()),
+        _ => None,
+    })
+    .await;
+    assert!(b.pending_questions().is_empty(), "node B does not hold it");
+    assert!(
+        b.reply_question(&asked.id, vec![vec!["Blue".into()]])
+            .await
+            .unwrap(),
+        "node A took the answer given on node B"
+    );
+    let answer = run.await.unwrap().unwrap();
+    let text = format!("{:?}", answer.parts);
+    assert!(text.contains("Blue"), "{text}");
+    assert!(
+        !b.reply_question(&asked.id, vec![vec!["Red".into()]])
+            .await
+            .unwrap(),
+        "answered once only: no node holds it any more"
+    );
+    a.stop(Duration::from_secs(5)).await;
+    b.stop(Duration::from_secs(5)).await;
+}
+
+#[actix_rt::test]
+async fn a_permission_ask_raised_on_one_node_is_answered_from_another() {
+    let Some(nats) = TestNats::fresh("cluster_permission") else {
+        return;
+    };
+    let command = json!({"command": "echo crossed", "description": "Says crossed"});
+    let fake = FakeOpenAi::start(asks_then_reports("bash", command))
+        .await
+        .unwrap();
+    let ask = "\n[permission]\nbash = \"ask\"\n";
+    let (_a_env, a) = node(&fake, &nats, "node-a", ask).await;
+    let (_b_env, b) = node(&fake, &nats, "node-b", ask).await;
+    let mut on_b = b.subscribe(Filter::All);
+    let root = a.create_session(None, None).await.unwrap();
+    let run = tokio::spawn({
+        let a = a.clone();
+        let id = root.id.clone();
+        async move { a.prompt(&id, PromptInput::text("run it")).await }
+    });
+    let asked = first(&mut on_b, |e| match e {
+        Event::PermissionAsked(request) => Some((**request).clone()),
+        _ => None,
+    })
+    .await;
+    assert!(
+        b.reply_permission(&asked.id, PermissionReply::Once, None)
+            .await,
+        "node A took the reply given on node B"
+    );
+    let answer = run.await.unwrap().unwrap();
+    let text = format!("{:?}", answer.parts);
+    assert!(text.contains("crossed"), "the command ran: {text}");
+    assert!(
+        !b.reply_permission(&asked.id, PermissionReply::Once, None)
+            .await,
+        "no node holds it any more"
+    );
+    a.stop(Duration::from_secs(5)).await;
+    b.stop(Duration::from_secs(5)).await;
+}
+
+#[actix_rt::test]
+async fn a_cancel_sent_through_one_node_stops_a_run_on_another() {
+    let Some(nats) = TestNats::fresh("cluster_cancel") else {
+        return;
+    };
+    let fake = FakeOpenAi::start(|_req| Response::text("never finished").stall_after(1))
+        .await
+        .unwrap();
+    let (_a_env, a) = node(&fake, &nats, "node-a", "").await;
+    let (_b_env, b) = node(&fake, &nats, "node-b", "").await;
+    let mut on_b = b.subscribe(Filter::All);
+    let root = a.create_session(None, None).await.unwrap();
+    let run = tokio::spawn({
+        let a = a.clone();
+        let id = root.id.clone();
+        async move { a.prompt(&id, PromptInput::text("go on forever")).await }
+    });
+    // Running on A (B sees it busy) before B is asked to cancel it.
+    first(&mut on_b, |e| match e {
+        Event::PartUpdated { part } if part.session_id == root.id => Some(()),
+        _ => None,
+    })
+    .await;
+    b.cancel(&root.id).await.unwrap();
+    let ended = tokio::time::timeout(Duration::from_secs(20), run)
+        .await
+        .expect("the run on A stopped")
+        .unwrap();
+    let error = match ended {
+        Ok(message) => format!("{:?}", message.info),
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        error.contains("Aborted") || error.contains("cancelled"),
+        "{error}"
+    );
+    first(&mut on_b, |e| match e {
+        Event::SessionIdle { session_id } if *session_id == root.id => Some(()),
+        _ => None,
+    })
+    .await;
+    a.stop(Duration::from_secs(5)).await;
+    b.stop(Duration::from_secs(5)).await;
+}
