@@ -45,6 +45,11 @@ async fn cluster_status_lists_the_serving_nodes_and_drops_one_that_stops() {
     let (serve_b, _) = spawn_serve_with(&b, &["--cluster"]).await;
     let both = vec![("node-a".to_string(), false), ("node-b".to_string(), false)];
     taskforce_testkit::eventually("both nodes listed", || listed(&a) == both).await;
+    // A node's address reaches its lease with the renewal after its server listens.
+    taskforce_testkit::eventually("node A's address in its lease", || {
+        a.ok(&["cluster", "status"]).stdout.contains(&base_a)
+    })
+    .await;
     let text = a.ok(&["cluster", "status"]).stdout;
     assert!(
         text.starts_with(&format!("cluster {}: 2 node(s)", nats.prefix)),

@@ -236,6 +236,11 @@ async fn a_node_that_loses_nats_for_a_while_sends_what_it_published_meanwhile_an
     let status = cluster.connection();
     assert_eq!(status.disconnects, 1);
     assert!(status.last_disconnected.is_some() && status.last_reconnected.is_some());
+    // B may have every toast before A has counted the acknowledgements of the last ones.
+    eventually("node A to count every toast acknowledged", || {
+        cluster.bridge().pending == 0
+    })
+    .await;
     let bridge = cluster.bridge();
     assert_eq!(
         (bridge.published, bridge.pending, bridge.missed),
