@@ -128,9 +128,12 @@ fn main() {
             if label == "child on another node" {
                 // A child that never ends holds A's one slot: from now on A's children run on B.
                 let holder = a.create_session(None, None).await.unwrap();
-                a.prompt_queued(&holder.id, PromptInput::text("hold"))
-                    .await
-                    .unwrap();
+                // Its answer never comes: nobody waits for it.
+                drop(
+                    a.prompt_queued(&holder.id, PromptInput::text("hold"))
+                        .await
+                        .unwrap(),
+                );
                 while a.children(&holder.id).await.unwrap().is_empty() {
                     tokio::task::yield_now().await;
                 }
