@@ -29,7 +29,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::{ClusterError, Names};
-use crate::subagent::{PlacedEnd, PlacedWork, Placement, Subagents};
+use crate::subagent::{PlacedEnd, PlacedWork, Placement, Share, Subagents};
 
 /// How long one wait for work lasts before the taker asks again.
 const TAKE_WAIT: Duration = Duration::from_secs(30);
@@ -228,7 +228,9 @@ impl WorkQueue {
         }
     }
 
-    /// Runs one taken item if this node still has room (else hands it back for another).
+    /// Takes one item if this node still has room (else hands it back for another): the room
+    /// is taken at once, the rest goes on in a task of its own, so that the items of a batch
+    /// are confirmed and started side by side.
     async fn take_one(self: Arc<Self>, message: jetstream::Message) {
         let work: PlacedWork = match serde_json::from_slice(&message.payload) {
             Ok(work) => work,
@@ -245,6 +247,16 @@ impl WorkQueue {
                 .await;
             return;
         };
+        tokio::spawn(self.start_one(message, work, share));
+    }
+
+    /// Confirms taking `work` and runs it in `share`, reporting to its caller.
+    async fn start_one(
+        self: Arc<Self>,
+        message: jetstream::Message,
+        work: PlacedWork,
+        share: Share,
+    ) {
         if let Err(e) = message.double_ack().await {
             // Not confirmed: the item may go to another node, so it does not run here.
             tracing::warn!(child = %work.session.id, "cannot confirm taking work: {e}");

@@ -14,6 +14,7 @@ mod follow;
 mod guard;
 mod placed;
 
+pub(crate) use admission::Share;
 pub(crate) use guard::is_within;
 pub use placed::{PlacedEnd, PlacedWork, Placement};
 
