@@ -111,7 +111,7 @@ fn ulid_like() -> String {
     )
 }
 
-/// A TCP proxy in front of the NATS server that a test can cut and restore, so that a node
+/// A TCP proxy in front of a server (NATS, or PostgreSQL) that a test can cut and restore, so that a node
 /// loses its connection for a while as it would on a network failure.
 #[derive(Debug)]
 pub struct CutProxy {

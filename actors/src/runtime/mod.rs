@@ -594,13 +594,17 @@ fn cluster_load(core: &Arc<Core>, subagents: &Arc<Subagents>) -> crate::cluster:
     let (core, subagents) = (Arc::downgrade(core), Arc::downgrade(subagents));
     Box::new(move || {
         let mut load = crate::cluster::Load::default();
+        let mut store = "ok".to_string();
         if let (Some(core), Some(subagents)) = (core.upgrade(), subagents.upgrade()) {
             let (used, capacity) = subagents.slots();
             load.running_sessions = core.statuses.len() as u64;
             load.slots_used = used as u64;
             load.slots_capacity = capacity as u64;
             load.slots_free = capacity.saturating_sub(used) as u64;
+            if let Some(link) = core.store.link() {
+                store = link;
+            }
         }
-        (load, "ok".to_string())
+        (load, store)
     })
 }

@@ -233,6 +233,11 @@ pub trait Store: Send + Sync + 'static {
     ) -> Result<bool, StoreError> {
         Ok(false)
     }
+    /// The store's link to its server in a few words (`connected`, or since when it is not
+    /// and how often it was lost), for a node's status; `None` for a store with no server.
+    fn link(&self) -> Option<String> {
+        None
+    }
     /// Whether runtimes on other machines may share this store (a database server): a
     /// cluster places child runs on other nodes only through such a store, since the calling
     /// node reads their answers from it.

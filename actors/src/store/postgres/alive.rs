@@ -6,6 +6,7 @@
 //! soon as the server answers, and says so.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 
 use sqlx::postgres::PgConnectOptions;
@@ -17,6 +18,8 @@ use crate::store::StoreError;
 
 /// How often the holder checks that its connection (and so its lock) is still there.
 const CHECK: Duration = Duration::from_secs(2);
+/// How long a check or a new connection may take before the server counts as unreachable.
+const REACH: Duration = Duration::from_secs(5);
 
 /// The advisory lock key of runtime `id`: 64 bits of a stable hash (FNV-1a) of its id.
 fn key(id: &str) -> i64 {
@@ -32,6 +35,53 @@ fn key(id: &str) -> i64 {
 #[derive(Debug, Default)]
 pub(super) struct Alive {
     held: Mutex<Option<CancellationToken>>,
+    link: Arc<Link>,
+}
+
+/// What the holder has seen of its connection to the server.
+#[derive(Debug, Default)]
+struct Link {
+    /// The connection broke and is not back yet.
+    lost: AtomicBool,
+    /// How many times it broke.
+    losses: AtomicU64,
+    /// When it last broke and when it was last back (epoch ms; 0: never).
+    lost_at: AtomicU64,
+    back_at: AtomicU64,
+}
+
+impl Link {
+    fn broke(&self) {
+        if !self.lost.swap(true, Ordering::SeqCst) {
+            self.losses.fetch_add(1, Ordering::SeqCst);
+            self.lost_at
+                .store(taskforce_agents::id::now_ms(), Ordering::SeqCst);
+        }
+    }
+
+    fn back(&self) {
+        self.back_at
+            .store(taskforce_agents::id::now_ms(), Ordering::SeqCst);
+        self.lost.store(false, Ordering::SeqCst);
+    }
+
+    /// The link in a few words: `connected`, with how often it was lost, or since when not.
+    fn describe(&self) -> String {
+        let losses = self.losses.load(Ordering::SeqCst);
+        if self.lost.load(Ordering::SeqCst) {
+            let since = self.lost_at.load(Ordering::SeqCst);
+            return format!(
+                "disconnected since {since} (epoch ms), reconnecting; lost {losses} time(s)"
+            );
+        }
+        match losses {
+            0 => "connected".into(),
+            n => format!(
+                "connected; lost {n} time(s), back since {} (epoch ms)",
+                self.back_at.load(Ordering::SeqCst)
+            ),
+        }
+    }
 }
 
 impl Drop for Alive {
@@ -44,15 +94,26 @@ impl Drop for Alive {
 
 /// Connects and takes runtime `id`'s lock on the new connection.
 async fn take(options: &PgConnectOptions, id: &str) -> Result<PgConnection, sqlx::Error> {
-    let mut conn = options.connect().await?;
-    sqlx::query("SELECT pg_advisory_lock($1)")
-        .bind(key(id))
-        .execute(&mut conn)
-        .await?;
-    Ok(conn)
+    let taking = async {
+        let mut conn = options.connect().await?;
+        sqlx::query("SELECT pg_advisory_lock($1)")
+            .bind(key(id))
+            .execute(&mut conn)
+            .await?;
+        Ok(conn)
+    };
+    tokio::time::timeout(REACH, taking)
+        .await
+        .unwrap_or(Err(sqlx::Error::PoolTimedOut))
 }
 
 impl Alive {
+    /// How the connection holding the lock is, in a few words (`None` before it is held).
+    pub(super) fn describe(&self) -> Option<String> {
+        let held = self.held.try_lock().map(|h| h.is_some()).unwrap_or(true);
+        held.then(|| self.link.describe())
+    }
+
     /// Holds runtime `id`'s lock from now on (once per store), on a connection of its own
     /// that a task keeps open and takes again when it breaks.
     pub(super) async fn hold(&self, options: PgConnectOptions, id: &str) -> Result<(), StoreError> {
@@ -68,20 +129,23 @@ impl Alive {
         let stop = CancellationToken::new();
         *held = Some(stop.clone());
         let id = id.to_string();
+        let link = self.link.clone();
         tokio::spawn(async move {
             loop {
                 tokio::select! {
                     () = stop.cancelled() => break,
                     () = tokio::time::sleep(CHECK) => {}
                 }
-                if conn.ping().await.is_ok() {
+                if matches!(tokio::time::timeout(REACH, conn.ping()).await, Ok(Ok(()))) {
                     continue;
                 }
+                link.broke();
                 tracing::warn!(runtime = %id, "the connection holding this runtime's liveness lock broke; taking it again");
                 loop {
                     match take(&options, &id).await {
                         Ok(again) => {
                             conn = again;
+                            link.back();
                             tracing::info!(runtime = %id, "this runtime's liveness lock is held again");
                             break;
                         }

@@ -200,6 +200,10 @@ impl Store for PostgresStore {
         true
     }
 
+    fn link(&self) -> Option<String> {
+        self.alive.describe()
+    }
+
     async fn hold_alive(&self, runtime: &str) -> Result<(), StoreError> {
         self.alive
             .hold(super::alive::options_of(&self.pool), runtime)

@@ -1,8 +1,11 @@
 //! What only the PostgreSQL store has: its address (a URL with a password that must not be
-//! shown), a server that may not answer, and nodes opening a new database at once.
+//! shown), a server that may not answer, nodes opening a new database at once, and the lock
+//! that tells other runtimes this one is alive, taken again after a cut.
 
 use taskforce_actors::store::{PostgresStore, SessionFilter, Store, StoreError};
+use taskforce_testkit::nats::CutProxy;
 use taskforce_testkit::postgres::TestDatabase;
+use taskforce_testkit::{eventually, eventually_async};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn stores_opened_at_once_on_a_new_database_all_open() {
@@ -83,4 +86,52 @@ async fn the_schema_keeps_json_as_written_and_ids_in_byte_order() {
     .await
     .unwrap();
     assert_eq!(collation.as_deref(), Some("C"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_runtime_cut_off_from_the_server_takes_its_lock_again_and_says_so() {
+    let Some(pg) =
+        TestDatabase::create("a_runtime_cut_off_from_the_server_takes_its_lock_again").await
+    else {
+        return;
+    };
+    // The server's host and port, and the same URL through a proxy the test can cut.
+    let url = pg.url().to_string();
+    let after_at = url.split_once('@').map_or(url.as_str(), |(_, rest)| rest);
+    let server = after_at.split(['/', '?']).next().unwrap().to_string();
+    let proxy = CutProxy::start(&server).await;
+    let port = proxy.url.rsplit(':').next().unwrap().to_string();
+    let through = url.replacen(&server, &format!("127.0.0.1:{port}"), 1);
+    let store = PostgresStore::open(&through).await.unwrap();
+    let watcher = PostgresStore::open(pg.url()).await.unwrap();
+    assert_eq!(store.link(), None, "no lock held yet");
+    store.hold_alive("rt_cut").await.unwrap();
+    assert_eq!(store.link().as_deref(), Some("connected"));
+    assert_eq!(watcher.is_alive("rt_cut").await, Some(true));
+
+    proxy.cut();
+    eventually("the store to notice the cut", || {
+        store.link().is_some_and(|l| l.starts_with("disconnected"))
+    })
+    .await;
+    // Its connection gone, its lock is free: another runtime would take it for dead now.
+    eventually_async("the lock to be free", || async {
+        watcher.is_alive("rt_cut").await == Some(false)
+    })
+    .await;
+
+    proxy.restore();
+    eventually("the store to be back, saying it was cut once", || {
+        store
+            .link()
+            .is_some_and(|l| l.starts_with("connected; lost 1 time(s)"))
+    })
+    .await;
+    assert_eq!(
+        watcher.is_alive("rt_cut").await,
+        Some(true),
+        "the lock is held again"
+    );
+    store.close().await;
+    watcher.close().await;
 }
