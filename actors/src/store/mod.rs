@@ -100,6 +100,22 @@ pub struct Unfinished {
     pub owner: String,
 }
 
+/// What [`Store::count_tree_child`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TreeCount {
+    /// The child is counted.
+    Counted,
+    /// The tree has created `created` children, the limit: nothing counted.
+    Full {
+        /// How many children the tree created.
+        created: usize,
+    },
+    /// The store has no count of this tree yet: ask again with its stored descendants.
+    Unseeded,
+    /// This store keeps no count.
+    NotKept,
+}
+
 /// Which sessions to list.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SessionFilter {
@@ -232,6 +248,23 @@ pub trait Store: Send + Sync + 'static {
         _to: &str,
     ) -> Result<bool, StoreError> {
         Ok(false)
+    }
+    /// Counts one more child created in the tree of `root` when it has created fewer than
+    /// `limit`, for stores several runtimes share (the count is then the same for all of
+    /// them). `seed` starts a tree the store has no count of yet (its stored descendants);
+    /// without one such a tree answers [`TreeCount::Unseeded`]. Stores no other machine
+    /// shares keep no count ([`TreeCount::NotKept`]: the runtime counts in memory).
+    async fn count_tree_child(
+        &self,
+        _root: &SessionId,
+        _seed: Option<usize>,
+        _limit: usize,
+    ) -> Result<TreeCount, StoreError> {
+        Ok(TreeCount::NotKept)
+    }
+    /// Takes back one child counted in the tree of `root` (it was not created after all).
+    async fn uncount_tree_child(&self, _root: &SessionId) -> Result<(), StoreError> {
+        Ok(())
     }
     /// The store's link to its server in a few words (`connected`, or since when it is not
     /// and how often it was lost), for a node's status; `None` for a store with no server.

@@ -44,8 +44,19 @@ fn model(req: &RecordedRequest) -> Response {
 
 /// A node named `name`: at most one running child of its own, up to four per parent.
 async fn node(fake: &FakeOpenAi, nats: &TestNats, db: &TestDatabase, name: &str) -> (Env, Runtime) {
+    node_with(fake, nats, db, name, 100).await
+}
+
+/// [`node`] with `subagent.max_per_session = per_tree`.
+async fn node_with(
+    fake: &FakeOpenAi,
+    nats: &TestNats,
+    db: &TestDatabase,
+    name: &str,
+    per_tree: usize,
+) -> (Env, Runtime) {
     let extra = format!(
-        "{}\n[store]\nurl = \"{}\"\n\n[subagent]\nmax_total = 1\nmax_concurrent = 4\n\n[provider.fake.headers]\nx-node = \"{name}\"\n",
+        "{}\n[store]\nurl = \"{}\"\n\n[subagent]\nmax_total = 1\nmax_concurrent = 4\nmax_per_session = {per_tree}\n\n[provider.fake.headers]\nx-node = \"{name}\"\n",
         nats.cluster_toml(name, "10s"),
         db.url()
     );
@@ -116,6 +127,55 @@ async fn a_full_node_places_children_on_another_and_gets_their_answers_as_if_the
         BTreeSet::from(["node-a".to_string(), "node-b".to_string()]),
         "children ran on both nodes"
     );
+    a.stop(Duration::from_secs(5)).await;
+    b.stop(Duration::from_secs(5)).await;
+}
+
+#[actix_rt::test]
+async fn a_trees_limit_of_children_is_counted_in_the_store_the_nodes_share() {
+    let Some(nats) = TestNats::fresh("tree_limit") else {
+        return;
+    };
+    let Some(db) = TestDatabase::create("tree_limit").await else {
+        return;
+    };
+    let fake = FakeOpenAi::start(model).await.unwrap();
+    let (_a_env, a) = node_with(&fake, &nats, &db, "node-a", 3).await;
+    let (_b_env, b) = node_with(&fake, &nats, &db, "node-b", 3).await;
+    let root = a.create_session(None, None).await.unwrap();
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        a.prompt(&root.id, PromptInput::text("fan out")),
+    )
+    .await
+    .expect("the root answered")
+    .unwrap();
+    let mut completed = 0;
+    let mut refused = 0;
+    for part in a
+        .messages(&root.id)
+        .await
+        .unwrap()
+        .iter()
+        .flat_map(|m| m.parts.clone())
+    {
+        let PartKind::Tool(tool) = &part.kind else {
+            continue;
+        };
+        match &tool.state {
+            ToolState::Completed(_) => completed += 1,
+            ToolState::Error(e) if e.error.contains("SUBAGENT_LIMIT_REACHED") => refused += 1,
+            other => panic!("unexpected end of a task call: {other:?}"),
+        }
+    }
+    assert_eq!((completed, refused), (3, CHILDREN - 3));
+    let mut conn = db.connect().await;
+    let (created,): (i64,) = sqlx::query_as("SELECT created FROM tree_count WHERE root = $1")
+        .bind(root.id.as_str())
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(created, 3, "the count every node reads");
     a.stop(Duration::from_secs(5)).await;
     b.stop(Duration::from_secs(5)).await;
 }

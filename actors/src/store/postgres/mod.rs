@@ -33,6 +33,7 @@ mod migrations;
 mod open;
 mod reads;
 mod store;
+mod trees;
 mod writes;
 
 /// The [`Store`](super::Store) on a PostgreSQL database, opened from a `postgres://` URL.

@@ -10,7 +10,8 @@ use taskforce_agents::model::{Message, Part, Session, Todo};
 
 use crate::store::write::{Upsert, rows};
 use crate::store::{
-    Approval, BackgroundTask, MessageWithParts, SessionFilter, Store, StoreError, Unfinished,
+    Approval, BackgroundTask, MessageWithParts, SessionFilter, Store, StoreError, TreeCount,
+    Unfinished,
 };
 
 use super::{PostgresStore, reads, writes};
@@ -202,6 +203,19 @@ impl Store for PostgresStore {
 
     fn link(&self) -> Option<String> {
         self.alive.describe()
+    }
+
+    async fn count_tree_child(
+        &self,
+        root: &SessionId,
+        seed: Option<usize>,
+        limit: usize,
+    ) -> Result<TreeCount, StoreError> {
+        super::trees::count(&self.pool, root, seed, limit).await
+    }
+
+    async fn uncount_tree_child(&self, root: &SessionId) -> Result<(), StoreError> {
+        super::trees::uncount(&self.pool, root).await
     }
 
     async fn hold_alive(&self, runtime: &str) -> Result<(), StoreError> {

@@ -37,6 +37,11 @@ const FILES: &[File] = &[
         "session order",
         include_str!("../../../migrations/0007_session_order.sql"),
     ),
+    (
+        8,
+        "tree count",
+        include_str!("../../../migrations/0008_tree_count.sql"),
+    ),
 ];
 
 /// The migrator of the store's schema.

@@ -6,8 +6,9 @@ use serde_json::{Map, Value};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::tool::{ToolContext, ToolError};
 
+use super::LimitError;
 use super::{Reservation, Slot};
-use crate::store::Store;
+use crate::store::{Store, TreeCount};
 use crate::subagent::Subagents;
 use crate::subagent::clock::Activity;
 
@@ -77,6 +78,13 @@ pub(crate) async fn reserve(
         return Ok(None);
     }
     let limits = &subagents.limits;
+    // Nodes of a cluster count a tree's children in the store they share: its calls may be
+    // made on several nodes.
+    if subagents.in_cluster() && counted_in_store(subagents, root).await? {
+        return Ok(Some(
+            limits.shared_reservation(root, subagents.core.store.clone()),
+        ));
+    }
     if !limits.knows_tree(root) {
         limits
             .seeding(root)
@@ -89,6 +97,30 @@ pub(crate) async fn reserve(
             .await;
     }
     Ok(Some(limits.reserve(root)?))
+}
+
+/// Counts a new child of `root`'s tree in the shared store; `false` when the store keeps no
+/// count (the runtime counts in memory).
+async fn counted_in_store(subagents: &Subagents, root: &SessionId) -> Result<bool, ToolError> {
+    let store = &subagents.core.store;
+    let limit = subagents.limits.per_tree();
+    let mut seed = None;
+    for _ in 0..2 {
+        match store.count_tree_child(root, seed, limit).await {
+            Ok(TreeCount::Counted) => return Ok(true),
+            Ok(TreeCount::Full { created }) => {
+                return Err(LimitError::TreeFull { created, limit }.into());
+            }
+            Ok(TreeCount::Unseeded) => seed = Some(stored_descendants(&**store, root).await),
+            Ok(TreeCount::NotKept) => return Ok(false),
+            Err(e) => {
+                return Err(ToolError::Failed(format!(
+                    "cannot count the children of session tree {root}: {e}"
+                )));
+            }
+        }
+    }
+    Ok(false)
 }
 
 fn queued(on: bool) -> Map<String, Value> {

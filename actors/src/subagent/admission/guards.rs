@@ -7,11 +7,14 @@ use taskforce_agents::id::SessionId;
 use tokio::sync::Notify;
 
 use super::{Limits, Place};
+use crate::store::Store;
 
 /// One child counted in its tree until dropped, unless kept.
 pub(crate) struct Reservation {
     pub(super) limits: Arc<Limits>,
     pub(super) root: Option<SessionId>,
+    /// Where the count is kept when the nodes of a cluster share it (else in `limits`).
+    pub(super) shared: Option<Arc<dyn Store>>,
 }
 
 impl Reservation {
@@ -23,10 +26,24 @@ impl Reservation {
 
 impl Drop for Reservation {
     fn drop(&mut self) {
-        if let Some(root) = self.root.take()
-            && let Some(n) = self.limits.state().created.get_mut(&root)
-        {
-            *n = n.saturating_sub(1);
+        let Some(root) = self.root.take() else {
+            return;
+        };
+        match self.shared.take() {
+            Some(store) => {
+                if let Ok(handle) = tokio::runtime::Handle::try_current() {
+                    handle.spawn(async move {
+                        if let Err(e) = store.uncount_tree_child(&root).await {
+                            tracing::warn!(%root, "cannot take back a child counted in its tree: {e}");
+                        }
+                    });
+                }
+            }
+            None => {
+                if let Some(n) = self.limits.state().created.get_mut(&root) {
+                    *n = n.saturating_sub(1);
+                }
+            }
         }
     }
 }

@@ -227,7 +227,27 @@ impl Limits {
         Ok(Reservation {
             limits: self.clone(),
             root: Some(root.clone()),
+            shared: None,
         })
+    }
+
+    /// A child counted in `root`'s tree in `store`, shared by the nodes of a cluster; dropping
+    /// the reservation without [`Reservation::keep`] takes it back there.
+    pub(crate) fn shared_reservation(
+        self: &Arc<Self>,
+        root: &SessionId,
+        store: Arc<dyn crate::store::Store>,
+    ) -> Reservation {
+        Reservation {
+            limits: self.clone(),
+            root: Some(root.clone()),
+            shared: Some(store),
+        }
+    }
+
+    /// `subagent.max_per_session`.
+    pub(crate) fn per_tree(&self) -> usize {
+        self.per_tree
     }
 
     /// Joins the queue for a running slot on this node for `child` under `parent`; admitted

@@ -2,7 +2,8 @@
 //! shown), a server that may not answer, nodes opening a new database at once, and the lock
 //! that tells other runtimes this one is alive, taken again after a cut.
 
-use taskforce_actors::store::{PostgresStore, SessionFilter, Store, StoreError};
+use taskforce_actors::store::{PostgresStore, SessionFilter, Store, StoreError, TreeCount};
+use taskforce_agents::id::SessionId;
 use taskforce_testkit::nats::CutProxy;
 use taskforce_testkit::postgres::TestDatabase;
 use taskforce_testkit::{eventually, eventually_async};
@@ -27,7 +28,7 @@ async fn stores_opened_at_once_on_a_new_database_all_open() {
             .fetch_one(&mut conn)
             .await
             .unwrap();
-        assert_eq!(applied, 7, "each migration applied once");
+        assert_eq!(applied, 8, "each migration applied once");
     }
 }
 
@@ -134,4 +135,49 @@ async fn a_runtime_cut_off_from_the_server_takes_its_lock_again_and_says_so() {
     );
     store.close().await;
     watcher.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn nodes_counting_one_trees_children_at_once_never_pass_its_limit() {
+    let Some(pg) = TestDatabase::create("nodes_counting_one_trees_children_at_once").await else {
+        return;
+    };
+    let (a, b) = (
+        PostgresStore::open(pg.url()).await.unwrap(),
+        PostgresStore::open(pg.url()).await.unwrap(),
+    );
+    let root = SessionId::new();
+    assert_eq!(
+        a.count_tree_child(&root, None, 5).await.unwrap(),
+        TreeCount::Unseeded,
+        "a tree with no count asks for its stored descendants"
+    );
+    // Started with the two children it already has.
+    assert_eq!(
+        a.count_tree_child(&root, Some(2), 5).await.unwrap(),
+        TreeCount::Counted
+    );
+    let counts = futures::future::join_all((0..20).map(|i| {
+        let (store, root) = (if i % 2 == 0 { &a } else { &b }, &root);
+        async move { store.count_tree_child(root, Some(2), 5).await.unwrap() }
+    }))
+    .await;
+    let counted = counts.iter().filter(|c| **c == TreeCount::Counted).count();
+    assert_eq!(counted, 2, "3 + 2 = the limit of 5: {counts:?}");
+    assert!(counts.contains(&TreeCount::Full { created: 5 }));
+    b.uncount_tree_child(&root).await.unwrap();
+    assert_eq!(
+        b.count_tree_child(&root, None, 5).await.unwrap(),
+        TreeCount::Counted,
+        "a child taken back frees its place"
+    );
+    // SQLite keeps no count: its runtime counts in memory.
+    let dir = tempfile::tempdir().unwrap();
+    let sqlite = taskforce_actors::store::SqliteStore::open(dir.path())
+        .await
+        .unwrap();
+    assert_eq!(
+        sqlite.count_tree_child(&root, None, 5).await.unwrap(),
+        TreeCount::NotKept
+    );
 }
