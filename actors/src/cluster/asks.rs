@@ -52,13 +52,13 @@ pub(crate) enum AskOutcome {
 }
 
 /// How many nodes are live now (this one included).
-pub(crate) type LiveCount = Arc<dyn Fn() -> BoxFuture<'static, usize> + Send + Sync>;
+pub(crate) type LiveNodes = Arc<dyn Fn() -> BoxFuture<'static, usize> + Send + Sync>;
 
 /// This node's side of cross-node asks.
 pub(crate) struct Asks {
     client: async_nats::Client,
     subject: String,
-    live: LiveCount,
+    live: LiveNodes,
     stop: CancellationToken,
 }
 
@@ -69,7 +69,7 @@ impl Asks {
         names: &Names,
         broker: Arc<PermissionBroker>,
         questions: Arc<QuestionBroker>,
-        live: LiveCount,
+        live: LiveNodes,
     ) -> Result<Arc<Asks>, ClusterError> {
         let subject = names.ask_subject();
         let mut requests = client

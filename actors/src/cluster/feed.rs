@@ -4,7 +4,6 @@
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Duration;
 
 use async_nats::jetstream::consumer::{DeliverPolicy, pull::OrderedConfig};
 use async_nats::jetstream::{self, stream};
@@ -147,7 +146,7 @@ pub(crate) async fn inbound(
         }
         tokio::select! {
             () = stop.cancelled() => return,
-            () = tokio::time::sleep(Duration::from_millis(500)) => {}
+            () = tokio::time::sleep(super::RETRY_AFTER) => {}
         }
     }
 }

@@ -20,7 +20,7 @@ mod outbound;
 mod status;
 mod work;
 
-pub(crate) use asks::{AskOutcome, AskReply, Asks, LiveCount};
+pub(crate) use asks::{AskOutcome, AskReply, Asks, LiveNodes};
 pub use error::ClusterError;
 pub use feed::StreamEvent;
 pub use membership::{Load, NodeInfo, NodeStatus, list_nodes};
@@ -43,6 +43,10 @@ use tokio_util::sync::CancellationToken;
 use crate::bus::BusHandle;
 use feed::Read;
 use status::Counters;
+
+/// How long a node waits before it reads or asks NATS again after a failure (the connection
+/// reconnects on its own meanwhile).
+const RETRY_AFTER: Duration = Duration::from_millis(500);
 
 /// What a node reports of itself for its lease, asked at each heartbeat.
 pub type LoadFn = Box<dyn Fn() -> (Load, String) + Send + Sync>;
@@ -214,7 +218,7 @@ impl Cluster {
     }
 
     /// How many nodes hold a live lease now, as far as this node can read (at least 1).
-    pub(crate) fn live_count(&self) -> LiveCount {
+    pub(crate) fn live_count(&self) -> LiveNodes {
         let bucket = self.bucket.clone();
         Arc::new(move || {
             let bucket = bucket.clone();

@@ -210,8 +210,12 @@ impl WorkQueue {
                     Ok(batch) => batch,
                     Err(e) => {
                         tracing::warn!("cannot ask the cluster for work: {e}");
-                        // The connection reconnects on its own; ask again once it is back.
-                        self.client.flush().await.ok();
+                        // The connection reconnects on its own; ask again a moment later
+                        // rather than spin while it is away.
+                        tokio::select! {
+                            () = self.stop.cancelled() => return,
+                            () = tokio::time::sleep(super::RETRY_AFTER) => {}
+                        }
                         continue;
                     }
                 },

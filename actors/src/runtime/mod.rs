@@ -1,5 +1,6 @@
 //! The public handle of a running taskforce: sessions, prompts, cancels, queries, events.
 
+mod cluster;
 mod command;
 mod generate;
 mod manage;
@@ -37,7 +38,7 @@ use crate::owner::{self, OwnerLock};
 
 use crate::RuntimeError;
 use crate::bus::{BusHandle, Event, Filter, SessionStatus, Subscription};
-use crate::cluster::{AskOutcome, AskReply, Asks, Cluster, WorkQueue};
+use crate::cluster::{AskOutcome, AskReply, Cluster};
 use crate::core::Core;
 use crate::hooks::Hooks;
 use crate::id_map::IdMap;
@@ -154,8 +155,8 @@ impl Runtime {
         let subagents = Subagents::new(core.clone(), supervisor.clone(), queued);
         let _ = core.children.set(subagents.clone());
         if let Some(cluster) = &cluster {
-            cluster.start_lease(cluster_load(&core, &subagents));
-            join_cluster(cluster, &core, &subagents, &supervisor).await?;
+            cluster.start_lease(cluster::cluster_load(&core, &subagents));
+            cluster::join_cluster(cluster, &core, &subagents, &supervisor).await?;
         }
         // Runs that runtimes which died left half-way are ended first: nothing (a delivery
         // below, a prompt) builds on them as they are. Their lock files go too.
@@ -530,81 +531,4 @@ impl Runtime {
     pub fn providers(&self) -> &Providers {
         &self.core.providers
     }
-}
-
-/// Takes part in the cluster's work: answers asks held here for other nodes' clients, repairs
-/// what nodes that die leave, and, when the store is shared, places child runs on other nodes
-/// when this one is full and runs theirs.
-async fn join_cluster(
-    cluster: &Arc<Cluster>,
-    core: &Arc<Core>,
-    subagents: &Arc<Subagents>,
-    supervisor: &Addr<Supervisor>,
-) -> Result<(), RuntimeError> {
-    let asks = Asks::start(
-        cluster.client().clone(),
-        cluster.names(),
-        core.broker.clone(),
-        core.questions.clone(),
-        cluster.live_count(),
-    )
-    .await?;
-    cluster.keep_asks(asks);
-    // Cancels from other nodes always reach this one; child runs move between nodes only
-    // through a shared store.
-    let shared = core.store.is_shared();
-    let supervisor = supervisor.clone();
-    let queue = WorkQueue::start(
-        cluster.client().clone(),
-        cluster.names(),
-        cluster.node(),
-        subagents.clone(),
-        cluster.lost_watch(),
-        Box::new(move |id| supervisor.do_send(CancelTree { id: id.clone() })),
-        shared,
-    )
-    .await?;
-    if shared {
-        subagents.join_cluster(cluster.node(), queue.clone());
-    }
-    cluster.keep_work(queue);
-    // What a node that dies leaves is taken over by one of the others (the store's claims
-    // make sure only one repairs each run and delivers each result).
-    let (core, subagents) = (Arc::downgrade(core), Arc::downgrade(subagents));
-    cluster.on_departures(move |node| {
-        let (Some(core), Some(subagents)) = (core.upgrade(), subagents.upgrade()) else {
-            return;
-        };
-        tokio::spawn(async move {
-            let repaired = crate::session::repair_dead_runs(&core, None).await;
-            tracing::info!(
-                node,
-                repaired = repaired.len(),
-                "took over what a lost node left"
-            );
-            subagents.deliver_pending(None).await;
-        });
-    });
-    Ok(())
-}
-
-/// What this node reports in its cluster lease: its running sessions, its running-child slots
-/// and its store.
-fn cluster_load(core: &Arc<Core>, subagents: &Arc<Subagents>) -> crate::cluster::LoadFn {
-    let (core, subagents) = (Arc::downgrade(core), Arc::downgrade(subagents));
-    Box::new(move || {
-        let mut load = crate::cluster::Load::default();
-        let mut store = "ok".to_string();
-        if let (Some(core), Some(subagents)) = (core.upgrade(), subagents.upgrade()) {
-            let (used, capacity) = subagents.slots();
-            load.running_sessions = core.statuses.len() as u64;
-            load.slots_used = used as u64;
-            load.slots_capacity = capacity as u64;
-            load.slots_free = capacity.saturating_sub(used) as u64;
-            if let Some(link) = core.store.link() {
-                store = link;
-            }
-        }
-        (load, store)
-    })
 }

@@ -7,7 +7,9 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::json;
 use taskforce_actors::bus::{BusItem, Event, Filter, Subscription};
-use taskforce_actors::{PromptInput, Runtime};
+use taskforce_actors::store::MessageWithParts;
+use taskforce_actors::{PromptInput, Runtime, RuntimeError};
+use taskforce_agents::id::SessionId;
 use taskforce_agents::permission::PermissionReply;
 use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 use taskforce_testkit::nats::TestNats;
@@ -25,6 +27,16 @@ async fn node(fake: &FakeOpenAi, nats: &TestNats, node: &str, extra: &str) -> (E
     options.cluster = true;
     let rt = Runtime::start(options).await.unwrap();
     (env, rt)
+}
+
+/// Prompts `session` on `rt` with `text` in a task of its own; its answer comes with the task.
+fn prompt_in_background(
+    rt: &Runtime,
+    session: &SessionId,
+    text: &'static str,
+) -> tokio::task::JoinHandle<Result<MessageWithParts, RuntimeError>> {
+    let (rt, session) = (rt.clone(), session.clone());
+    tokio::spawn(async move { rt.prompt(&session, PromptInput::text(text)).await })
 }
 
 /// The first event of `events` that `pick` takes.
@@ -71,11 +83,7 @@ async fn a_question_raised_on_one_node_is_answered_from_another() {
     let (_b_env, b) = node(&fake, &nats, "node-b", "").await;
     let mut on_b = b.subscribe(Filter::All);
     let root = a.create_session(None, None).await.unwrap();
-    let run = tokio::spawn({
-        let a = a.clone();
-        let id = root.id.clone();
-        async move { a.prompt(&id, PromptInput::text("ask me")).await }
-    });
+    let run = prompt_in_background(&a, &root.id, "ask me");
     let asked = first(&mut on_b, |e| match e {
         Event::QuestionAsked(request) => Some((**request).clone()),
         _ => None,
@@ -115,11 +123,7 @@ async fn a_permission_ask_raised_on_one_node_is_answered_from_another() {
     let (_b_env, b) = node(&fake, &nats, "node-b", ask).await;
     let mut on_b = b.subscribe(Filter::All);
     let root = a.create_session(None, None).await.unwrap();
-    let run = tokio::spawn({
-        let a = a.clone();
-        let id = root.id.clone();
-        async move { a.prompt(&id, PromptInput::text("run it")).await }
-    });
+    let run = prompt_in_background(&a, &root.id, "run it");
     let asked = first(&mut on_b, |e| match e {
         Event::PermissionAsked(request) => Some((**request).clone()),
         _ => None,
@@ -154,11 +158,7 @@ async fn a_cancel_sent_through_one_node_stops_a_run_on_another() {
     let (_b_env, b) = node(&fake, &nats, "node-b", "").await;
     let mut on_b = b.subscribe(Filter::All);
     let root = a.create_session(None, None).await.unwrap();
-    let run = tokio::spawn({
-        let a = a.clone();
-        let id = root.id.clone();
-        async move { a.prompt(&id, PromptInput::text("go on forever")).await }
-    });
+    let run = prompt_in_background(&a, &root.id, "go on forever");
     // Running on A (B sees it busy) before B is asked to cancel it.
     first(&mut on_b, |e| match e {
         Event::PartUpdated { part } if part.session_id == root.id => Some(()),
