@@ -1,6 +1,7 @@
-//! Asks raised on one node answered from a client of another: a reply to a permission ask or
-//! a question that this node does not hold goes to every node on `PREFIX.ask`; the node that
-//! holds it answers it and says so, the others say they do not know it.
+//! Asks raised on one node listed and answered from a client of another: a reply to a
+//! permission ask or a question that this node does not hold goes to every node on
+//! `PREFIX.ask`; the node that holds it answers it and says so, the others say they do not
+//! know it. A request for the list is answered by every live node with the asks it holds.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -9,8 +10,8 @@ use futures::StreamExt;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use taskforce_agents::id::{PermissionId, QuestionId};
-use taskforce_agents::permission::PermissionReply;
-use taskforce_agents::question::QuestionAnswer;
+use taskforce_agents::permission::{PermissionReply, PermissionRequest};
+use taskforce_agents::question::{QuestionAnswer, QuestionRequest};
 use tokio_util::sync::CancellationToken;
 
 use super::{ClusterError, Names};
@@ -19,11 +20,14 @@ use crate::question::{QuestionBroker, QuestionReplyError};
 
 /// How long a forwarded reply waits for the node holding the ask.
 const ANSWER_WAIT: Duration = Duration::from_secs(3);
+/// How long a request for the list waits for the other live nodes.
+const LIST_WAIT: Duration = Duration::from_secs(1);
 
-/// A reply to an ask this node does not hold.
+/// What one node asks the others about asks: to take a reply to an ask it does not hold, or
+/// for the asks they hold.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
-pub(crate) enum AskReply {
+pub(crate) enum AskRequest {
     /// A reply to a permission ask.
     Permission {
         id: PermissionId,
@@ -37,10 +41,12 @@ pub(crate) enum AskReply {
     },
     /// A question dismissed.
     Dismiss { id: QuestionId },
+    /// Every ask the node holds, please.
+    List,
 }
 
-/// What became of a forwarded reply.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// What became of a forwarded reply, or what a node holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub(crate) enum AskOutcome {
     /// No node holds the ask.
@@ -49,24 +55,42 @@ pub(crate) enum AskOutcome {
     Done,
     /// The node holding it refused the answers.
     Refused { error: QuestionReplyError },
+    /// The asks a node holds.
+    Held {
+        node: String,
+        permissions: Vec<PermissionRequest>,
+        questions: Vec<QuestionRequest>,
+    },
 }
 
-/// How many nodes are live now (this one included).
-pub(crate) type LiveNodes = Arc<dyn Fn() -> BoxFuture<'static, usize> + Send + Sync>;
+/// The asks the other live nodes hold, each with the node holding it.
+#[derive(Debug, Default)]
+pub(crate) struct Elsewhere {
+    /// Permission asks, by node.
+    pub(crate) permissions: Vec<(String, PermissionRequest)>,
+    /// Questions, by node.
+    pub(crate) questions: Vec<(String, QuestionRequest)>,
+}
+
+/// The nodes with a live lease now, as far as this node can read (`None`: it cannot read them).
+pub(crate) type LiveNodes = Arc<dyn Fn() -> BoxFuture<'static, Option<Vec<String>>> + Send + Sync>;
 
 /// This node's side of cross-node asks.
 pub(crate) struct Asks {
     client: async_nats::Client,
     subject: String,
+    node: Arc<str>,
     live: LiveNodes,
     stop: CancellationToken,
 }
 
 impl Asks {
-    /// Answers other nodes' replies to the asks `broker` and `questions` hold.
+    /// Answers other nodes' replies to the asks `broker` and `questions` hold, and their
+    /// requests for the list, as node `node`.
     pub(crate) async fn start(
         client: async_nats::Client,
         names: &Names,
+        node: Arc<str>,
         broker: Arc<PermissionBroker>,
         questions: Arc<QuestionBroker>,
         live: LiveNodes,
@@ -79,6 +103,7 @@ impl Asks {
         let asks = Arc::new(Asks {
             client: client.clone(),
             subject,
+            node: node.clone(),
             live,
             stop: CancellationToken::new(),
         });
@@ -93,7 +118,12 @@ impl Asks {
                 let Some(inbox) = request.reply.clone() else {
                     continue;
                 };
-                let outcome = match serde_json::from_slice::<AskReply>(&request.payload) {
+                let outcome = match serde_json::from_slice::<AskRequest>(&request.payload) {
+                    Ok(AskRequest::List) => AskOutcome::Held {
+                        node: node.to_string(),
+                        permissions: broker.list(),
+                        questions: questions.list(),
+                    },
                     Ok(reply) => take(&broker, &questions, reply).await,
                     Err(e) => {
                         tracing::warn!("dropping an unreadable ask reply: {e}");
@@ -116,28 +146,11 @@ impl Asks {
 
     /// Sends `reply` to every node and waits for the one that holds its ask (or for every
     /// live node to say it does not, or at most a few seconds).
-    pub(crate) async fn forward(&self, reply: &AskReply) -> AskOutcome {
-        let body = match serde_json::to_vec(reply) {
-            Ok(body) => body,
-            Err(_) => return AskOutcome::Unknown,
-        };
-        let inbox = self.client.new_inbox();
-        let mut answers = match self.client.subscribe(inbox.clone()).await {
-            Ok(answers) => answers,
-            Err(e) => {
-                tracing::warn!("cannot forward an ask reply: {e}");
-                return AskOutcome::Unknown;
-            }
-        };
-        if let Err(e) = self
-            .client
-            .publish_with_reply(self.subject.clone(), inbox, body.into())
-            .await
-        {
-            tracing::warn!("cannot forward an ask reply: {e}");
+    pub(crate) async fn forward(&self, reply: &AskRequest) -> AskOutcome {
+        let Some((mut answers, live)) = self.send(reply).await else {
             return AskOutcome::Unknown;
-        }
-        let expected = (self.live)().await.max(1);
+        };
+        let expected = live.map_or(1, |live| live.len().max(1));
         let mut heard = 0;
         let deadline = tokio::time::sleep(ANSWER_WAIT);
         tokio::pin!(deadline);
@@ -147,17 +160,80 @@ impl Asks {
                 answer = answers.next() => {
                     let Some(answer) = answer else { return AskOutcome::Unknown };
                     match serde_json::from_slice::<AskOutcome>(&answer.payload) {
-                        Ok(AskOutcome::Unknown) | Err(_) => {
+                        Ok(outcome @ (AskOutcome::Done | AskOutcome::Refused { .. })) => {
+                            return outcome;
+                        }
+                        Ok(_) | Err(_) => {
                             heard += 1;
                             if heard >= expected {
                                 return AskOutcome::Unknown;
                             }
                         }
-                        Ok(outcome) => return outcome,
                     }
                 }
             }
         }
+    }
+
+    /// The asks every other live node holds: each answers with its own. A node that does not
+    /// answer within a second (dying, or cut off) is left out, and so is one whose lease has
+    /// lapsed: the others take it for dead and have closed its asks.
+    pub(crate) async fn elsewhere(&self) -> Elsewhere {
+        let mut found = Elsewhere::default();
+        let Some((mut answers, live)) = self.send(&AskRequest::List).await else {
+            return found;
+        };
+        let expected = live.as_ref().map_or(1, |live| live.len().max(1));
+        let mut heard = 0;
+        let deadline = tokio::time::sleep(LIST_WAIT);
+        tokio::pin!(deadline);
+        while heard < expected {
+            tokio::select! {
+                () = &mut deadline => break,
+                answer = answers.next() => {
+                    let Some(answer) = answer else { break };
+                    heard += 1;
+                    let Ok(AskOutcome::Held { node, permissions, questions }) =
+                        serde_json::from_slice::<AskOutcome>(&answer.payload)
+                    else {
+                        continue;
+                    };
+                    let taken_for_dead = live.as_ref().is_some_and(|live| !live.contains(&node));
+                    if *node == *self.node || taken_for_dead {
+                        continue;
+                    }
+                    found.permissions.extend(permissions.into_iter().map(|p| (node.clone(), p)));
+                    found.questions.extend(questions.into_iter().map(|q| (node.clone(), q)));
+                }
+            }
+        }
+        found
+    }
+
+    /// Sends `request` to every node (this one included) with an inbox for their answers;
+    /// answers the inbox and the live nodes.
+    async fn send(
+        &self,
+        request: &AskRequest,
+    ) -> Option<(async_nats::Subscriber, Option<Vec<String>>)> {
+        let body = serde_json::to_vec(request).ok()?;
+        let inbox = self.client.new_inbox();
+        let answers = match self.client.subscribe(inbox.clone()).await {
+            Ok(answers) => answers,
+            Err(e) => {
+                tracing::warn!("cannot ask the other nodes about asks: {e}");
+                return None;
+            }
+        };
+        if let Err(e) = self
+            .client
+            .publish_with_reply(self.subject.clone(), inbox, body.into())
+            .await
+        {
+            tracing::warn!("cannot ask the other nodes about asks: {e}");
+            return None;
+        }
+        Some((answers, (self.live)().await))
     }
 }
 
@@ -165,7 +241,7 @@ impl Asks {
 async fn take(
     broker: &PermissionBroker,
     questions: &QuestionBroker,
-    reply: AskReply,
+    reply: AskRequest,
 ) -> AskOutcome {
     let done = |held: bool| {
         if held {
@@ -175,13 +251,14 @@ async fn take(
         }
     };
     match reply {
-        AskReply::Permission { id, reply, message } => {
+        AskRequest::Permission { id, reply, message } => {
             done(broker.reply(&id, reply, message).await)
         }
-        AskReply::Answer { id, answers } => match questions.reply(&id, answers) {
+        AskRequest::Answer { id, answers } => match questions.reply(&id, answers) {
             Ok(held) => done(held),
             Err(error) => AskOutcome::Refused { error },
         },
-        AskReply::Dismiss { id } => done(questions.reject(&id)),
+        AskRequest::Dismiss { id } => done(questions.reject(&id)),
+        AskRequest::List => AskOutcome::Unknown,
     }
 }

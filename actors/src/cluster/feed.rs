@@ -13,6 +13,7 @@ use futures::stream::BoxStream;
 use tokio_util::sync::CancellationToken;
 
 use super::ClusterError;
+use super::held_elsewhere::HeldElsewhere;
 use super::names::Names;
 use super::outbound::NODE_HEADER;
 use super::status::Counters;
@@ -108,45 +109,67 @@ fn read(message: &jetstream::Message) -> Read {
 
 /// The inbound half of the bridge: feeds the events of other nodes, from stream sequence
 /// `after` on, into `bus`, until `stop` is cancelled. This node's own events are skipped (its
-/// bus has them already), so nothing goes back to the cluster.
-pub(crate) async fn inbound(
-    js: jetstream::Context,
-    names: Names,
-    node: Arc<str>,
-    bus: BusHandle,
-    counters: Arc<Counters>,
-    mut after: u64,
-    stop: CancellationToken,
-) {
-    loop {
-        let mut events = events_after(js.clone(), &names, after);
+/// bus has them already), so nothing goes back to the cluster. The asks they raise and close
+/// are noted in `held`.
+pub(crate) struct Inbound {
+    pub(crate) js: jetstream::Context,
+    pub(crate) names: Names,
+    /// This node.
+    pub(crate) node: Arc<str>,
+    pub(crate) bus: BusHandle,
+    pub(crate) held: Arc<HeldElsewhere>,
+    pub(crate) counters: Arc<Counters>,
+    /// The last sequence already seen.
+    pub(crate) after: u64,
+    pub(crate) stop: CancellationToken,
+}
+
+impl Inbound {
+    /// Runs the inbound half until stopped.
+    pub(crate) async fn run(self) {
+        let Inbound {
+            js,
+            names,
+            node,
+            bus,
+            held,
+            counters,
+            mut after,
+            stop,
+        } = self;
         loop {
-            let next = tokio::select! {
-                () = stop.cancelled() => return,
-                next = events.next() => next,
-            };
-            match next {
-                Some(Ok(Read::Event(e))) => {
-                    after = e.seq;
-                    if e.node.as_deref() != Some(&*node) {
-                        counters.received.fetch_add(1, Ordering::Relaxed);
-                        bus.publish_remote(e.event);
+            let mut events = events_after(js.clone(), &names, after);
+            loop {
+                let next = tokio::select! {
+                    () = stop.cancelled() => return,
+                    next = events.next() => next,
+                };
+                match next {
+                    Some(Ok(Read::Event(e))) => {
+                        after = e.seq;
+                        if e.node.as_deref() != Some(&*node) {
+                            counters.received.fetch_add(1, Ordering::Relaxed);
+                            if let Some(from) = &e.node {
+                                held.observe(from, &e.event);
+                            }
+                            bus.publish_remote(e.event);
+                        }
                     }
+                    Some(Ok(Read::Unreadable(seq))) => {
+                        after = after.max(seq);
+                        counters.unreadable.fetch_add(1, Ordering::Relaxed);
+                    }
+                    Some(Err(e)) => {
+                        tracing::warn!("reading other nodes' events: {e}; starting again");
+                        break;
+                    }
+                    None => break,
                 }
-                Some(Ok(Read::Unreadable(seq))) => {
-                    after = after.max(seq);
-                    counters.unreadable.fetch_add(1, Ordering::Relaxed);
-                }
-                Some(Err(e)) => {
-                    tracing::warn!("reading other nodes' events: {e}; starting again");
-                    break;
-                }
-                None => break,
             }
-        }
-        tokio::select! {
-            () = stop.cancelled() => return,
-            () = tokio::time::sleep(super::RETRY_AFTER) => {}
+            tokio::select! {
+                () = stop.cancelled() => return,
+                () = tokio::time::sleep(super::RETRY_AFTER) => {}
+            }
         }
     }
 }

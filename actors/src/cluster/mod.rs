@@ -13,6 +13,7 @@ mod asks;
 mod connect;
 mod error;
 mod feed;
+mod held_elsewhere;
 mod leases;
 mod membership;
 mod names;
@@ -20,7 +21,7 @@ mod outbound;
 mod status;
 mod work;
 
-pub(crate) use asks::{AskOutcome, AskReply, Asks, LiveNodes};
+pub(crate) use asks::{AskOutcome, AskRequest, Asks, Elsewhere, LiveNodes};
 pub use error::ClusterError;
 pub use feed::StreamEvent;
 pub use membership::{Load, NodeInfo, NodeStatus, list_nodes};
@@ -42,6 +43,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::bus::BusHandle;
 use feed::Read;
+use held_elsewhere::HeldElsewhere;
 use status::Counters;
 
 /// How long a node waits before it reads or asks NATS again after a failure (the connection
@@ -72,6 +74,8 @@ pub struct Cluster {
     heartbeat: CancellationToken,
     /// Answering replies to asks held here, once started.
     asks: OnceLock<Arc<Asks>>,
+    /// The asks other nodes hold, as their events tell.
+    held_elsewhere: Arc<HeldElsewhere>,
     /// The work queue, once this node takes part in placing child runs.
     work: OnceLock<Arc<WorkQueue>>,
     /// Stops everything.
@@ -125,6 +129,7 @@ impl Cluster {
         })?;
         let (progress_tx, progress) = watch::channel(Progress::default());
         let stop = CancellationToken::new();
+        let held_elsewhere = Arc::new(HeldElsewhere::default());
         tokio::spawn(
             outbound::Outbound {
                 js: js.clone(),
@@ -139,15 +144,19 @@ impl Cluster {
             }
             .run(),
         );
-        tokio::spawn(feed::inbound(
-            js.clone(),
-            names.clone(),
-            node.clone(),
-            bus.clone(),
-            counters.clone(),
-            joined_at,
-            stop.clone(),
-        ));
+        tokio::spawn(
+            feed::Inbound {
+                js: js.clone(),
+                names: names.clone(),
+                node: node.clone(),
+                bus: bus.clone(),
+                held: held_elsewhere.clone(),
+                counters: counters.clone(),
+                after: joined_at,
+                stop: stop.clone(),
+            }
+            .run(),
+        );
         tracing::info!(
             "node {node} joined cluster {} (stream {} at {joined_at})",
             names.prefix(),
@@ -169,6 +178,7 @@ impl Cluster {
             address: Mutex::new(None),
             heartbeat: stop.child_token(),
             asks: OnceLock::new(),
+            held_elsewhere,
             work: OnceLock::new(),
             stop,
         }))
@@ -201,13 +211,28 @@ impl Cluster {
         Arc::new(move |node| Box::pin(leases::lost(bucket.clone(), node, patience)))
     }
 
-    /// Calls `on_lost` for each other node whose lease lapses, until this node leaves.
+    /// Calls `on_lost` for each other node whose lease lapses, until this node leaves. The
+    /// asks the lost node left open are closed for every client first (by one survivor).
     pub(crate) fn on_departures(&self, on_lost: impl Fn(String) + Send + 'static) {
         let (bucket, me, patience) = (
             self.bucket.clone(),
             self.node.to_string(),
             self.config.lease,
         );
+        let (held, bus) = (self.held_elsewhere.clone(), self.bus.clone());
+        let (nodes, closer) = (self.bucket.clone(), me.clone());
+        let on_lost = move |node: String| {
+            let closing = held.forget(&node);
+            if !closing.is_empty() {
+                let (nodes, closer, bus) = (nodes.clone(), closer.clone(), bus.clone());
+                tokio::spawn(async move {
+                    if first_live(&nodes, &closer).await {
+                        bus.publish_all(closing);
+                    }
+                });
+            }
+            on_lost(node);
+        };
         let stop = self.stop.clone();
         tokio::spawn(async move {
             tokio::select! {
@@ -217,23 +242,47 @@ impl Cluster {
         });
     }
 
-    /// How many nodes hold a live lease now, as far as this node can read (at least 1).
-    pub(crate) fn live_count(&self) -> LiveNodes {
+    /// The nodes holding a live lease now, as far as this node can read.
+    pub(crate) fn live_nodes(&self) -> LiveNodes {
         let bucket = self.bucket.clone();
         Arc::new(move || {
             let bucket = bucket.clone();
             Box::pin(async move {
-                match list_nodes(&bucket).await {
-                    Ok(nodes) => nodes.iter().filter(|n| !n.expired).count().max(1),
-                    Err(_) => 1,
-                }
+                let nodes = list_nodes(&bucket).await.ok()?;
+                Some(
+                    nodes
+                        .into_iter()
+                        .filter(|n| !n.expired)
+                        .map(|n| n.info.node)
+                        .collect(),
+                )
             })
         })
     }
 
-    /// Keeps the asks' side of this node for as long as it is in the cluster.
+    /// Keeps the asks' side of this node for as long as it is in the cluster, and learns
+    /// which asks the other nodes hold already.
     pub(crate) fn keep_asks(&self, asks: Arc<Asks>) {
+        let held = self.held_elsewhere.clone();
+        let seeding = asks.clone();
+        tokio::spawn(async move {
+            let found = seeding.elsewhere().await;
+            for (node, request) in &found.permissions {
+                held.seed(node, std::slice::from_ref(request), &[]);
+            }
+            for (node, request) in &found.questions {
+                held.seed(node, &[], std::slice::from_ref(request));
+            }
+        });
         let _ = self.asks.set(asks);
+    }
+
+    /// The asks the other live nodes hold (none when this node takes no part in asks).
+    pub(crate) async fn asks_elsewhere(&self) -> Elsewhere {
+        match self.asks.get() {
+            Some(asks) => asks.elsewhere().await,
+            None => Elsewhere::default(),
+        }
     }
 
     /// Keeps the work queue's side of this node for as long as it is in the cluster.
@@ -243,7 +292,7 @@ impl Cluster {
 
     /// Sends `reply` to the node that holds its ask; `Unknown` when none does (or this node
     /// takes no part in asks).
-    pub(crate) async fn forward_reply(&self, reply: &AskReply) -> AskOutcome {
+    pub(crate) async fn forward_reply(&self, reply: &AskRequest) -> AskOutcome {
         match self.asks.get() {
             Some(asks) => asks.forward(reply).await,
             None => AskOutcome::Unknown,
@@ -416,6 +465,17 @@ pub async fn read_status(config: &ClusterConfig) -> Result<ClusterStatus, Cluste
         this_node: None,
         nodes,
     })
+}
+
+/// Whether `me` comes first by name among the nodes with a live lease (so that one survivor
+/// alone acts for all; when the leases cannot be read, every node does).
+async fn first_live(bucket: &kv::Store, me: &str) -> bool {
+    match list_nodes(bucket).await {
+        Ok(nodes) => !nodes
+            .iter()
+            .any(|n| !n.expired && n.info.node.as_str() < me),
+        Err(_) => true,
+    }
 }
 
 /// A node name unique to this start: the host name and a fresh ULID.

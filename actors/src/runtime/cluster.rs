@@ -24,9 +24,10 @@ pub(super) async fn join_cluster(
     let asks = Asks::start(
         cluster.client().clone(),
         cluster.names(),
+        Arc::from(cluster.node()),
         core.broker.clone(),
         core.questions.clone(),
-        cluster.live_count(),
+        cluster.live_nodes(),
     )
     .await?;
     cluster.keep_asks(asks);

@@ -38,7 +38,7 @@ use crate::owner::{self, OwnerLock};
 
 use crate::RuntimeError;
 use crate::bus::{BusHandle, Event, Filter, SessionStatus, Subscription};
-use crate::cluster::{AskOutcome, AskReply, Cluster};
+use crate::cluster::{AskOutcome, AskRequest, Cluster};
 use crate::core::Core;
 use crate::hooks::Hooks;
 use crate::id_map::IdMap;
@@ -489,7 +489,7 @@ impl Runtime {
         if self.core.broker.reply(id, reply, message.clone()).await {
             return true;
         }
-        let reply = AskReply::Permission {
+        let reply = AskRequest::Permission {
             id: id.clone(),
             reply,
             message,
@@ -497,9 +497,15 @@ impl Runtime {
         self.forward(&reply).await == AskOutcome::Done
     }
 
-    /// Every pending permission ask.
-    pub fn pending_permissions(&self) -> Vec<PermissionRequest> {
-        self.core.broker.list()
+    /// Every pending permission ask, oldest first: in a cluster, those every live node holds.
+    pub async fn pending_permissions(&self) -> Vec<PermissionRequest> {
+        let mut asks = self.core.broker.list();
+        if let Some(cluster) = &self.cluster {
+            let elsewhere = cluster.asks_elsewhere().await;
+            asks.extend(elsewhere.permissions.into_iter().map(|(_, ask)| ask));
+            asks.sort_by(|a, b| a.id.as_str().cmp(b.id.as_str()));
+        }
+        asks
     }
 
     /// Every slash command.

@@ -3,13 +3,20 @@
 use taskforce_agents::id::QuestionId;
 
 use super::Runtime;
-use crate::cluster::{AskOutcome, AskReply};
+use crate::cluster::{AskOutcome, AskRequest};
 use crate::question::{QuestionAnswer, QuestionReplyError, QuestionRequest};
 
 impl Runtime {
-    /// Every question waiting for the user, oldest first.
-    pub fn pending_questions(&self) -> Vec<QuestionRequest> {
-        self.core.questions.list()
+    /// Every question waiting for the user, oldest first: in a cluster, those every live node
+    /// holds.
+    pub async fn pending_questions(&self) -> Vec<QuestionRequest> {
+        let mut asks = self.core.questions.list();
+        if let Some(cluster) = &self.cluster {
+            let elsewhere = cluster.asks_elsewhere().await;
+            asks.extend(elsewhere.questions.into_iter().map(|(_, ask)| ask));
+            asks.sort_by(|a, b| a.id.as_str().cmp(b.id.as_str()));
+        }
+        asks
     }
 
     /// Answers a pending question (the labels picked, one list per question); false when none
@@ -24,14 +31,14 @@ impl Runtime {
         if self.core.questions.reply(id, answers.clone())? {
             return Ok(true);
         }
-        let reply = AskReply::Answer {
+        let reply = AskRequest::Answer {
             id: id.clone(),
             answers,
         };
         match self.forward(&reply).await {
             AskOutcome::Done => Ok(true),
             AskOutcome::Refused { error } => Err(error),
-            AskOutcome::Unknown => Ok(false),
+            AskOutcome::Unknown | AskOutcome::Held { .. } => Ok(false),
         }
     }
 
@@ -39,12 +46,12 @@ impl Runtime {
     /// rejected permission); false when none is pending under that id.
     pub async fn reject_question(&self, id: &QuestionId) -> bool {
         self.core.questions.reject(id)
-            || self.forward(&AskReply::Dismiss { id: id.clone() }).await == AskOutcome::Done
+            || self.forward(&AskRequest::Dismiss { id: id.clone() }).await == AskOutcome::Done
     }
 
     /// Sends a reply to an ask this node does not hold to the node that holds it, in a
     /// cluster.
-    pub(super) async fn forward(&self, reply: &AskReply) -> AskOutcome {
+    pub(super) async fn forward(&self, reply: &AskRequest) -> AskOutcome {
         match &self.cluster {
             Some(cluster) => cluster.forward_reply(reply).await,
             None => AskOutcome::Unknown,

@@ -1,6 +1,7 @@
 //! Two runtimes joined in one cluster over a real NATS (`TASKFORCE_TEST_NATS_URL`), each on its
-//! own store: a question or a permission ask raised on one is answered through the other, and
-//! a cancel sent through the other stops a run of the first.
+//! own store: a question or a permission ask raised on one is listed and answered through the
+//! other, the asks of a node taken for dead are closed, and a cancel sent through the other
+//! stops a run of the first.
 
 use std::time::Duration;
 
@@ -19,9 +20,20 @@ use super::runtime::Env;
 
 /// A node of `nats`'s cluster named `node`, with models from `fake` and `extra` config.
 async fn node(fake: &FakeOpenAi, nats: &TestNats, node: &str, extra: &str) -> (Env, Runtime) {
+    node_with_lease(fake, nats, node, "10s", extra).await
+}
+
+/// A node as [`node`] makes, whose lease lasts `lease`.
+async fn node_with_lease(
+    fake: &FakeOpenAi,
+    nats: &TestNats,
+    node: &str,
+    lease: &str,
+    extra: &str,
+) -> (Env, Runtime) {
     let env = Env::new(
         &fake.base_url(),
-        &format!("{}{extra}", nats.cluster_toml(node, "10s")),
+        &format!("{}{extra}", nats.cluster_toml(node, lease)),
     );
     let mut options = env.options();
     options.cluster = true;
@@ -89,7 +101,11 @@ async fn a_question_raised_on_one_node_is_answered_from_another() {
         _ => None,
     })
     .await;
-    assert!(b.pending_questions().is_empty(), "node B does not hold it");
+    assert_eq!(
+        b.pending_questions().await,
+        vec![asked.clone()],
+        "node B lists the question node A holds"
+    );
     assert!(
         b.reply_question(&asked.id, vec![vec!["Blue".into()]])
             .await
@@ -99,6 +115,7 @@ async fn a_question_raised_on_one_node_is_answered_from_another() {
     let answer = run.await.unwrap().unwrap();
     let text = format!("{:?}", answer.parts);
     assert!(text.contains("Blue"), "{text}");
+    assert!(b.pending_questions().await.is_empty());
     assert!(
         !b.reply_question(&asked.id, vec![vec!["Red".into()]])
             .await
@@ -129,6 +146,11 @@ async fn a_permission_ask_raised_on_one_node_is_answered_from_another() {
         _ => None,
     })
     .await;
+    assert_eq!(
+        b.pending_permissions().await,
+        vec![asked.clone()],
+        "node B lists the ask node A holds"
+    );
     assert!(
         b.reply_permission(&asked.id, PermissionReply::Once, None)
             .await,
@@ -137,10 +159,56 @@ async fn a_permission_ask_raised_on_one_node_is_answered_from_another() {
     let answer = run.await.unwrap().unwrap();
     let text = format!("{:?}", answer.parts);
     assert!(text.contains("crossed"), "the command ran: {text}");
+    assert!(b.pending_permissions().await.is_empty());
     assert!(
         !b.reply_permission(&asked.id, PermissionReply::Once, None)
             .await,
         "no node holds it any more"
+    );
+    a.stop(Duration::from_secs(5)).await;
+    b.stop(Duration::from_secs(5)).await;
+}
+
+#[actix_rt::test]
+async fn the_asks_of_a_node_taken_for_dead_are_closed_for_clients_and_leave_the_lists() {
+    let Some(nats) = TestNats::fresh("cluster_dead_asks") else {
+        return;
+    };
+    let questions = json!({"questions": [{
+        "question": "Which size?", "header": "Size",
+        "options": [{"label": "S", "description": "small"}, {"label": "L", "description": "large"}]
+    }]});
+    let fake = FakeOpenAi::start(asks_then_reports("question", questions))
+        .await
+        .unwrap();
+    let (_a_env, a) = node_with_lease(&fake, &nats, "node-a", "1s", "").await;
+    let mut on_a = a.subscribe(Filter::All);
+    let root = a.create_session(None, None).await.unwrap();
+    let _run = prompt_in_background(&a, &root.id, "ask me");
+    let asked = first(&mut on_a, |e| match e {
+        Event::QuestionAsked(request) => Some((**request).clone()),
+        _ => None,
+    })
+    .await;
+    // Node B joins after the question was raised: it learns of it from node A when it joins.
+    let (_b_env, b) = node_with_lease(&fake, &nats, "node-b", "1s", "").await;
+    let mut on_b = b.subscribe(Filter::All);
+    assert_eq!(b.pending_questions().await, vec![asked.clone()]);
+
+    // Node A stops renewing its lease, as a node that hangs or dies does.
+    a.cluster().unwrap().stop_heartbeat();
+    let closed = first(&mut on_b, |e| match e {
+        Event::QuestionRejected {
+            session_id,
+            request_id,
+        } if *request_id == asked.id => Some(session_id.clone()),
+        _ => None,
+    })
+    .await;
+    assert_eq!(closed, asked.session_id);
+    assert!(
+        b.pending_questions().await.is_empty(),
+        "a node taken for dead is not listed"
     );
     a.stop(Duration::from_secs(5)).await;
     b.stop(Duration::from_secs(5)).await;

@@ -467,7 +467,7 @@ async fn openapi_a_permission_ask_validates() {
         .await
         .unwrap();
     let mut events = events_until(&mut sub, |e| matches!(e, Event::PermissionAsked(_))).await;
-    let pending = rt.pending_permissions();
+    let pending = rt.pending_permissions().await;
     assert_eq!(pending.len(), 1);
     assert!(pending[0].tool.is_some(), "a tool's ask names its call");
     assert_valid(

@@ -91,7 +91,10 @@ async fn once_runs_the_call_and_asks_again_next_time() {
         assert_eq!(request.root_session_id, s.id);
         assert_eq!(request.path, ["build"]);
         assert_eq!(request.patterns, ["echo once-ran"]);
-        assert_eq!(rt.pending_permissions(), std::slice::from_ref(&request));
+        assert_eq!(
+            rt.pending_permissions().await,
+            std::slice::from_ref(&request)
+        );
         assert!(
             rt.reply_permission(&request.id, PermissionReply::Once, None)
                 .await
@@ -155,7 +158,7 @@ async fn a_plain_reject_stops_the_loop_and_rejects_the_sessions_other_asks() {
             (second.id, PermissionReply::Reject)
         ]
     );
-    assert!(rt.pending_permissions().is_empty());
+    assert!(rt.pending_permissions().await.is_empty());
     let parts = tool_parts(&rt, &s.id).await;
     assert_eq!(parts.len(), 2);
     for (_, state) in parts {

@@ -92,7 +92,7 @@ async fn a_question_two_levels_down_reaches_the_root_and_its_answer_goes_back() 
     assert_eq!(request.path, ["build", "general", "general"]);
     assert_eq!(request.questions[0].question, "Which color?");
     assert!(request.tool.is_some());
-    assert_eq!(rt.pending_questions(), vec![request.clone()]);
+    assert_eq!(rt.pending_questions().await, vec![request.clone()]);
 
     assert_eq!(
         rt.reply_question(&request.id, vec![vec!["Blue".into()]])
@@ -112,7 +112,7 @@ async fn a_question_two_levels_down_reaches_the_root_and_its_answer_goes_back() 
             .map(|t| t.text.as_str()),
         Some("root done")
     );
-    assert!(rt.pending_questions().is_empty());
+    assert!(rt.pending_questions().await.is_empty());
     let ToolState::Completed(done) = question_state(&rt, &request).await else {
         panic!("the question part completed");
     };

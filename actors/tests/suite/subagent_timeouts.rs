@@ -220,9 +220,9 @@ async fn the_hard_timeout_ends_a_child_waiting_on_a_permission_ask_and_leaves_no
     // Waiting for a person is not idling: the hard cap ends it, not the idle limit.
     assert!(error.contains("timeoutReason: runtime"), "{error}");
     assert!(
-        rt.pending_permissions().is_empty(),
+        rt.pending_permissions().await.is_empty(),
         "{:?}",
-        rt.pending_permissions()
+        rt.pending_permissions().await
     );
     // The child's call that waited on the ask ended, not left running.
     let child = rt.children(&parent).await.unwrap().remove(0);

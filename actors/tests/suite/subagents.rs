@@ -345,10 +345,10 @@ async fn a_rejected_task_ask_is_permission_denied() {
     let s = rt.create_session(None, None).await.unwrap();
     let running = prompt_in_background(&rt, &s.id, "go");
     until(&rt, "the task call's ask", |rt| async move {
-        !rt.pending_permissions().is_empty()
+        !rt.pending_permissions().await.is_empty()
     })
     .await;
-    let asked = rt.pending_permissions().remove(0);
+    let asked = rt.pending_permissions().await.remove(0);
     assert_eq!(asked.permission, "task");
     assert!(
         rt.reply_permission(&asked.id, PermissionReply::Reject, None)

@@ -22,7 +22,7 @@ use super::session::session_id;
     responses((status = 200, body = Vec<PermissionRequest>))
 )]
 pub async fn list(State(state): State<AppState>) -> Json<Vec<PermissionRequest>> {
-    Json(state.runtime.pending_permissions())
+    Json(state.runtime.pending_permissions().await)
 }
 
 /// Body of `POST /permission/:id/reply`.
@@ -78,6 +78,7 @@ pub async fn respond(
     let belongs = state
         .runtime
         .pending_permissions()
+        .await
         .iter()
         .any(|p| p.id == id && p.session_id == session);
     if !belongs {

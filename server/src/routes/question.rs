@@ -21,7 +21,7 @@ use super::super::openapi::ErrorBody;
     responses((status = 200, body = Vec<QuestionRequest>))
 )]
 pub async fn list(State(state): State<AppState>) -> Json<Vec<QuestionRequest>> {
-    Json(state.runtime.pending_questions())
+    Json(state.runtime.pending_questions().await)
 }
 
 /// Body of `POST /question/:id/reply`.
