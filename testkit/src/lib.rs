@@ -1,7 +1,8 @@
 //! Shared test fixtures of taskforce (a dev-dependency only): fake OpenAI and Anthropic
-//! servers speaking the streaming wire formats, a fake web (pages, search endpoints), scripted answers for them, a throwaway project
-//! on disk, a fresh PostgreSQL schema per test, and waiting on state and on events instead of
-//! sleeping for a guessed time.
+//! servers speaking the streaming wire formats, a fake web (pages, search endpoints), scripted
+//! answers for them, a throwaway project on disk, a fresh PostgreSQL schema per test, a NATS
+//! prefix per test, a TCP proxy a test cuts and restores, and waiting on state and on events
+//! instead of sleeping for a guessed time.
 
 pub mod fake_anthropic;
 pub mod fake_openai;
@@ -9,6 +10,7 @@ pub mod fake_web;
 pub mod mcp;
 pub mod nats;
 pub mod postgres;
+pub mod proxy;
 #[cfg(feature = "pty")]
 pub mod pty;
 #[cfg(feature = "runtime")]

@@ -11,7 +11,8 @@ use taskforce_actors::cluster::read_status;
 use taskforce_actors::{PromptInput, Runtime, RuntimeError};
 use taskforce_agents::config::ClusterConfig;
 use taskforce_testkit::fake_openai::FakeOpenAi;
-use taskforce_testkit::nats::{CutProxy, TestNats};
+use taskforce_testkit::nats::TestNats;
+use taskforce_testkit::proxy::CutProxy;
 use taskforce_testkit::script::delegating;
 use taskforce_testkit::{eventually, eventually_async};
 

@@ -4,8 +4,8 @@
 
 use taskforce_actors::store::{PostgresStore, SessionFilter, Store, StoreError, TreeCount};
 use taskforce_agents::id::SessionId;
-use taskforce_testkit::nats::CutProxy;
 use taskforce_testkit::postgres::TestDatabase;
+use taskforce_testkit::proxy::CutProxy;
 use taskforce_testkit::{eventually, eventually_async};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
