@@ -1,123 +1,23 @@
-//! Three `taskforce serve --cluster` processes sharing one PostgreSQL database
-//! (`TASKFORCE_TEST_POSTGRES_URL`) and one NATS (`TASKFORCE_TEST_NATS_URL`), driven over HTTP
-//! as a client would: a root fanning out 300 children that land on every node, seen whole by
-//! an event stream of one node; a root cancel through another node stopping every child; and
-//! a node killed mid-run, after which the root still gets a result for every child and the
-//! database holds no running call.
+//! A root fanning out 300 children that land on every node of three, seen whole by an event
+//! stream of one node; a root cancel through another node stopping every child; and a node
+//! killed mid-run, after which the root still gets a result for every child and the database
+//! holds no running call.
 
 use std::collections::{BTreeMap, HashSet};
-use std::fs::File;
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use eventsource_stream::Eventsource;
-use futures::StreamExt;
 use serde_json::{Value, json};
 use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
-use taskforce_testkit::nats::TestNats;
 use taskforce_testkit::postgres::TestDatabase;
 use taskforce_testkit::script::first_user;
 
-use super::support::Sandbox;
+use super::support::{Cluster, client, post, unfinished_calls, watch};
 
 /// How many children the root starts.
 const CHILDREN: usize = 300;
 /// How many children each node runs at once.
 const PER_NODE: usize = 100;
-
-/// A running node: its process, its address, its project.
-struct Node {
-    name: String,
-    process: Child,
-    base: String,
-    sandbox: Sandbox,
-}
-
-impl Node {
-    /// Starts `serve --cluster` as node `name` of the cluster, with models from `fake`.
-    async fn start(name: &str, fake: &FakeOpenAi, nats: &TestNats, db: &TestDatabase) -> Node {
-        let sandbox = Sandbox::new();
-        let config = format!(
-            "model = \"fake/gpt-test\"\nsmall_model = \"scripted/echo\"\n\n[provider.fake]\ntype = \"openai\"\nbase_url = \"{}\"\napi_key = \"sk-test\"\n\n[provider.fake.headers]\nx-node = \"{name}\"\n\n[store]\nurl = \"{}\"\n\n[subagent]\nmax_concurrent = {CHILDREN}\nmax_total = {PER_NODE}\nmax_per_session = 1000\n{}",
-            fake.base_url(),
-            db.url(),
-            nats.cluster_toml(name, "2s"),
-        );
-        sandbox.file("taskforce.toml", &config);
-        let log = File::create(sandbox.project.join("serve.log")).unwrap();
-        let mut process = sandbox
-            .command(&["serve", "--port", "0", "--cluster"])
-            .stdout(Stdio::piped())
-            .stderr(Stdio::from(log))
-            .spawn()
-            .unwrap();
-        let stdout = process.stdout.take().unwrap();
-        let base = tokio::task::spawn_blocking(move || {
-            let mut line = String::new();
-            BufReader::new(stdout).read_line(&mut line).unwrap();
-            line.trim()
-                .strip_prefix("taskforce server listening on ")
-                .map(str::to_string)
-        })
-        .await
-        .unwrap()
-        .unwrap_or_else(|| panic!("node {name} did not start"));
-        Node {
-            name: name.to_string(),
-            process,
-            base,
-            sandbox,
-        }
-    }
-
-    /// What the node wrote on stderr.
-    fn log(&self) -> String {
-        std::fs::read_to_string(self.sandbox.project.join("serve.log")).unwrap_or_default()
-    }
-}
-
-impl Drop for Node {
-    fn drop(&mut self) {
-        let _ = self.process.kill();
-        let _ = self.process.wait();
-    }
-}
-
-fn client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .timeout(Duration::from_secs(300))
-        .build()
-        .unwrap()
-}
-
-async fn post(url: &str, body: Value) -> Value {
-    let response = client().post(url).json(&body).send().await.unwrap();
-    assert!(
-        response.status().is_success(),
-        "POST {url}: {}",
-        response.status()
-    );
-    response.json().await.unwrap()
-}
-
-/// Every event an SSE client of `base` sees, as JSON, from now on.
-async fn watch(base: &str) -> Arc<Mutex<Vec<Value>>> {
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let response = client().get(format!("{base}/event")).send().await.unwrap();
-    assert!(response.status().is_success());
-    let mut events = response.bytes_stream().eventsource();
-    let keep = seen.clone();
-    tokio::spawn(async move {
-        while let Some(Ok(event)) = events.next().await {
-            if let Ok(json) = serde_json::from_str::<Value>(&event.data) {
-                keep.lock().unwrap().push(json);
-            }
-        }
-    });
-    seen
-}
 
 /// The ids of the sessions that `seen` says went idle.
 fn idle_sessions(seen: &Mutex<Vec<Value>>) -> HashSet<String> {
@@ -175,20 +75,6 @@ async fn task_states(db: &TestDatabase, root: &str) -> BTreeMap<String, usize> {
     states
 }
 
-/// Tool calls stored as pending or running, in any session.
-async fn unfinished_calls(db: &TestDatabase) -> usize {
-    let mut conn = db.connect().await;
-    let rows: Vec<(String,)> = sqlx::query_as("SELECT data FROM part")
-        .fetch_all(&mut conn)
-        .await
-        .unwrap();
-    rows.iter()
-        .filter_map(|(data,)| serde_json::from_str::<Value>(data).ok())
-        .filter(|p| p["type"] == "tool")
-        .filter(|p| matches!(p["state"]["status"].as_str(), Some("pending" | "running")))
-        .count()
-}
-
 /// Which nodes ran children, with how many model calls of children each.
 fn child_calls_by_node(fake: &FakeOpenAi) -> BTreeMap<String, usize> {
     let mut by_node = BTreeMap::new();
@@ -202,30 +88,22 @@ fn child_calls_by_node(fake: &FakeOpenAi) -> BTreeMap<String, usize> {
     by_node
 }
 
-struct Cluster {
-    nodes: Vec<Node>,
-    db: TestDatabase,
-    fake: FakeOpenAi,
-    _nats: TestNats,
-}
-
+/// Three nodes whose roots fan out to `CHILDREN` children, each answering as `child` says; at
+/// most `PER_NODE` of them run at once on one node.
 async fn cluster(
     test: &str,
     child: impl Fn(usize) -> Response + Send + Sync + 'static,
 ) -> Option<Cluster> {
-    let nats = TestNats::fresh(test)?;
-    let db = TestDatabase::create(test).await?;
-    let fake = FakeOpenAi::start(fan_out(child)).await.unwrap();
-    let mut nodes = Vec::new();
-    for name in ["node-a", "node-b", "node-c"] {
-        nodes.push(Node::start(name, &fake, &nats, &db).await);
-    }
-    Some(Cluster {
-        nodes,
-        db,
-        fake,
-        _nats: nats,
-    })
+    let limits = format!(
+        "\n[subagent]\nmax_concurrent = {CHILDREN}\nmax_total = {PER_NODE}\nmax_per_session = 1000\n"
+    );
+    Cluster::start(
+        test,
+        &["node-a", "node-b", "node-c"],
+        &limits,
+        fan_out(child),
+    )
+    .await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -386,9 +264,7 @@ async fn a_node_killed_mid_run_leaves_no_child_without_a_result_and_nothing_runn
     let by_node = child_calls_by_node(&c.fake);
     assert!(by_node.get("node-c").is_some_and(|n| *n > 0), "{by_node:?}");
     // kill -9: no clean stop, its lease stays until it lapses.
-    let killed = &mut c.nodes[2];
-    killed.process.kill().unwrap();
-    killed.process.wait().unwrap();
+    c.nodes[2].kill();
     let started = Instant::now();
     let answer = tokio::time::timeout(Duration::from_secs(120), prompt)
         .await
