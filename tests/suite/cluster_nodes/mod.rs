@@ -2,5 +2,6 @@
 //! (`TASKFORCE_TEST_POSTGRES_URL`) and one NATS (`TASKFORCE_TEST_NATS_URL`), driven over HTTP
 //! as a client would. Without those variables every test here says why it skips and passes.
 
+mod dead_node_asks;
 mod fan_out;
 mod support;

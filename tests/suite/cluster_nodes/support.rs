@@ -84,6 +84,40 @@ impl Node {
         self.process.kill().unwrap();
         self.process.wait().unwrap();
     }
+
+    /// `GET {path}` on this node, as JSON.
+    pub async fn get(&self, path: &str) -> Value {
+        let url = format!("{}{path}", self.base);
+        let response = client().get(&url).send().await.unwrap();
+        assert!(
+            response.status().is_success(),
+            "GET {url}: {}",
+            response.status()
+        );
+        response.json().await.unwrap()
+    }
+
+    /// Creates a root session on this node; answers its id.
+    pub async fn new_session(&self) -> String {
+        let session = post(&format!("{}/session", self.base), serde_json::json!({})).await;
+        session["id"].as_str().unwrap().to_string()
+    }
+
+    /// Sends `text` to `session` through this node without waiting for the answer.
+    pub async fn prompt_async(&self, session: &str, text: &str) {
+        let url = format!("{}/session/{session}/prompt_async", self.base);
+        let response = client()
+            .post(&url)
+            .json(&serde_json::json!({"parts": [{"type": "text", "text": text}]}))
+            .send()
+            .await
+            .unwrap();
+        assert!(
+            response.status().is_success(),
+            "POST {url}: {}",
+            response.status()
+        );
+    }
 }
 
 impl Drop for Node {
@@ -125,6 +159,14 @@ impl Cluster {
             _nats: nats,
         })
     }
+
+    /// Asserts that no node still running says it panicked.
+    pub fn assert_no_panic(&self) {
+        for node in &self.nodes {
+            let log = node.log();
+            assert!(!log.contains("panicked"), "{}: {log}", node.name);
+        }
+    }
 }
 
 pub fn client() -> reqwest::Client {
@@ -159,6 +201,20 @@ pub async fn watch(base: &str) -> Arc<Mutex<Vec<Value>>> {
         }
     });
     seen
+}
+
+/// The events of type `kind` that `seen` holds whose properties `pick` accepts.
+pub fn events_of(
+    seen: &Mutex<Vec<Value>>,
+    kind: &str,
+    pick: impl Fn(&Value) -> bool,
+) -> Vec<Value> {
+    seen.lock()
+        .unwrap()
+        .iter()
+        .filter(|e| e["type"] == kind && pick(&e["properties"]))
+        .cloned()
+        .collect()
 }
 
 /// Tool calls stored as pending or running, in any session.
