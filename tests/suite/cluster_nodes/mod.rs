@@ -3,5 +3,6 @@
 //! as a client would. Without those variables every test here says why it skips and passes.
 
 mod dead_node_asks;
+mod dead_node_background;
 mod fan_out;
 mod support;
