@@ -70,6 +70,8 @@ pub(crate) struct Elsewhere {
     pub(crate) permissions: Vec<(String, PermissionRequest)>,
     /// Questions, by node.
     pub(crate) questions: Vec<(String, QuestionRequest)>,
+    /// Every live node answered.
+    pub(crate) complete: bool,
 }
 
 /// The nodes with a live lease now, as far as this node can read (`None`: it cannot read them).
@@ -187,11 +189,14 @@ impl Asks {
         let mut heard = 0;
         let deadline = tokio::time::sleep(LIST_WAIT);
         tokio::pin!(deadline);
-        while heard < expected {
+        let deadline_passed = loop {
+            if heard >= expected {
+                break false;
+            }
             tokio::select! {
-                () = &mut deadline => break,
+                () = &mut deadline => break true,
                 answer = answers.next() => {
-                    let Some(answer) = answer else { break };
+                    let Some(answer) = answer else { break true };
                     heard += 1;
                     let Ok(AskOutcome::Held { node, permissions, questions }) =
                         serde_json::from_slice::<AskOutcome>(&answer.payload)
@@ -206,7 +211,8 @@ impl Asks {
                     found.questions.extend(questions.into_iter().map(|q| (node.clone(), q)));
                 }
             }
-        }
+        };
+        found.complete = !deadline_passed && live.is_some();
         found
     }
 

@@ -80,8 +80,23 @@ impl NodeStatus {
     }
 }
 
+/// How long reading every lease may take: listing a bucket's keys follows its stream, and a
+/// lease that NATS removes meanwhile must not leave the reader waiting for it.
+const LIST_WITHIN: Duration = Duration::from_secs(5);
+
 /// Every node with a lease in `bucket` (expired ones included, marked), by name.
 pub async fn list_nodes(bucket: &kv::Store) -> Result<Vec<NodeStatus>, ClusterError> {
+    match tokio::time::timeout(LIST_WITHIN, read_nodes(bucket)).await {
+        Ok(nodes) => nodes,
+        Err(_) => Err(ClusterError::jetstream(
+            format!("listing bucket {}", bucket.name),
+            format!("no answer within {LIST_WITHIN:?}"),
+        )),
+    }
+}
+
+/// [`list_nodes`] without its time limit.
+async fn read_nodes(bucket: &kv::Store) -> Result<Vec<NodeStatus>, ClusterError> {
     let name = bucket.name.clone();
     let keys: Vec<String> = bucket
         .keys()

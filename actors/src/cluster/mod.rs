@@ -49,6 +49,8 @@ use status::Counters;
 /// How long a node waits before it reads or asks NATS again after a failure (the connection
 /// reconnects on its own meanwhile).
 const RETRY_AFTER: Duration = Duration::from_millis(500);
+/// How many times a node joining asks the others for the asks they hold.
+const SEED_TRIES: usize = 5;
 
 /// What a node reports of itself for its lease, asked at each heartbeat.
 pub type LoadFn = Box<dyn Fn() -> (Load, String) + Send + Sync>;
@@ -225,8 +227,9 @@ impl Cluster {
             let closing = held.forget(&node);
             if !closing.is_empty() {
                 let (nodes, closer, bus) = (nodes.clone(), closer.clone(), bus.clone());
+                let lost = node.clone();
                 tokio::spawn(async move {
-                    if first_live(&nodes, &closer).await {
+                    if first_live(&nodes, &closer, &lost).await {
                         bus.publish_all(closing);
                     }
                 });
@@ -265,13 +268,24 @@ impl Cluster {
     pub(crate) fn keep_asks(&self, asks: Arc<Asks>) {
         let held = self.held_elsewhere.clone();
         let seeding = asks.clone();
+        let stop = self.stop.clone();
         tokio::spawn(async move {
-            let found = seeding.elsewhere().await;
-            for (node, request) in &found.permissions {
-                held.seed(node, std::slice::from_ref(request), &[]);
-            }
-            for (node, request) in &found.questions {
-                held.seed(node, &[], std::slice::from_ref(request));
+            // Asked again (a few times) while some live node does not answer in time.
+            for _ in 0..SEED_TRIES {
+                let found = seeding.elsewhere().await;
+                for (node, request) in &found.permissions {
+                    held.seed(node, std::slice::from_ref(request), &[]);
+                }
+                for (node, request) in &found.questions {
+                    held.seed(node, &[], std::slice::from_ref(request));
+                }
+                if found.complete {
+                    return;
+                }
+                tokio::select! {
+                    () = stop.cancelled() => return,
+                    () = tokio::time::sleep(RETRY_AFTER) => {}
+                }
             }
         });
         let _ = self.asks.set(asks);
@@ -467,13 +481,14 @@ pub async fn read_status(config: &ClusterConfig) -> Result<ClusterStatus, Cluste
     })
 }
 
-/// Whether `me` comes first by name among the nodes with a live lease (so that one survivor
-/// alone acts for all; when the leases cannot be read, every node does).
-async fn first_live(bucket: &kv::Store, me: &str) -> bool {
+/// Whether `me` comes first by name among the nodes with a live lease, `lost` left out (so that
+/// one survivor alone acts for all; when the leases cannot be read, every node does). The lost
+/// node is named: its lease, read a moment after it was found lapsed, may still look live.
+async fn first_live(bucket: &kv::Store, me: &str, lost: &str) -> bool {
     match list_nodes(bucket).await {
         Ok(nodes) => !nodes
             .iter()
-            .any(|n| !n.expired && n.info.node.as_str() < me),
+            .any(|n| !n.expired && n.info.node != lost && n.info.node.as_str() < me),
         Err(_) => true,
     }
 }
