@@ -187,20 +187,38 @@ impl Cluster {
     }
 
     /// Starts holding this node's lease: written now and renewed every heartbeat with what
-    /// `load` reports, until [`Cluster::leave`] (or [`Cluster::stop_heartbeat`]).
-    pub(crate) fn start_lease(self: &Arc<Self>, load: LoadFn) {
+    /// `load` reports, until [`Cluster::leave`] (or [`Cluster::stop_heartbeat`]). When a
+    /// renewal comes after the lease had lapsed (the node was cut off, or stalled, for longer
+    /// than its lease), the other nodes have taken it for dead meanwhile: `taken_for_dead` is
+    /// called, once per lapse.
+    pub(crate) fn start_lease(
+        self: &Arc<Self>,
+        load: LoadFn,
+        taken_for_dead: impl Fn() + Send + 'static,
+    ) {
         let cluster = self.clone();
         tokio::spawn(async move {
             let mut tick = tokio::time::interval(cluster.config.heartbeat);
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut renewed: Option<tokio::time::Instant> = None;
             loop {
                 tokio::select! {
                     () = cluster.heartbeat.cancelled() => return,
                     _ = tick.tick() => {}
                 }
                 let info = cluster.info(&load);
-                if let Err(e) = membership::renew(&cluster.bucket, &info).await {
-                    tracing::warn!("{e}");
+                match membership::renew(&cluster.bucket, &info).await {
+                    Ok(()) => {
+                        let now = tokio::time::Instant::now();
+                        if renewed.is_some_and(|at| now - at > cluster.config.lease) {
+                            tracing::warn!(
+                                "this node's lease lapsed before it could renew it: the other nodes took it for dead"
+                            );
+                            taken_for_dead();
+                        }
+                        renewed = Some(now);
+                    }
+                    Err(e) => tracing::warn!("{e}"),
                 }
             }
         });

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use actix::Addr;
+use taskforce_agents::permission::PermissionReply;
 
 use crate::RuntimeError;
 use crate::cluster::{Asks, Cluster, WorkQueue};
@@ -67,6 +68,27 @@ pub(super) async fn join_cluster(
         });
     });
     Ok(())
+}
+
+/// What a node does when it learns that the others took it for dead (its lease lapsed while
+/// it was cut off): they have closed the asks it holds for every client, so it dismisses them
+/// too (permission asks rejected, questions dismissed) instead of waiting for replies that
+/// no client can send.
+pub(super) fn close_asks_when_taken_for_dead(core: &Arc<Core>) -> impl Fn() + Send + 'static {
+    let core = Arc::downgrade(core);
+    move || {
+        let Some(core) = core.upgrade() else { return };
+        tokio::spawn(async move {
+            for ask in core.broker.list() {
+                core.broker
+                    .reply(&ask.id, PermissionReply::Reject, None)
+                    .await;
+            }
+            for question in core.questions.list() {
+                core.questions.reject(&question.id);
+            }
+        });
+    }
 }
 
 /// What this node reports in its cluster lease: its running sessions, its running-child slots

@@ -155,7 +155,10 @@ impl Runtime {
         let subagents = Subagents::new(core.clone(), supervisor.clone(), queued);
         let _ = core.children.set(subagents.clone());
         if let Some(cluster) = &cluster {
-            cluster.start_lease(cluster::cluster_load(&core, &subagents));
+            cluster.start_lease(
+                cluster::cluster_load(&core, &subagents),
+                cluster::close_asks_when_taken_for_dead(&core),
+            );
             cluster::join_cluster(cluster, &core, &subagents, &supervisor).await?;
         }
         // Runs that runtimes which died left half-way are ended first: nothing (a delivery

@@ -1,19 +1,21 @@
 //! Two runtimes joined in one cluster over a real NATS (`TASKFORCE_TEST_NATS_URL`), each on its
 //! own store: a question or a permission ask raised on one is listed and answered through the
-//! other, the asks of a node taken for dead are closed, and a cancel sent through the other
-//! stops a run of the first.
+//! other, the asks of a node taken for dead are closed (by the others, and by the node itself
+//! when it comes back), and a cancel sent through the other stops a run of the first.
 
 use std::time::Duration;
 
 use futures::StreamExt;
 use serde_json::json;
 use taskforce_actors::bus::{BusItem, Event, Filter, Subscription};
+use taskforce_actors::question::QuestionRequest;
 use taskforce_actors::store::MessageWithParts;
 use taskforce_actors::{PromptInput, Runtime, RuntimeError};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::permission::PermissionReply;
 use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 use taskforce_testkit::nats::TestNats;
+use taskforce_testkit::proxy::CutProxy;
 use taskforce_testkit::script::last_content;
 
 use super::runtime::Env;
@@ -79,28 +81,39 @@ fn asks_then_reports(
     }
 }
 
+/// The first question `events` sees asked.
+async fn question_asked(events: &mut Subscription) -> QuestionRequest {
+    first(events, |e| match e {
+        Event::QuestionAsked(request) => Some((**request).clone()),
+        _ => None,
+    })
+    .await
+}
+
+/// A fake model whose first answer asks `question` (Red or Blue) and which then reports what
+/// it heard.
+async fn asking(question: &str) -> FakeOpenAi {
+    let input = json!({"questions": [{
+        "question": question, "header": "Color",
+        "options": [{"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cool"}]
+    }]});
+    FakeOpenAi::start(asks_then_reports("question", input))
+        .await
+        .unwrap()
+}
+
 #[actix_rt::test]
 async fn a_question_raised_on_one_node_is_answered_from_another() {
     let Some(nats) = TestNats::fresh("cluster_question") else {
         return;
     };
-    let questions = json!({"questions": [{
-        "question": "Which color?", "header": "Color",
-        "options": [{"label": "Red", "description": "warm"}, {"label": "Blue", "description": "cool"}]
-    }]});
-    let fake = FakeOpenAi::start(asks_then_reports("question", questions))
-        .await
-        .unwrap();
+    let fake = asking("Which color?").await;
     let (_a_env, a) = node(&fake, &nats, "node-a", "").await;
     let (_b_env, b) = node(&fake, &nats, "node-b", "").await;
     let mut on_b = b.subscribe(Filter::All);
     let root = a.create_session(None, None).await.unwrap();
     let run = prompt_in_background(&a, &root.id, "ask me");
-    let asked = first(&mut on_b, |e| match e {
-        Event::QuestionAsked(request) => Some((**request).clone()),
-        _ => None,
-    })
-    .await;
+    let asked = question_asked(&mut on_b).await;
     assert_eq!(
         b.pending_questions().await,
         vec![asked.clone()],
@@ -174,22 +187,12 @@ async fn the_asks_of_a_node_taken_for_dead_are_closed_for_clients_and_leave_the_
     let Some(nats) = TestNats::fresh("cluster_dead_asks") else {
         return;
     };
-    let questions = json!({"questions": [{
-        "question": "Which size?", "header": "Size",
-        "options": [{"label": "S", "description": "small"}, {"label": "L", "description": "large"}]
-    }]});
-    let fake = FakeOpenAi::start(asks_then_reports("question", questions))
-        .await
-        .unwrap();
+    let fake = asking("Which size?").await;
     let (_a_env, a) = node_with_lease(&fake, &nats, "node-a", "1s", "").await;
     let mut on_a = a.subscribe(Filter::All);
     let root = a.create_session(None, None).await.unwrap();
     let _run = prompt_in_background(&a, &root.id, "ask me");
-    let asked = first(&mut on_a, |e| match e {
-        Event::QuestionAsked(request) => Some((**request).clone()),
-        _ => None,
-    })
-    .await;
+    let asked = question_asked(&mut on_a).await;
     // Node B joins after the question was raised: it learns of it from node A when it joins.
     let (_b_env, b) = node_with_lease(&fake, &nats, "node-b", "1s", "").await;
     let mut on_b = b.subscribe(Filter::All);
@@ -210,6 +213,57 @@ async fn the_asks_of_a_node_taken_for_dead_are_closed_for_clients_and_leave_the_
         b.pending_questions().await.is_empty(),
         "a node taken for dead is not listed"
     );
+    a.stop(Duration::from_secs(5)).await;
+    b.stop(Duration::from_secs(5)).await;
+}
+
+#[actix_rt::test]
+async fn a_node_cut_off_longer_than_its_lease_dismisses_its_asks_when_it_is_back() {
+    let Some(nats) = TestNats::fresh("cluster_revived_asks") else {
+        return;
+    };
+    let fake = asking("Which road?").await;
+    // Node A reaches NATS through a proxy the test cuts; node B directly.
+    let proxy = CutProxy::start(&nats.url).await;
+    let env = Env::new(
+        &fake.base_url(),
+        &nats.cluster_toml_via(&proxy.url, "node-a", "1s"),
+    );
+    let mut options = env.options();
+    options.cluster = true;
+    let a = Runtime::start(options).await.unwrap();
+    let (_b_env, b) = node_with_lease(&fake, &nats, "node-b", "1s", "").await;
+    let mut on_b = b.subscribe(Filter::All);
+    let mut on_a = a.subscribe(Filter::All);
+    let root = a.create_session(None, None).await.unwrap();
+    let run = prompt_in_background(&a, &root.id, "ask me");
+    let asked = question_asked(&mut on_b).await;
+
+    // Cut off for longer than its lease: node B takes it for dead and closes its question.
+    proxy.cut();
+    first(&mut on_b, |e| match e {
+        Event::QuestionRejected { request_id, .. } if *request_id == asked.id => Some(()),
+        _ => None,
+    })
+    .await;
+    assert!(b.pending_questions().await.is_empty());
+    proxy.restore();
+
+    // Back, node A learns it was taken for dead and dismisses the question itself: its run
+    // ends as after any dismissal instead of waiting for an answer no client can give.
+    first(&mut on_a, |e| match e {
+        Event::QuestionRejected { request_id, .. } if *request_id == asked.id => Some(()),
+        _ => None,
+    })
+    .await;
+    let answer = tokio::time::timeout(Duration::from_secs(20), run)
+        .await
+        .expect("the run ended")
+        .unwrap()
+        .unwrap();
+    let text = format!("{:?}", answer.parts);
+    assert!(text.contains("The user dismissed this question"), "{text}");
+    assert!(a.pending_questions().await.is_empty());
     a.stop(Duration::from_secs(5)).await;
     b.stop(Duration::from_secs(5)).await;
 }
