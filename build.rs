@@ -4,7 +4,8 @@
 //! first requests (made by `scripts/link-order`). An optimized build on x86_64 Linux, linked
 //! by LLD (Rust's default linker there), places them side by side, so that an idle server
 //! maps a few megabytes of code instead of pages from all over the binary. Names the binary no
-//! longer has are skipped; `TASKFORCE_LINK_ORDER=0` turns it off.
+//! longer has are skipped; `TASKFORCE_LINK_ORDER=0` turns it off, and it is left out when the
+//! build names a linker of its own or rustc is older than 1.90 (which linked with the system's).
 
 use std::env;
 use std::path::Path;
@@ -17,7 +18,9 @@ fn main() {
     let target = |key: &str| env::var(key).unwrap_or_default();
     let lld_by_default = target("CARGO_CFG_TARGET_ARCH") == "x86_64"
         && target("CARGO_CFG_TARGET_OS") == "linux"
-        && target("CARGO_CFG_TARGET_ENV") == "gnu";
+        && target("CARGO_CFG_TARGET_ENV") == "gnu"
+        && rustc_links_with_lld()
+        && !linker_chosen();
     let Ok(dir) = env::var("CARGO_MANIFEST_DIR") else {
         return;
     };
@@ -29,4 +32,28 @@ fn main() {
         );
         println!("cargo:rustc-link-arg-bins=-Wl,--no-warn-symbol-ordering");
     }
+}
+
+/// Whether rustc links with its own LLD on x86_64 Linux: from Rust 1.90 on.
+fn rustc_links_with_lld() -> bool {
+    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let Ok(out) = std::process::Command::new(rustc).arg("-V").output() else {
+        return false;
+    };
+    let version = String::from_utf8_lossy(&out.stdout);
+    let minor = version
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.split('.').nth(1))
+        .and_then(|m| m.parse::<u32>().ok());
+    minor.is_some_and(|m| m >= 90)
+}
+
+/// Whether the build names a linker of its own (which may not read an ordering file).
+fn linker_chosen() -> bool {
+    let flags = env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
+    env::var_os("RUSTC_LINKER").is_some()
+        || flags.contains("linker")
+        || flags.contains("fuse-ld")
+        || flags.contains("link-self-contained")
 }
