@@ -121,16 +121,24 @@ pub async fn spawn_serve_with(s: &Sandbox, extra: &[&str]) -> (Child, String) {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let stdout = serve.stdout.take().unwrap();
-    let base = tokio::task::spawn_blocking(move || {
+    let base = server_address(&mut serve)
+        .await
+        .expect("the server's address");
+    (serve, base)
+}
+
+/// The address `taskforce serve` prints on its first line of stdout (`None` when it prints
+/// something else first).
+pub async fn server_address(serve: &mut Child) -> Option<String> {
+    let stdout = serve.stdout.take()?;
+    tokio::task::spawn_blocking(move || {
         let mut line = String::new();
-        BufReader::new(stdout).read_line(&mut line).unwrap();
+        BufReader::new(stdout).read_line(&mut line).ok()?;
         line.trim()
             .strip_prefix("taskforce server listening on ")
             .map(str::to_string)
     })
     .await
-    .unwrap()
-    .expect("the server's address");
-    (serve, base)
+    .ok()
+    .flatten()
 }

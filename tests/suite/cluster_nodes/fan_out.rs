@@ -12,7 +12,7 @@ use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 use taskforce_testkit::postgres::TestDatabase;
 use taskforce_testkit::script::first_user;
 
-use super::support::{Cluster, client, post, unfinished_calls, watch};
+use super::support::{Cluster, Node, client, post, unfinished_calls, watch};
 
 /// How many children the root starts.
 const CHILDREN: usize = 300;
@@ -20,6 +20,17 @@ const CHILDREN: usize = 300;
 const PER_NODE: usize = 100;
 
 /// The ids of the sessions that `seen` says went idle.
+/// The ids of `root`'s children, as `node` lists them.
+async fn child_ids(node: &Node, root: &str) -> HashSet<String> {
+    let children = node.get(&format!("/session/{root}/children")).await;
+    children
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|s| s["id"].as_str().map(str::to_string))
+        .collect()
+}
+
 fn idle_sessions(seen: &Mutex<Vec<Value>>) -> HashSet<String> {
     seen.lock()
         .unwrap()
@@ -139,17 +150,7 @@ async fn three_nodes_run_a_fan_out_of_300_children_and_one_nodes_stream_shows_th
     assert_eq!(by_node.len(), 3, "children ran on every node: {by_node:?}");
 
     // The stream of node B saw every child (wherever it ran) go idle.
-    let children: HashSet<String> = client()
-        .get(format!("{}/session/{root_id}/children", b.base))
-        .send()
-        .await
-        .unwrap()
-        .json::<Vec<Value>>()
-        .await
-        .unwrap()
-        .iter()
-        .filter_map(|s| s["id"].as_str().map(str::to_string))
-        .collect();
+    let children = child_ids(b, &root_id).await;
     assert_eq!(children.len(), CHILDREN);
     taskforce_testkit::eventually("node B's stream to show every child idle", || {
         idle_sessions(&seen_on_b).is_superset(&children)
@@ -207,17 +208,7 @@ async fn a_root_cancelled_through_another_node_stops_every_child_on_every_node()
         .await
         .unwrap();
     assert!(cancelled.status().is_success());
-    let children: HashSet<String> = client()
-        .get(format!("{}/session/{root_id}/children", a.base))
-        .send()
-        .await
-        .unwrap()
-        .json::<Vec<Value>>()
-        .await
-        .unwrap()
-        .iter()
-        .filter_map(|s| s["id"].as_str().map(str::to_string))
-        .collect();
+    let children = child_ids(a, &root_id).await;
     assert_eq!(children.len(), CHILDREN);
     taskforce_testkit::eventually("every child idle, as node B's stream shows", || {
         let idle = idle_sessions(&seen_on_b);

@@ -3,7 +3,6 @@
 //! an HTTP client, and a recorder of a node's event stream.
 
 use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -15,7 +14,7 @@ use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 use taskforce_testkit::nats::TestNats;
 use taskforce_testkit::postgres::TestDatabase;
 
-use crate::suite::support::Sandbox;
+use crate::suite::support::{Sandbox, server_address};
 
 /// How long a node's lease lasts: a killed node is taken for dead this long after its last
 /// renewal.
@@ -54,17 +53,9 @@ impl Node {
             .stderr(Stdio::from(log))
             .spawn()
             .unwrap();
-        let stdout = process.stdout.take().unwrap();
-        let base = tokio::task::spawn_blocking(move || {
-            let mut line = String::new();
-            BufReader::new(stdout).read_line(&mut line).unwrap();
-            line.trim()
-                .strip_prefix("taskforce server listening on ")
-                .map(str::to_string)
-        })
-        .await
-        .unwrap()
-        .unwrap_or_else(|| panic!("node {name} did not start"));
+        let base = server_address(&mut process)
+            .await
+            .unwrap_or_else(|| panic!("node {name} did not start"));
         Node {
             name: name.to_string(),
             process,
