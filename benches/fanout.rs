@@ -14,7 +14,7 @@ mod support;
 use std::time::Instant;
 
 use serde_json::json;
-use support::{Bench, cpu_ms, in_system, peak_rss_mib, rss_mib};
+use support::{Bench, cpu_split_ms, in_system, peak_rss_mib, rss_mib};
 use taskforce::actors::PromptInput;
 
 fn main() {
@@ -40,21 +40,23 @@ fn main() {
         let rt = bench.runtime().await;
         let s = rt.create_session(None, None).await.unwrap();
         let before = rss_mib().unwrap_or(f64::NAN);
-        let cpu_before = cpu_ms().unwrap_or(f64::NAN);
+        let (user_before, system_before) = cpu_split_ms().unwrap_or((f64::NAN, f64::NAN));
         let start = Instant::now();
         let answer = rt
             .prompt(&s.id, PromptInput::text("fan out"))
             .await
             .unwrap();
         let wall = start.elapsed();
-        let cpu = cpu_ms().unwrap_or(f64::NAN) - cpu_before;
+        let (user, system) = cpu_split_ms().unwrap_or((f64::NAN, f64::NAN));
+        let (user, system) = (user - user_before, system - system_before);
+        let cpu = user + system;
         let children = rt.children(&s.id).await.unwrap().len();
         let tree = rt.tree(&s.id).await.unwrap();
         assert_eq!(children, n, "every child ran");
         assert!(answer.parts.iter().any(|p| p.as_text().is_some()));
         let peak = peak_rss_mib().unwrap_or(f64::NAN);
         println!(
-            "fan-out of {n} children ({child_ms} ms each): wall {wall:?} (overhead {:?}), CPU {cpu:.0} ms ({:.0} µs per child), peak RSS {peak:.1} MiB ({before:.1} MiB before it: {:.0} KiB per child), {} model turns in the tree",
+            "fan-out of {n} children ({child_ms} ms each): wall {wall:?} (overhead {:?}), CPU {cpu:.0} ms ({:.0} µs per child; user {user:.0} ms, system {system:.0} ms), peak RSS {peak:.1} MiB ({before:.1} MiB before it: {:.0} KiB per child), {} model turns in the tree",
             wall.saturating_sub(std::time::Duration::from_millis(child_ms)),
             cpu * 1000.0 / n as f64,
             (peak - before) * 1024.0 / n as f64,

@@ -96,11 +96,18 @@ pub fn peak_rss_mib() -> Option<f64> {
 /// The CPU time this process has used so far (user and system, all threads), from
 /// `/proc/self/stat` (Linux; in clock ticks, usually 10 ms), in milliseconds.
 pub fn cpu_ms() -> Option<f64> {
+    cpu_split_ms().map(|(user, system)| user + system)
+}
+
+/// The CPU time this process has used so far in user and in system mode (all threads), from
+/// `/proc/self/stat` (Linux; in clock ticks, usually 10 ms), in milliseconds.
+pub fn cpu_split_ms() -> Option<(f64, f64)> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     // The fields after the command name, which is in parentheses and may hold spaces.
     let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    let ticks: f64 = fields.get(11)?.parse::<f64>().ok()? + fields.get(12)?.parse::<f64>().ok()?;
-    Some(ticks * 10.0)
+    let user: f64 = fields.get(11)?.parse().ok()?;
+    let system: f64 = fields.get(12)?.parse().ok()?;
+    Some((user * 10.0, system * 10.0))
 }
 
 /// The resident set size of this process now, from /proc (Linux), in MiB.

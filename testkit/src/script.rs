@@ -100,3 +100,32 @@ fn content_text(message: &Value) -> String {
         other => other.to_string(),
     }
 }
+
+/// A fake model for a fan-out: the root starts `children` children in one step (task calls
+/// whose prompts are `child 0`, `child 1`, …) and answers `root heard every child` once their
+/// results are in; child `n` answers as `child(n)` says.
+pub fn fan_out(
+    children: usize,
+    child: impl Fn(usize) -> Response + Send + Sync + 'static,
+) -> impl Fn(&RecordedRequest) -> Response + Send + Sync + 'static {
+    move |req| {
+        let who = first_user(req);
+        if let Some(n) = who.strip_prefix("child ") {
+            return child(n.parse().unwrap_or(0));
+        }
+        if req.last_role() == Some("user") {
+            let calls: Vec<(String, String)> = (0..children)
+                .map(|i| {
+                    let args = json!({"description": format!("part {i}"), "prompt": format!("child {i}"), "subagent_type": "general"});
+                    (format!("call_{i}"), args.to_string())
+                })
+                .collect();
+            let calls: Vec<(&str, &str, &str)> = calls
+                .iter()
+                .map(|(id, args)| (id.as_str(), "task", args.as_str()))
+                .collect();
+            return Response::tool_calls(&calls);
+        }
+        Response::text("root heard every child")
+    }
+}

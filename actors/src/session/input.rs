@@ -204,7 +204,15 @@ pub(crate) async fn hold_user_message(
 ) -> Result<MessageWithParts, RuntimeError> {
     let user = user_message(core, session, history, input).await?;
     if unsaved {
-        held.session(session.clone());
+        // Stored with its first message: its time is the message's already (no touch follows).
+        let at = user.info.created();
+        if session.time.updated < at {
+            let mut moved = (**session).clone();
+            moved.time.updated = at;
+            held.session(Arc::new(moved));
+        } else {
+            held.session(session.clone());
+        }
     }
     held.message(user.info.clone());
     held.parts(user.parts.iter().cloned());

@@ -82,9 +82,14 @@ impl Writer {
             .put_many(&sessions, &messages, &parts)
             .await?;
         self.publish(items);
-        // A prompt moves its session's `time.updated` (the end of the answer does too).
+        // A prompt moves its session's `time.updated` (the end of the answer does too), unless
+        // the session was stored with it at that time already.
         for m in &messages {
-            if let Message::User(u) = m {
+            if let Message::User(u) = m
+                && !sessions
+                    .iter()
+                    .any(|s| s.id == u.session_id && s.time.updated >= u.time.created)
+            {
                 self.core.toucher.touch(&u.session_id, u.time.created);
             }
         }

@@ -132,9 +132,16 @@ pub(crate) fn doomed(
     Ok((ids, deleted))
 }
 
-/// A session row.
+/// A session row (`id`, `data` and `time_updated`). The column holds the session's
+/// `time.updated`: touches move it without rewriting the payload, whose copy of the time may
+/// be older.
 pub(crate) fn decode_session(row: &impl TextRow) -> Result<Session, StoreError> {
-    decode_row(row, "session", |s: &Session| s.id.as_str())
+    let mut session: Session = decode_row(row, "session", |s: &Session| s.id.as_str())?;
+    let updated = row
+        .int("time_updated")
+        .map_err(|e| corrupt("session", session.id.as_str(), e))?;
+    session.time.updated = u64::try_from(updated).unwrap_or(0);
+    Ok(session)
 }
 
 /// A message row.

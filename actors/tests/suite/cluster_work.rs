@@ -6,13 +6,12 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use serde_json::json;
 use taskforce_actors::{PromptInput, Runtime};
 use taskforce_agents::model::{PartKind, ToolState};
 use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 use taskforce_testkit::nats::TestNats;
 use taskforce_testkit::postgres::TestDatabase;
-use taskforce_testkit::script::first_user;
+use taskforce_testkit::script::{fan_out, first_user};
 
 use super::runtime::Env;
 
@@ -22,24 +21,9 @@ const CHILDREN: usize = 4;
 /// The root starts `CHILDREN` children at once and then reports every answer it got; each
 /// child answers after a moment (so that they overlap).
 fn model(req: &RecordedRequest) -> Response {
-    let who = first_user(req);
-    if let Some(n) = who.strip_prefix("child ") {
-        return Response::text(&format!("answer of child {n}")).after(Duration::from_millis(300));
-    }
-    if req.last_role() == Some("user") {
-        let calls: Vec<(String, String)> = (0..CHILDREN)
-            .map(|i| {
-                let args = json!({"description": format!("part {i}"), "prompt": format!("child {i}"), "subagent_type": "general"});
-                (format!("call_{i}"), args.to_string())
-            })
-            .collect();
-        let calls: Vec<(&str, &str, &str)> = calls
-            .iter()
-            .map(|(id, args)| (id.as_str(), "task", args.as_str()))
-            .collect();
-        return Response::tool_calls(&calls);
-    }
-    Response::text("root heard every child")
+    fan_out(CHILDREN, |n| {
+        Response::text(&format!("answer of child {n}")).after(Duration::from_millis(300))
+    })(req)
 }
 
 /// A node named `name`: at most one running child of its own, up to four per parent.

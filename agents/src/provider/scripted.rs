@@ -55,10 +55,11 @@
 
 mod script;
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
+use serde_json::Value;
 
 pub use script::{
     BUILTIN_SCRIPTS, Reply, Rule, Script, ScriptError, ScriptedToolCall, Selection, When,
@@ -84,12 +85,17 @@ static NEXT_CALL: AtomicU64 = AtomicU64::new(1);
 pub struct ScriptedModel {
     model: ModelRef,
     script: Arc<Script>,
+    schemas: Arc<SchemaSizes>,
 }
 
 impl ScriptedModel {
     /// The model `model` playing `script`.
     pub fn new(model: ModelRef, script: Arc<Script>) -> Self {
-        ScriptedModel { model, script }
+        ScriptedModel {
+            model,
+            script,
+            schemas: Arc::default(),
+        }
     }
 
     /// The model `model` playing the built-in script or script file `spec`.
@@ -137,7 +143,7 @@ impl ScriptedModel {
         }
         let reasoning = tokens(reasoning_chars);
         events.push(ModelEvent::Usage(Usage {
-            input: tokens(input_chars(request)),
+            input: tokens(input_chars(request, &self.schemas)),
             output: tokens(output_chars) + reasoning,
             reasoning,
             cache_read: 0,
@@ -195,13 +201,41 @@ fn tokens(chars: usize) -> u64 {
     chars.div_ceil(4) as u64
 }
 
+/// The lengths of the tool schemas seen, as JSON text: every call offers the same shared
+/// schemas, which are measured once each instead of written out again for every call.
+#[derive(Debug, Default)]
+struct SchemaSizes(Mutex<Vec<(Arc<Value>, usize)>>);
+
+impl SchemaSizes {
+    /// The most schemas remembered (more are measured again after a reset).
+    const MAX: usize = 256;
+
+    /// The length of `schema` written as JSON.
+    fn len(&self, schema: &Arc<Value>) -> usize {
+        let mut known = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, len)) = known.iter().find(|(s, _)| Arc::ptr_eq(s, schema)) {
+            return *len;
+        }
+        let len = schema.to_string().len();
+        if known.len() >= Self::MAX {
+            known.clear();
+        }
+        // Holding the schema keeps its address from being reused by another one.
+        known.push((schema.clone(), len));
+        len
+    }
+}
+
 /// The characters of everything the request sends the model.
-fn input_chars(request: &ModelRequest) -> usize {
+fn input_chars(request: &ModelRequest, schemas: &SchemaSizes) -> usize {
     let system: usize = request.system.iter().map(|s| s.chars().count()).sum();
     let tools: usize = request
         .tools
         .iter()
-        .map(|t| t.name.len() + t.description.chars().count() + t.parameters.to_string().len())
+        .map(|t| t.name.len() + t.description.chars().count() + schemas.len(&t.parameters))
         .sum();
     let messages: usize = request
         .messages
@@ -242,6 +276,42 @@ mod tests {
         fn chunks_join_back(text in "\\PC{0,200}") {
             prop_assert_eq!(chunks(&text).concat(), text);
         }
+    }
+
+    #[test]
+    fn input_counts_each_schema_as_its_json_text() {
+        let schema = |n: usize| Arc::new(serde_json::json!({"type": "object", "n": "é".repeat(n)}));
+        let tool = |name: &str, parameters: Arc<Value>| super::super::ToolSpec {
+            name: name.into(),
+            description: "does things".into(),
+            parameters,
+        };
+        let (a, b) = (schema(3), schema(40));
+        let request = ModelRequest {
+            tools: vec![
+                tool("a", a.clone()),
+                tool("b", b.clone()),
+                tool("c", a.clone()),
+            ]
+            .into(),
+            ..Default::default()
+        };
+        let expected = 3 * "does things".len() + 3 + 2 * a.to_string().len() + b.to_string().len();
+        let sizes = SchemaSizes::default();
+        assert_eq!(input_chars(&request, &sizes), expected);
+        // Measured once each, and the same on every later call.
+        assert_eq!(sizes.0.lock().unwrap().len(), 2);
+        assert_eq!(input_chars(&request, &sizes), expected);
+        // A new schema at another address is measured for itself, even with equal content.
+        let request = ModelRequest {
+            tools: vec![tool("d", schema(40))].into(),
+            ..Default::default()
+        };
+        assert_eq!(
+            input_chars(&request, &sizes),
+            1 + "does things".len() + b.to_string().len()
+        );
+        assert_eq!(sizes.0.lock().unwrap().len(), 3);
     }
 
     #[test]

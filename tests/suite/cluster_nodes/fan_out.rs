@@ -8,9 +8,9 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_testkit::fake_openai::{FakeOpenAi, Response};
 use taskforce_testkit::postgres::TestDatabase;
-use taskforce_testkit::script::first_user;
+use taskforce_testkit::script::{fan_out, first_user};
 
 use super::support::{Cluster, Node, client, post, unfinished_calls, watch};
 
@@ -38,33 +38,6 @@ fn idle_sessions(seen: &Mutex<Vec<Value>>) -> HashSet<String> {
         .filter(|e| e["type"] == "session.idle")
         .filter_map(|e| e["properties"]["sessionID"].as_str().map(str::to_string))
         .collect()
-}
-
-/// The root's model starts `CHILDREN` children in one step and sums up once their results are
-/// in; a child answers as `child` says.
-fn fan_out(
-    child: impl Fn(usize) -> Response + Send + Sync + 'static,
-) -> impl Fn(&RecordedRequest) -> Response + Send + Sync + 'static {
-    move |req| {
-        let who = first_user(req);
-        if let Some(n) = who.strip_prefix("child ") {
-            return child(n.parse().unwrap_or(0));
-        }
-        if req.last_role() == Some("user") {
-            let calls: Vec<(String, String)> = (0..CHILDREN)
-                .map(|i| {
-                    let args = json!({"description": format!("part {i}"), "prompt": format!("child {i}"), "subagent_type": "general"});
-                    (format!("call_{i}"), args.to_string())
-                })
-                .collect();
-            let calls: Vec<(&str, &str, &str)> = calls
-                .iter()
-                .map(|(id, args)| (id.as_str(), "task", args.as_str()))
-                .collect();
-            return Response::tool_calls(&calls);
-        }
-        Response::text("root heard every child")
-    }
 }
 
 /// The root's task calls as stored: how many ended in each state.
@@ -112,7 +85,7 @@ async fn cluster(
         test,
         &["node-a", "node-b", "node-c"],
         &limits,
-        fan_out(child),
+        fan_out(CHILDREN, child),
     )
     .await
 }

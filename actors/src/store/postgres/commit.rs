@@ -104,9 +104,7 @@ fn sql(table: Table) -> &'static str {
              title = excluded.title, title_folded = excluded.title_folded, \
              time_created = excluded.time_created, \
              time_updated = GREATEST(s.time_updated, excluded.time_updated), \
-             data = CASE WHEN excluded.time_updated >= s.time_updated THEN excluded.data \
-                    ELSE jsonb_set(excluded.data::jsonb, '{time,updated}', \
-                                   to_jsonb(s.time_updated))::text END"
+             data = excluded.data"
         }
         Table::Message => {
             "INSERT INTO message (id, session_id, time_created, owner, data) \

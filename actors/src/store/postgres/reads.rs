@@ -15,7 +15,7 @@ use crate::store::{
 
 /// Session `id`, if stored.
 pub(super) async fn session(pool: &PgPool, id: &SessionId) -> Result<Option<Session>, StoreError> {
-    let row = sqlx::query("SELECT id, data FROM session WHERE id = $1")
+    let row = sqlx::query("SELECT id, data, time_updated FROM session WHERE id = $1")
         .bind(id.as_str())
         .fetch_optional(pool)
         .await
@@ -30,7 +30,7 @@ pub(super) async fn sessions(
 ) -> Result<Vec<Session>, StoreError> {
     let limit = filter.limit.map(|l| i64::try_from(l).unwrap_or(i64::MAX));
     let rows = sqlx::query(
-        "SELECT id, data FROM session \
+        "SELECT id, data, time_updated FROM session \
          WHERE (NOT $1 OR parent_id IS NULL) \
            AND ($2::int8 IS NULL OR time_updated >= $2) \
            AND ($3::text IS NULL OR strpos(title_folded, $3) > 0) \
@@ -52,7 +52,7 @@ pub(super) async fn sessions(
 /// The direct children of session `id`, oldest first.
 pub(super) async fn children(pool: &PgPool, id: &SessionId) -> Result<Vec<Session>, StoreError> {
     let rows = sqlx::query(
-        "SELECT id, data FROM session WHERE parent_id = $1 ORDER BY time_created ASC, id ASC",
+        "SELECT id, data, time_updated FROM session WHERE parent_id = $1 ORDER BY time_created ASC, id ASC",
     )
     .bind(id.as_str())
     .fetch_all(pool)

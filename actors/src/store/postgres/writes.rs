@@ -29,7 +29,7 @@ pub(super) async fn tree(
                SELECT s.id, t.depth + 1 FROM session s JOIN tree t ON s.parent_id = t.id \
                WHERE t.depth < $2 \
              ) \
-         SELECT s.id AS id, s.data AS data, t.depth AS depth \
+         SELECT s.id AS id, s.data AS data, s.time_updated AS time_updated, t.depth AS depth \
          FROM (SELECT id, MAX(depth) AS depth FROM tree GROUP BY id) t \
          JOIN session s ON s.id = t.id \
          ORDER BY t.depth DESC, s.id DESC",
@@ -215,8 +215,8 @@ pub(super) async fn claim_unfinished(
 }
 
 /// Moves each session's `time.updated` forward to its time (never back) in one statement,
-/// keeping what else is stored; answers the sessions as stored after, in the order asked
-/// (sessions not stored are left out).
+/// keeping what else is stored (the payload is not rewritten: the column holds the time);
+/// answers the sessions as stored after (sessions not stored are left out).
 pub(super) async fn touch(
     pool: &PgPool,
     touches: Vec<(SessionId, u64)>,
@@ -224,24 +224,16 @@ pub(super) async fn touch(
     let ids: Vec<&str> = touches.iter().map(|(id, _)| id.as_str()).collect();
     let times: Vec<i64> = touches.iter().map(|(_, at)| to_sql(*at)).collect();
     let rows = sqlx::query(
-        "UPDATE session AS s SET time_updated = GREATEST(s.time_updated, t.at), \
-         data = CASE WHEN t.at > s.time_updated \
-                THEN jsonb_set(s.data::jsonb, '{time,updated}', to_jsonb(t.at))::text \
-                ELSE s.data END \
+        "UPDATE session AS s SET time_updated = GREATEST(s.time_updated, t.at) \
          FROM (SELECT id, MAX(at) AS at FROM UNNEST($1::text[], $2::int8[]) AS u(id, at) \
                GROUP BY id) t \
          WHERE s.id = t.id \
-         RETURNING s.id, s.data",
+         RETURNING s.id, s.data, s.time_updated",
     )
     .bind(&ids)
     .bind(times)
     .fetch_all(pool)
     .await
     .map_err(database("cannot update the sessions' times"))?;
-    let mut out = rows
-        .iter()
-        .map(decode_session)
-        .collect::<Result<Vec<Session>, StoreError>>()?;
-    out.sort_by_key(|s| ids.iter().position(|id| *id == s.id.as_str()));
-    Ok(out)
+    rows.iter().map(decode_session).collect()
 }

@@ -28,7 +28,7 @@ pub(super) async fn tree(
                SELECT s.id, t.depth + 1 FROM session s JOIN tree t ON s.parent_id = t.id \
                WHERE t.depth < ?2 \
              ) \
-             SELECT s.id AS id, s.data AS data, MAX(t.depth) AS depth \
+             SELECT s.id AS id, s.data AS data, s.time_updated AS time_updated, MAX(t.depth) AS depth \
              FROM tree t JOIN session s ON s.id = t.id \
              GROUP BY s.id \
              ORDER BY depth DESC, s.id DESC",

@@ -46,7 +46,7 @@ pub(super) async fn session(
     conn: &mut SqliteConnection,
     id: &SessionId,
 ) -> Result<Option<Session>, StoreError> {
-    let row = sqlx::query("SELECT id, data FROM session WHERE id = ?1")
+    let row = sqlx::query("SELECT id, data, time_updated FROM session WHERE id = ?1")
         .bind(id.as_str())
         .fetch_optional(conn)
         .await
@@ -63,7 +63,7 @@ pub(super) async fn sessions(
         .limit
         .map_or(-1, |l| i64::try_from(l).unwrap_or(i64::MAX));
     let rows = sqlx::query(
-        "SELECT id, data FROM session \
+        "SELECT id, data, time_updated FROM session \
          WHERE (?1 = 0 OR parent_id IS NULL) \
            AND (?2 IS NULL OR time_updated >= ?2) \
            AND (?3 IS NULL OR instr(title_folded, ?3) > 0) \
@@ -88,7 +88,7 @@ pub(super) async fn children(
     id: &SessionId,
 ) -> Result<Vec<Session>, StoreError> {
     let rows = sqlx::query(
-        "SELECT id, data FROM session WHERE parent_id = ?1 \
+        "SELECT id, data, time_updated FROM session WHERE parent_id = ?1 \
          ORDER BY time_created ASC, id ASC",
     )
     .bind(id.as_str())

@@ -53,9 +53,10 @@ impl Table {
     }
 
     /// The statement's tail: padding is skipped, and a row that exists already takes the new
-    /// values (but a session's `time.updated` never goes back: a whole session written from
-    /// an older read keeps the newer time). `InPlace` assumes the row keeps its parents (so that SQLite need not touch
-    /// their indexes nor check their foreign keys) and fails the statement, by a NULL in a
+    /// values (but a session's `time_updated`, which reads take its `time.updated` from, never
+    /// goes back: a whole session written from an older read keeps the newer time). `InPlace`
+    /// assumes the row keeps its parents (so that SQLite need not touch their indexes nor
+    /// check their foreign keys) and fails the statement, by a NULL in a
     /// `NOT NULL` column, for a row that does not; `Full` takes every column.
     fn conflict(self, update: Update) -> &'static str {
         match (self, update) {
@@ -65,8 +66,7 @@ impl Table {
                  title = excluded.title, title_folded = excluded.title_folded, \
                  time_created = excluded.time_created, \
                  time_updated = max(time_updated, excluded.time_updated), \
-                 data = iif(excluded.time_updated >= time_updated, excluded.data, \
-                            json_set(excluded.data, '$.time.updated', time_updated))"
+                 data = excluded.data"
             }
             (Table::Message, Update::InPlace) => {
                 ") WHERE column1 IS NOT NULL ON CONFLICT (id) DO UPDATE SET \

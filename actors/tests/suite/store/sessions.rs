@@ -232,15 +232,43 @@ async fn a_sessions_update_time_only_moves_forward_whoever_writes_it(db: Db) {
     assert_eq!(touched[0].time.updated, 5_000);
     assert_eq!(touched[0].title, "renamed");
 
+    // Several sessions at once, one of them twice: the later time wins, and lists read it.
+    let other = root("other", 1_000);
+    store.put_session(&other).await.unwrap();
+    let mut both = store
+        .touch_sessions(vec![
+            (other.id.clone(), 7_000),
+            (s.id.clone(), 5_500),
+            (other.id.clone(), 6_500),
+        ])
+        .await
+        .unwrap();
+    both.sort_by_key(|t| t.time.updated);
+    let times: Vec<(&str, u64)> = both
+        .iter()
+        .map(|t| (t.title.as_str(), t.time.updated))
+        .collect();
+    assert_eq!(times, [("renamed", 5_500), ("other", 7_000)]);
+    let listed = store.sessions(&SessionFilter::default()).await.unwrap();
+    let listed: Vec<(&str, u64)> = listed
+        .iter()
+        .map(|t| (t.title.as_str(), t.time.updated))
+        .collect();
+    assert_eq!(
+        listed,
+        [("other", 7_000), ("renamed", 5_500)],
+        "newest first"
+    );
+
     let earlier = store
         .touch_sessions(vec![(s.id.clone(), 2_000)])
         .await
         .unwrap();
-    assert_eq!(earlier[0].time.updated, 5_000, "never moved back");
+    assert_eq!(earlier[0].time.updated, 5_500, "never moved back");
     let stored = store.session(&s.id).await.unwrap().unwrap();
     assert_eq!(
         (stored.time.updated, stored.title.as_str()),
-        (5_000, "renamed")
+        (5_500, "renamed")
     );
     // A whole session written from an older read keeps the newer time, and its other fields.
     s.title = "renamed again".into();
@@ -248,11 +276,24 @@ async fn a_sessions_update_time_only_moves_forward_whoever_writes_it(db: Db) {
     let stored = store.session(&s.id).await.unwrap().unwrap();
     assert_eq!(
         (stored.time.updated, stored.title.as_str()),
-        (5_000, "renamed again")
+        (5_500, "renamed again")
     );
     // The listing orders by the new time too.
     let newer = root("newer", 3_000);
     store.put_session(&newer).await.unwrap();
     let listed = store.sessions(&SessionFilter::default()).await.unwrap();
-    assert_eq!(listed[0].id, s.id);
+    let order: Vec<&SessionId> = listed.iter().map(|t| &t.id).collect();
+    assert_eq!(order, [&other.id, &s.id, &newer.id]);
+    // A child's list and a deleted session carry the moved time as well.
+    let child = Session::child_of(&s, "child", 1_100);
+    store.put_session(&child).await.unwrap();
+    store
+        .touch_sessions(vec![(child.id.clone(), 8_000)])
+        .await
+        .unwrap();
+    let children = store.children(&s.id).await.unwrap();
+    assert_eq!(children[0].time.updated, 8_000);
+    let deleted = store.delete_session(&s.id).await.unwrap();
+    let times: Vec<u64> = deleted.iter().map(|t| t.time.updated).collect();
+    assert_eq!(times, [8_000, 5_500], "the child first, then its parent");
 }
