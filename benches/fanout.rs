@@ -14,7 +14,9 @@ mod support;
 use std::time::Instant;
 
 use serde_json::json;
-use support::{Bench, cpu_split_ms, in_system, peak_rss_mib, rss_mib};
+use support::{
+    Bench, cpu_split_ms, in_system, peak_rss_mib, rss_mib, switches_by_thread, switches_since,
+};
 use taskforce::actors::PromptInput;
 
 fn main() {
@@ -40,6 +42,7 @@ fn main() {
         let rt = bench.runtime().await;
         let s = rt.create_session(None, None).await.unwrap();
         let before = rss_mib().unwrap_or(f64::NAN);
+        let switches_before = switches_by_thread();
         let (user_before, system_before) = cpu_split_ms().unwrap_or((f64::NAN, f64::NAN));
         let start = Instant::now();
         let answer = rt
@@ -50,6 +53,7 @@ fn main() {
         let (user, system) = cpu_split_ms().unwrap_or((f64::NAN, f64::NAN));
         let (user, system) = (user - user_before, system - system_before);
         let cpu = user + system;
+        let (switches, switched) = switches_since(&switches_before);
         let children = rt.children(&s.id).await.unwrap().len();
         let tree = rt.tree(&s.id).await.unwrap();
         assert_eq!(children, n, "every child ran");
@@ -61,6 +65,10 @@ fn main() {
             cpu * 1000.0 / n as f64,
             (peak - before) * 1024.0 / n as f64,
             tree.total_usage.turns
+        );
+        println!(
+            "context switches: {switched} ({:.1} per child; by thread: {switches})",
+            switched as f64 / n as f64
         );
     });
 }

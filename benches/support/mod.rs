@@ -196,3 +196,51 @@ pub async fn http_prompt(http: &reqwest::Client, base: &str, id: &str, text: &st
     assert!(answered.status().is_success(), "{}", answered.status());
     answered.bytes().await.expect("the answer");
 }
+
+/// The context switches of this process's threads so far, by thread name, from
+/// `/proc/self/task/*/status` (Linux): voluntary ones (a thread waiting) plus involuntary ones.
+pub fn switches_by_thread() -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return out;
+    };
+    for task in tasks.flatten() {
+        let Ok(status) = std::fs::read_to_string(task.path().join("status")) else {
+            continue;
+        };
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(name))
+                .map(str::trim)
+        };
+        let name = field("Name:").unwrap_or("?").to_string();
+        let count: u64 = ["voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:"]
+            .iter()
+            .filter_map(|f| field(f)?.parse::<u64>().ok())
+            .sum();
+        *out.entry(name).or_default() += count;
+    }
+    out
+}
+
+/// What each thread name added to its context switches since `before` (see
+/// [`switches_by_thread`]), most first, as `name count` pairs, and their total.
+pub fn switches_since(before: &BTreeMap<String, u64>) -> (String, u64) {
+    let mut added: Vec<(String, u64)> = switches_by_thread()
+        .into_iter()
+        .map(|(name, n)| {
+            let was = before.get(&name).copied().unwrap_or(0);
+            (name, n.saturating_sub(was))
+        })
+        .filter(|(_, n)| *n > 0)
+        .collect();
+    added.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    let total = added.iter().map(|(_, n)| n).sum();
+    let text = added
+        .iter()
+        .map(|(name, n)| format!("{name} {n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    (text, total)
+}
