@@ -156,23 +156,32 @@ fn render(window: &Window, offset: usize) -> String {
 
 /// Reads lines `offset..offset + limit` of `path`, counting every line of the file.
 fn read_window(path: &Path, offset: usize, limit: usize) -> Result<Window, String> {
-    let meta = match std::fs::metadata(path) {
-        Ok(meta) => meta,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(not_found(path)),
-        Err(e) => return Err(format!("Cannot read {}: {e}", path.display())),
-    };
-    if meta.is_dir() {
-        return Err(format!(
+    let cannot = |e: std::io::Error| format!("Cannot read {}: {e}", path.display());
+    let is_dir = || {
+        format!(
             "Path is a directory, not a file: {}. Use the list tool to see what it holds.",
             path.display()
-        ));
+        )
+    };
+    // Opened once: its type, its first bytes (is it text?) and its lines all come from it.
+    let mut file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(not_found(path)),
+        Err(_) if path.is_dir() => return Err(is_dir()),
+        Err(e) => return Err(cannot(e)),
+    };
+    if file.metadata().map_err(cannot)?.is_dir() {
+        return Err(is_dir());
     }
-    if is_binary(path).map_err(|e| format!("Cannot read {}: {e}", path.display()))? {
+    let mut head = Vec::with_capacity(HEAD_BYTES);
+    (&mut file)
+        .take(HEAD_BYTES as u64)
+        .read_to_end(&mut head)
+        .map_err(cannot)?;
+    if has_binary_extension(path) || looks_binary(&head) {
         return Err(format!("Cannot read binary file: {}", path.display()));
     }
-    let file =
-        std::fs::File::open(path).map_err(|e| format!("Cannot read {}: {e}", path.display()))?;
-    let mut reader = BufReader::new(file);
+    let mut reader = BufReader::new(std::io::Cursor::new(head).chain(file));
     let mut lines = Vec::new();
     let mut bytes = 0usize;
     let mut cut_by_bytes = false;
@@ -262,18 +271,26 @@ fn not_found(path: &Path) -> String {
 /// Whether `path` looks binary: a known binary extension, a NUL byte in its first 4 KB, or
 /// more than 30% control characters there.
 pub(crate) fn is_binary(path: &Path) -> std::io::Result<bool> {
+    if has_binary_extension(path) {
+        return Ok(true);
+    }
+    let mut head = Vec::with_capacity(HEAD_BYTES);
+    std::fs::File::open(path)?
+        .take(HEAD_BYTES as u64)
+        .read_to_end(&mut head)?;
+    Ok(looks_binary(&head))
+}
+
+/// How many of a file's first bytes tell whether it is binary.
+const HEAD_BYTES: usize = 4096;
+
+/// Whether `path`'s extension is one of a binary format.
+fn has_binary_extension(path: &Path) -> bool {
     let ext = path
         .extension()
         .map(|e| e.to_string_lossy().to_lowercase())
         .unwrap_or_default();
-    if BINARY_EXTENSIONS.contains(&ext.as_str()) {
-        return Ok(true);
-    }
-    let mut head = Vec::with_capacity(4096);
-    std::fs::File::open(path)?
-        .take(4096)
-        .read_to_end(&mut head)?;
-    Ok(looks_binary(&head))
+    BINARY_EXTENSIONS.contains(&ext.as_str())
 }
 
 /// Whether a file's first bytes look binary (a NUL byte, or over 30% control characters).
@@ -352,6 +369,33 @@ mod tests {
             out.output
                 .contains(&format!("00001| {}...\n", "x".repeat(2000)))
         );
+    }
+
+    #[tokio::test]
+    async fn a_file_longer_than_its_first_look_reads_whole() {
+        let p = Project::new();
+        // Lines of 7 bytes: one straddles the first 4 KB that tell text from binary.
+        let text: String = (1..=1000).map(|i| format!("l{i:05}\n")).collect();
+        p.file("a.txt", &text);
+        let out = read(&p, json!({"filePath": "a.txt"})).await.unwrap();
+        assert!(
+            out.output
+                .contains("00585| l00585\n00586| l00586\n00587| l00587\n"),
+            "{}",
+            out.output
+        );
+        assert!(out.output.contains("(End of file - total 1000 lines)"));
+        // A NUL byte after the first 4 KB does not make it binary; an extension does.
+        let mut late_nul = "a\n".repeat(3000).into_bytes();
+        late_nul.push(0);
+        std::fs::write(p.root.join("late.txt"), &late_nul).unwrap();
+        assert!(read(&p, json!({"filePath": "late.txt"})).await.is_ok());
+        p.file("image.png", "just text");
+        let err = read(&p, json!({"filePath": "image.png"}))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("Cannot read binary file: "), "{err}");
     }
 
     #[tokio::test]
