@@ -1,0 +1,377 @@
+//! How the runtime writes to its store and publishes: a step's end committed and published
+//! with the next step's opening, a child whose loop crashes in a commit, and concurrent task
+//! calls reading a stored tree once.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use taskforce_actors::store::{
+    Approval, MessageWithParts, SessionFilter, SqliteStore, Store, StoreError,
+};
+use taskforce_actors::{PromptInput, Runtime};
+use taskforce_agents::id::{MessageId, PartId, SessionId};
+use taskforce_agents::model::{Message, Part, PartKind, Session, Todo, ToolState};
+use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_testkit::script::{delegating, is_child};
+
+use super::{Env, text_of, tool_parts};
+
+/// What a [`WatchedStore`] is told of each commit of sessions, messages and parts, before it
+/// is made.
+type OnCommit = Box<dyn Fn(&[&Session], &[&Message], &[&Part]) + Send + Sync>;
+
+/// A SQLite store that shows each `put_many` commit to a test first (which may panic in it, as a
+/// crashing loop would) and counts its reads of a session's children.
+struct WatchedStore(SqliteStore, OnCommit, std::sync::atomic::AtomicUsize);
+
+impl WatchedStore {
+    fn new(store: SqliteStore, on_commit: OnCommit) -> Arc<Self> {
+        Arc::new(WatchedStore(store, on_commit, Default::default()))
+    }
+
+    /// How many times a session's children were read.
+    fn children_reads(&self) -> usize {
+        self.2.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+#[async_trait::async_trait]
+impl Store for WatchedStore {
+    async fn put_session(&self, s: &Session) -> Result<(), StoreError> {
+        self.0.put_session(s).await
+    }
+    async fn session(&self, id: &SessionId) -> Result<Option<Session>, StoreError> {
+        self.0.session(id).await
+    }
+    async fn sessions(&self, f: &SessionFilter) -> Result<Vec<Session>, StoreError> {
+        self.0.sessions(f).await
+    }
+    async fn children(&self, id: &SessionId) -> Result<Vec<Session>, StoreError> {
+        self.2.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.0.children(id).await
+    }
+    async fn delete_session(&self, id: &SessionId) -> Result<Vec<Session>, StoreError> {
+        self.0.delete_session(id).await
+    }
+    async fn put_message(&self, m: &Message) -> Result<(), StoreError> {
+        self.0.put_message(m).await
+    }
+    fn queue_message(&self, m: &Message) {
+        self.0.queue_message(m)
+    }
+    async fn message(
+        &self,
+        s: &SessionId,
+        id: &MessageId,
+    ) -> Result<Option<MessageWithParts>, StoreError> {
+        self.0.message(s, id).await
+    }
+    async fn messages(&self, s: &SessionId) -> Result<Vec<MessageWithParts>, StoreError> {
+        self.0.messages(s).await
+    }
+    async fn remove_message(&self, s: &SessionId, id: &MessageId) -> Result<(), StoreError> {
+        self.0.remove_message(s, id).await
+    }
+    async fn put_part(&self, p: &Part) -> Result<(), StoreError> {
+        self.0.put_part(p).await
+    }
+    async fn put_many(
+        &self,
+        s: &[&Session],
+        m: &[&Message],
+        p: &[&Part],
+    ) -> Result<(), StoreError> {
+        (self.1)(s, m, p);
+        self.0.put_many(s, m, p).await
+    }
+    fn queue_part(&self, p: &Part) {
+        self.0.queue_part(p)
+    }
+    fn queue_many(&self, s: Vec<Session>, m: Vec<Arc<Message>>, p: Vec<Arc<Part>>) {
+        self.0.queue_many(s, m, p)
+    }
+    async fn remove_part(&self, id: &PartId) -> Result<(), StoreError> {
+        self.0.remove_part(id).await
+    }
+    async fn todos(&self, s: &SessionId) -> Result<Vec<Todo>, StoreError> {
+        self.0.todos(s).await
+    }
+    async fn put_todos(&self, s: &SessionId, t: &[Todo]) -> Result<(), StoreError> {
+        self.0.put_todos(s, t).await
+    }
+    async fn approvals(&self, project: &str) -> Result<Vec<Approval>, StoreError> {
+        self.0.approvals(project).await
+    }
+    async fn add_approvals(&self, project: &str, a: &[Approval]) -> Result<(), StoreError> {
+        self.0.add_approvals(project, a).await
+    }
+}
+
+#[actix_rt::test]
+async fn a_crashed_child_becomes_an_error_result_for_its_parent() {
+    let fake = FakeOpenAi::start(delegating(
+        r#"{"description":"Crash","prompt":"p","subagent_type":"general"}"#,
+        "never stored",
+        "the parent carried on",
+    ))
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let options = env.options();
+    let store = taskforce_actors::store::SqliteStore::open(&env.data())
+        .await
+        .unwrap();
+    // A store that panics when asked to save a `general` agent's answer: a child that crashes.
+    let crashing: OnCommit = Box::new(|_, messages, _| {
+        if messages
+            .iter()
+            .any(|m| matches!(m, Message::Assistant(a) if a.agent == "general"))
+        {
+            panic!("simulated crash of the child's loop");
+        }
+    });
+    let rt = Runtime::start_with_store(options, WatchedStore::new(store, crashing))
+        .await
+        .unwrap();
+    let s = rt.create_session(None, None).await.unwrap();
+    let answer = tokio::time::timeout(
+        Duration::from_secs(5),
+        rt.prompt(&s.id, PromptInput::text("go")),
+    )
+    .await
+    .expect("the parent never waits forever")
+    .unwrap();
+    assert_eq!(text_of(&answer), "the parent carried on");
+    let ToolState::Error(e) = &tool_parts(&rt, &s.id).await[0].1 else {
+        panic!("the task part is an error")
+    };
+    assert!(e.error.contains("stopped unexpectedly"), "{}", e.error);
+}
+
+/// A short name for a stored or published state: `session`, `user`, `open` (an answer's first
+/// state), `answer:<finish>`, a part's type, or `tool:<name>:<status>`.
+fn label_message(m: &Message) -> String {
+    match m {
+        Message::User(_) => "user".into(),
+        Message::Assistant(a) if a.time.completed.is_none() => "open".into(),
+        Message::Assistant(a) => format!("answer:{}", a.finish.as_deref().unwrap_or("-")),
+    }
+}
+
+fn label_part(p: &Part) -> String {
+    match &p.kind {
+        PartKind::Tool(t) => format!("tool:{}:{}", t.tool, t.state.status()),
+        _ => serde_json::to_value(p).unwrap()["type"]
+            .as_str()
+            .unwrap()
+            .to_string(),
+    }
+}
+
+#[actix_rt::test]
+async fn a_delegated_prompt_commits_a_steps_end_with_the_next_steps_opening() {
+    let delegate = delegating(
+        r#"{"description":"Commit","prompt":"p","subagent_type":"general"}"#,
+        "child answer",
+        "parent answer",
+    );
+    let fake = FakeOpenAi::start(move |req: &RecordedRequest| {
+        if req.contains("fail now") {
+            Response::error(400, "refused")
+        } else {
+            delegate(req)
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let store = SqliteStore::open(&env.data()).await.unwrap();
+    let commits: Arc<std::sync::Mutex<Vec<Vec<String>>>> = Arc::default();
+    let seen = commits.clone();
+    let watch: OnCommit = Box::new(move |sessions, messages, parts| {
+        let mut labels: Vec<String> = sessions.iter().map(|_| "session".to_string()).collect();
+        labels.extend(messages.iter().map(|m| label_message(m)));
+        labels.extend(parts.iter().map(|p| label_part(p)));
+        labels.sort();
+        seen.lock().unwrap().push(labels);
+    });
+    let rt = Runtime::start_with_store(env.options(), WatchedStore::new(store, watch))
+        .await
+        .unwrap();
+    let s = rt.create_session(None, None).await.unwrap();
+    commits.lock().unwrap().clear();
+    let answer = rt.prompt(&s.id, PromptInput::text("go")).await.unwrap();
+    assert_eq!(text_of(&answer), "parent answer");
+    let got = commits.lock().unwrap().clone();
+    let expected: Vec<Vec<&str>> = vec![
+        // The parent: its prompt with the first answer's opening.
+        vec!["open", "step-start", "text", "user"],
+        // The child: its row, its prompt and its answer's opening; then its answer.
+        vec!["open", "session", "step-start", "text", "user"],
+        vec!["answer:stop", "step-finish", "text"],
+        // The parent: its task call's end and its first answer's end with the second opening.
+        vec![
+            "answer:tool-calls",
+            "open",
+            "step-finish",
+            "step-start",
+            "tool:task:completed",
+        ],
+        vec!["answer:stop", "step-finish", "text"],
+    ];
+    assert_eq!(got, expected, "one commit per line");
+
+    // A step that fails writes its end at once, and a run with nothing left over commits
+    // nothing more.
+    commits.lock().unwrap().clear();
+    rt.prompt(&s.id, PromptInput::text("fail now"))
+        .await
+        .unwrap();
+    assert_eq!(
+        *commits.lock().unwrap(),
+        vec![vec!["open", "step-start", "text", "user"], vec!["answer:-"]]
+    );
+
+    // Everything is on disk: a runtime started on the same store reads the same history.
+    let child = rt.children(&s.id).await.unwrap().remove(0);
+    let (parent_before, child_before) = (
+        rt.messages(&s.id).await.unwrap(),
+        rt.messages(&child.id).await.unwrap(),
+    );
+    rt.shutdown().await;
+    let rt = env.runtime().await;
+    let parent_after = rt.messages(&s.id).await.unwrap();
+    assert_eq!(parent_after, parent_before);
+    assert_eq!(rt.messages(&child.id).await.unwrap(), child_before);
+    let labels: Vec<Vec<String>> = parent_after
+        .iter()
+        .map(|m| {
+            std::iter::once(label_message(&m.info))
+                .chain(m.parts.iter().map(|p| label_part(p)))
+                .collect()
+        })
+        .collect();
+    assert_eq!(
+        labels,
+        vec![
+            vec!["user", "text"],
+            vec![
+                "answer:tool-calls",
+                "step-start",
+                "tool:task:completed",
+                "step-finish"
+            ],
+            vec!["answer:stop", "step-start", "text", "step-finish"],
+            vec!["user", "text"],
+            vec!["answer:-", "step-start"],
+        ]
+    );
+}
+
+#[actix_rt::test]
+async fn a_steps_end_is_published_before_the_next_steps_opening() {
+    use futures::StreamExt;
+    use taskforce_actors::bus::{BusItem, Event, Filter};
+    let fake = FakeOpenAi::start(delegating(
+        r#"{"description":"Order","prompt":"p","subagent_type":"general"}"#,
+        "child answer",
+        "parent answer",
+    ))
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let s = rt.create_session(None, None).await.unwrap();
+    let mut events = rt.subscribe(Filter::Session(s.id.clone()));
+    rt.prompt(&s.id, PromptInput::text("go")).await.unwrap();
+    // The final states, in the order they were published (live tool states, streaming text
+    // states and deltas left out).
+    let mut order = Vec::new();
+    while let Ok(Some(BusItem::Event(e))) =
+        tokio::time::timeout(Duration::from_millis(200), events.next()).await
+    {
+        match &e.event {
+            Event::MessageUpdated { info } => order.push(label_message(info)),
+            Event::PartUpdated { part } => {
+                let label = label_part(part);
+                let streaming = matches!(&part.kind, PartKind::Text(t)
+                    if t.time.as_ref().is_some_and(|t| t.end.is_none()));
+                if !streaming && !label.ends_with(":pending") && !label.ends_with(":running") {
+                    order.push(label);
+                }
+            }
+            Event::SessionIdle { .. } => order.push("idle".into()),
+            _ => {}
+        }
+    }
+    assert_eq!(
+        order,
+        [
+            "user",
+            "text",
+            "open",
+            "step-start",
+            "tool:task:completed",
+            "step-finish",
+            "answer:tool-calls",
+            "open",
+            "step-start",
+            "text",
+            "step-finish",
+            "answer:stop",
+            "idle"
+        ]
+    );
+}
+
+#[actix_rt::test]
+async fn concurrent_task_calls_count_a_stored_tree_from_the_store_once() {
+    let args: Vec<(String, String)> = (0..20)
+        .map(|i| {
+            (
+                format!("call_{i}"),
+                format!(r#"{{"description":"part {i}","prompt":"p","subagent_type":"general"}}"#),
+            )
+        })
+        .collect();
+    let fake = FakeOpenAi::start(move |req: &RecordedRequest| {
+        if is_child(req) {
+            Response::text("part done")
+        } else if req.last_role() == Some("user") {
+            let calls: Vec<(&str, &str, &str)> = args
+                .iter()
+                .map(|(id, a)| (id.as_str(), "task", a.as_str()))
+                .collect();
+            Response::tool_calls(&calls)
+        } else {
+            Response::text("all parts done")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "[subagent]\nmax_concurrent = 20\n");
+    // A session from an earlier runtime: this one does not know its tree.
+    let earlier = env.runtime().await;
+    let s = earlier.create_session(None, None).await.unwrap();
+    earlier.shutdown().await;
+    let store = WatchedStore::new(
+        SqliteStore::open(&env.data()).await.unwrap(),
+        Box::new(|_, _, _| {}),
+    );
+    let rt = Runtime::start_with_store(env.options(), store.clone())
+        .await
+        .unwrap();
+    let answer = rt.prompt(&s.id, PromptInput::text("split")).await.unwrap();
+    assert_eq!(text_of(&answer), "all parts done");
+    // The twenty calls started together; one of them read the stored tree (empty), the
+    // others waited for its count.
+    assert_eq!(store.children_reads(), 1);
+    assert_eq!(rt.children(&s.id).await.unwrap().len(), 20);
+    // A root this runtime made has no stored tree to read.
+    let fresh = rt.create_session(None, None).await.unwrap();
+    let reads = store.children_reads();
+    rt.prompt(&fresh.id, PromptInput::text("split"))
+        .await
+        .unwrap();
+    assert_eq!(store.children_reads(), reads);
+}
