@@ -20,10 +20,10 @@ const CHILDREN: usize = 4;
 
 /// The root starts `CHILDREN` children at once and then reports every answer it got; each
 /// child answers after a moment (so that they overlap).
-fn model(req: &RecordedRequest) -> Response {
+fn model() -> impl Fn(&RecordedRequest) -> Response + Send + Sync + 'static {
     fan_out(CHILDREN, |n| {
         Response::text(&format!("answer of child {n}")).after(Duration::from_millis(300))
-    })(req)
+    })
 }
 
 /// A node named `name`: at most one running child of its own, up to four per parent.
@@ -59,7 +59,7 @@ async fn a_full_node_places_children_on_another_and_gets_their_answers_as_if_the
     let Some(db) = TestDatabase::create("placement").await else {
         return;
     };
-    let fake = FakeOpenAi::start(model).await.unwrap();
+    let fake = FakeOpenAi::start(model()).await.unwrap();
     let (_a_env, a) = node(&fake, &nats, &db, "node-a").await;
     let (_b_env, b) = node(&fake, &nats, &db, "node-b").await;
     let root = a.create_session(None, None).await.unwrap();
@@ -123,7 +123,7 @@ async fn a_trees_limit_of_children_is_counted_in_the_store_the_nodes_share() {
     let Some(db) = TestDatabase::create("tree_limit").await else {
         return;
     };
-    let fake = FakeOpenAi::start(model).await.unwrap();
+    let fake = FakeOpenAi::start(model()).await.unwrap();
     let (_a_env, a) = node_with(&fake, &nats, &db, "node-a", 3).await;
     let (_b_env, b) = node_with(&fake, &nats, &db, "node-b", 3).await;
     let root = a.create_session(None, None).await.unwrap();

@@ -179,7 +179,7 @@ enum Update {
 /// The row counts of the multi-row upserts: a batch goes in statements of the largest, and
 /// the rest in the smallest that holds it, padded; so each table has a handful of statements
 /// to cache, not one per count, and a batch of up to 256 rows per table one statement each.
-const CHUNKS: [usize; 5] = [1, 4, 16, 64, 256];
+pub(super) const CHUNKS: [usize; 5] = [1, 4, 16, 64, 256];
 
 /// How `rows` rows are cut into statements: for each, how many rows it takes and its index in
 /// [`CHUNKS`].

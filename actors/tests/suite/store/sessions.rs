@@ -7,6 +7,7 @@ both!(
     children_are_direct_and_oldest_first,
     delete_removes_the_whole_subtree_descendants_first,
     a_sessions_update_time_only_moves_forward_whoever_writes_it,
+    touching_more_sessions_than_one_statement_holds_moves_every_one,
 );
 
 async fn sessions_filter_and_order_in_sql(db: Db) {
@@ -296,4 +297,23 @@ async fn a_sessions_update_time_only_moves_forward_whoever_writes_it(db: Db) {
     let deleted = store.delete_session(&s.id).await.unwrap();
     let times: Vec<u64> = deleted.iter().map(|t| t.time.updated).collect();
     assert_eq!(times, [8_000, 5_500], "the child first, then its parent");
+}
+
+async fn touching_more_sessions_than_one_statement_holds_moves_every_one(db: Db) {
+    let store = db.open().await;
+    let sessions: Vec<Session> = (0..300).map(|i| root(&format!("s{i}"), 1_000)).collect();
+    for s in &sessions {
+        store.put_session(s).await.unwrap();
+    }
+    let touches = sessions
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.id.clone(), 2_000 + i as u64))
+        .collect();
+    let touched = store.touch_sessions(touches).await.unwrap();
+    assert_eq!(touched.len(), 300);
+    for (i, s) in sessions.iter().enumerate() {
+        let stored = store.session(&s.id).await.unwrap().unwrap();
+        assert_eq!(stored.time.updated, 2_000 + i as u64, "{}", stored.title);
+    }
 }
