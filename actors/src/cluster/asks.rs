@@ -3,6 +3,7 @@
 //! `PREFIX.ask`; the node that holds it answers it and says so, the others say they do not
 //! know it. A request for the list is answered by every live node with the asks it holds.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -57,10 +58,55 @@ pub(crate) enum AskOutcome {
     Refused { error: QuestionReplyError },
     /// The asks a node holds.
     Held {
-        node: String,
         permissions: Vec<PermissionRequest>,
         questions: Vec<QuestionRequest>,
     },
+}
+
+/// One node's answer to an [`AskRequest`]: which node answers, and what it says.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Answer {
+    node: String,
+    #[serde(flatten)]
+    outcome: AskOutcome,
+}
+
+/// Which nodes' answers a request waits for: every live node but the asking one, or (when the
+/// live nodes cannot be read) the first other node to answer.
+struct Awaited {
+    others: Option<HashSet<String>>,
+    heard: HashSet<String>,
+}
+
+impl Awaited {
+    /// Waits for the nodes of `live` other than `me`.
+    fn new(me: &str, live: Option<Vec<String>>) -> Awaited {
+        let others = live.map(|live| live.into_iter().filter(|n| n != me).collect());
+        Awaited {
+            others,
+            heard: HashSet::new(),
+        }
+    }
+
+    /// Whether `node` is one of the live nodes (any node when they cannot be read).
+    fn is_live(&self, node: &str) -> bool {
+        self.others
+            .as_ref()
+            .is_none_or(|others| others.contains(node))
+    }
+
+    /// Notes that `node` answered.
+    fn heard(&mut self, node: String) {
+        self.heard.insert(node);
+    }
+
+    /// Whether every awaited node has answered.
+    fn all_heard(&self) -> bool {
+        match &self.others {
+            Some(others) => others.iter().all(|n| self.heard.contains(n)),
+            None => !self.heard.is_empty(),
+        }
+    }
 }
 
 /// The asks the other live nodes hold, each with the node holding it.
@@ -122,7 +168,6 @@ impl Asks {
                 };
                 let outcome = match serde_json::from_slice::<AskRequest>(&request.payload) {
                     Ok(AskRequest::List) => AskOutcome::Held {
-                        node: node.to_string(),
                         permissions: broker.list(),
                         questions: questions.list(),
                     },
@@ -132,7 +177,11 @@ impl Asks {
                         continue;
                     }
                 };
-                let body = serde_json::to_vec(&outcome).unwrap_or_default();
+                let answer = Answer {
+                    node: node.to_string(),
+                    outcome,
+                };
+                let body = serde_json::to_vec(&answer).unwrap_or_default();
                 if let Err(e) = client.publish(inbox, body.into()).await {
                     tracing::warn!("cannot answer a forwarded ask reply: {e}");
                 }
@@ -147,72 +196,68 @@ impl Asks {
     }
 
     /// Sends `reply` to every node and waits for the one that holds its ask (or for every
-    /// live node to say it does not, or at most a few seconds).
+    /// other live node to say it does not, or at most a few seconds).
     pub(crate) async fn forward(&self, reply: &AskRequest) -> AskOutcome {
         let Some((mut answers, live)) = self.send(reply).await else {
             return AskOutcome::Unknown;
         };
-        let expected = live.map_or(1, |live| live.len().max(1));
-        let mut heard = 0;
+        let mut awaited = Awaited::new(&self.node, live);
         let deadline = tokio::time::sleep(ANSWER_WAIT);
         tokio::pin!(deadline);
-        loop {
+        while !awaited.all_heard() {
             tokio::select! {
-                () = &mut deadline => return AskOutcome::Unknown,
+                () = &mut deadline => break,
                 answer = answers.next() => {
-                    let Some(answer) = answer else { return AskOutcome::Unknown };
-                    match serde_json::from_slice::<AskOutcome>(&answer.payload) {
-                        Ok(outcome @ (AskOutcome::Done | AskOutcome::Refused { .. })) => {
-                            return outcome;
-                        }
-                        Ok(_) | Err(_) => {
-                            heard += 1;
-                            if heard >= expected {
-                                return AskOutcome::Unknown;
-                            }
-                        }
+                    let Some(answer) = answer else { break };
+                    let Ok(answer) = serde_json::from_slice::<Answer>(&answer.payload) else {
+                        continue;
+                    };
+                    if let AskOutcome::Done | AskOutcome::Refused { .. } = answer.outcome {
+                        return answer.outcome;
                     }
+                    awaited.heard(answer.node);
                 }
             }
         }
+        AskOutcome::Unknown
     }
 
     /// The asks every other live node holds: each answers with its own. A node that does not
     /// answer within a second (dying, or cut off) is left out, and so is one whose lease has
-    /// lapsed: the others take it for dead and have closed its asks.
+    /// lapsed: the others take it for dead and have closed its asks. The list is complete
+    /// once every other live node has answered, whatever order the answers come in.
     pub(crate) async fn elsewhere(&self) -> Elsewhere {
         let mut found = Elsewhere::default();
         let Some((mut answers, live)) = self.send(&AskRequest::List).await else {
             return found;
         };
-        let expected = live.as_ref().map_or(1, |live| live.len().max(1));
-        let mut heard = 0;
+        let live_known = live.is_some();
+        let mut awaited = Awaited::new(&self.node, live);
         let deadline = tokio::time::sleep(LIST_WAIT);
         tokio::pin!(deadline);
         let deadline_passed = loop {
-            if heard >= expected {
+            if live_known && awaited.all_heard() {
                 break false;
             }
             tokio::select! {
                 () = &mut deadline => break true,
                 answer = answers.next() => {
                     let Some(answer) = answer else { break true };
-                    heard += 1;
-                    let Ok(AskOutcome::Held { node, permissions, questions }) =
-                        serde_json::from_slice::<AskOutcome>(&answer.payload)
+                    let Ok(Answer { node, outcome: AskOutcome::Held { permissions, questions } }) =
+                        serde_json::from_slice::<Answer>(&answer.payload)
                     else {
                         continue;
                     };
-                    let taken_for_dead = live.as_ref().is_some_and(|live| !live.contains(&node));
-                    if *node == *self.node || taken_for_dead {
+                    if *node == *self.node || !awaited.is_live(&node) {
                         continue;
                     }
                     found.permissions.extend(permissions.into_iter().map(|p| (node.clone(), p)));
                     found.questions.extend(questions.into_iter().map(|q| (node.clone(), q)));
+                    awaited.heard(node);
                 }
             }
         };
-        found.complete = !deadline_passed && live.is_some();
+        found.complete = !deadline_passed && live_known;
         found
     }
 
@@ -266,5 +311,71 @@ async fn take(
         },
         AskRequest::Dismiss { id } => done(questions.reject(&id)),
         AskRequest::List => AskOutcome::Unknown,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn live(nodes: &[&str]) -> Option<Vec<String>> {
+        Some(nodes.iter().map(|n| n.to_string()).collect())
+    }
+
+    #[test]
+    fn the_asking_nodes_own_answer_does_not_complete_a_request() {
+        // The asking node may not be listed yet (its lease is written as it joins): its own
+        // answer, which may come first, must not stand in for another node's.
+        let mut awaited = Awaited::new("node-b", live(&["node-a"]));
+        assert!(!awaited.all_heard());
+        awaited.heard("node-b".into());
+        assert!(!awaited.all_heard(), "only node A's answer completes it");
+        awaited.heard("node-a".into());
+        assert!(awaited.all_heard());
+    }
+
+    #[test]
+    fn a_request_waits_for_every_other_live_node_in_any_order() {
+        let mut awaited = Awaited::new("node-a", live(&["node-a", "node-b", "node-c"]));
+        awaited.heard("node-c".into());
+        assert!(!awaited.all_heard());
+        awaited.heard("node-c".into());
+        assert!(!awaited.all_heard(), "the same node twice counts once");
+        awaited.heard("node-b".into());
+        assert!(awaited.all_heard());
+        assert!(!awaited.is_live("node-d"), "a node without a live lease");
+    }
+
+    #[test]
+    fn alone_in_the_cluster_a_request_waits_for_nobody() {
+        assert!(Awaited::new("node-a", live(&["node-a"])).all_heard());
+        assert!(Awaited::new("node-a", live(&[])).all_heard());
+    }
+
+    #[test]
+    fn without_the_live_nodes_the_first_other_answer_completes_a_request() {
+        let mut awaited = Awaited::new("node-a", None);
+        assert!(awaited.is_live("node-z"));
+        assert!(!awaited.all_heard());
+        awaited.heard("node-z".into());
+        assert!(awaited.all_heard());
+    }
+
+    #[test]
+    fn an_answer_names_its_node_beside_the_outcome() {
+        let answer = Answer {
+            node: "node-a".into(),
+            outcome: AskOutcome::Held {
+                permissions: vec![],
+                questions: vec![],
+            },
+        };
+        let wire = serde_json::to_value(&answer).unwrap();
+        assert_eq!(
+            wire,
+            serde_json::json!({"node": "node-a", "outcome": "held", "permissions": [], "questions": []})
+        );
+        let back: Answer = serde_json::from_value(wire).unwrap();
+        assert_eq!(back.outcome, answer.outcome);
     }
 }
