@@ -8,6 +8,7 @@ mod background;
 mod migrations;
 mod open;
 mod postgres;
+mod queries;
 mod rows;
 mod sqlite;
 mod write;

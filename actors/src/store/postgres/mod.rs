@@ -19,9 +19,10 @@
 //! starting at once on a new database apply them once.
 //!
 //! Where things are: `open.rs` (the address, the pool, the migrations), `store.rs` (the `Store`
-//! trait), `commit.rs` (batches of upserts), `reads.rs`, `writes.rs` (deletes, todos,
-//! approvals, background records, claims, update times), `alive.rs` (which runtimes are
-//! alive: an advisory lock each).
+//! trait), `commit.rs` (batches of upserts), `dialect.rs` (its text of the reads, deletes and
+//! claims both stores share, `store/queries.rs`), `writes.rs` (todos, approvals, update
+//! times), `trees.rs` (children counted per tree), `alive.rs` (which runtimes are alive: an
+//! advisory lock each).
 
 use sqlx::PgPool;
 
@@ -29,9 +30,9 @@ use super::write::WriteQueue;
 
 mod alive;
 mod commit;
+mod dialect;
 mod migrations;
 mod open;
-mod reads;
 mod store;
 mod trees;
 mod writes;

@@ -5,6 +5,8 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use sqlx::Postgres;
+use sqlx::pool::PoolConnection;
 use taskforce_agents::id::{MessageId, PartId, SessionId};
 use taskforce_agents::model::{Message, Part, Session, Todo};
 
@@ -14,7 +16,10 @@ use crate::store::{
     Unfinished,
 };
 
-use super::{PostgresStore, reads, writes};
+use super::dialect::SQL;
+use super::{PostgresStore, writes};
+use crate::store::queries;
+use crate::store::rows::database;
 
 #[async_trait]
 impl Store for PostgresStore {
@@ -24,7 +29,7 @@ impl Store for PostgresStore {
 
     async fn session(&self, id: &SessionId) -> Result<Option<Session>, StoreError> {
         self.writes.unflushed.settled(id.as_str()).await;
-        reads::session(&self.pool, id).await
+        queries::session(&mut *conn(&self.pool).await?, &SQL, id).await
     }
 
     async fn touch_sessions(
@@ -40,12 +45,12 @@ impl Store for PostgresStore {
 
     async fn sessions(&self, filter: &SessionFilter) -> Result<Vec<Session>, StoreError> {
         self.writes.unflushed.all_settled().await;
-        reads::sessions(&self.pool, filter).await
+        queries::sessions(&mut *conn(&self.pool).await?, &SQL, filter).await
     }
 
     async fn children(&self, id: &SessionId) -> Result<Vec<Session>, StoreError> {
         self.writes.unflushed.all_settled().await;
-        reads::children(&self.pool, id).await
+        queries::children(&mut *conn(&self.pool).await?, &SQL, id).await
     }
 
     async fn delete_session(&self, id: &SessionId) -> Result<Vec<Session>, StoreError> {
@@ -53,7 +58,7 @@ impl Store for PostgresStore {
         let id = id.clone();
         self.writes
             .exclusive(context.clone(), move |w| {
-                Box::pin(writes::tree(&w.0, id, context))
+                Box::pin(delete_tree(&w.0, id, context))
             })
             .await
     }
@@ -74,12 +79,12 @@ impl Store for PostgresStore {
         id: &MessageId,
     ) -> Result<Option<MessageWithParts>, StoreError> {
         self.writes.unflushed.settled(session.as_str()).await;
-        reads::message(&self.pool, session, id).await
+        queries::message(&mut *conn(&self.pool).await?, &SQL, session, id).await
     }
 
     async fn messages(&self, session: &SessionId) -> Result<Vec<MessageWithParts>, StoreError> {
         self.writes.unflushed.settled(session.as_str()).await;
-        reads::messages(&self.pool, session).await
+        queries::messages(&mut *conn(&self.pool).await?, &SQL, session).await
     }
 
     async fn remove_message(&self, session: &SessionId, id: &MessageId) -> Result<(), StoreError> {
@@ -87,7 +92,10 @@ impl Store for PostgresStore {
         let (session, id) = (session.to_string(), id.to_string());
         self.writes
             .exclusive(context.clone(), move |w| {
-                Box::pin(writes::message(&w.0, session, id, context))
+                Box::pin(async move {
+                    queries::delete_message(&mut *conn(&w.0).await?, &SQL, &session, &id, &context)
+                        .await
+                })
             })
             .await
     }
@@ -124,13 +132,15 @@ impl Store for PostgresStore {
         let id = id.to_string();
         self.writes
             .exclusive(context.clone(), move |w| {
-                Box::pin(writes::part(&w.0, id, context))
+                Box::pin(async move {
+                    queries::delete_part(&mut *conn(&w.0).await?, &SQL, &id, &context).await
+                })
             })
             .await
     }
 
     async fn todos(&self, session: &SessionId) -> Result<Vec<Todo>, StoreError> {
-        reads::todos(&self.pool, session).await
+        queries::todos(&mut *conn(&self.pool).await?, &SQL, session).await
     }
 
     async fn put_todos(&self, session: &SessionId, todos: &[Todo]) -> Result<(), StoreError> {
@@ -144,7 +154,7 @@ impl Store for PostgresStore {
     }
 
     async fn approvals(&self, project: &str) -> Result<Vec<Approval>, StoreError> {
-        reads::approvals(&self.pool, project).await
+        queries::approvals(&mut *conn(&self.pool).await?, &SQL, project).await
     }
 
     async fn add_approvals(&self, project: &str, approvals: &[Approval]) -> Result<(), StoreError> {
@@ -165,17 +175,19 @@ impl Store for PostgresStore {
         let task = task.clone();
         self.writes
             .exclusive(context.clone(), move |w| {
-                Box::pin(writes::put_background(&w.0, task, context))
+                Box::pin(async move {
+                    queries::put_background(&mut *conn(&w.0).await?, &SQL, &task, &context).await
+                })
             })
             .await
     }
 
     async fn background(&self, child: &SessionId) -> Result<Option<BackgroundTask>, StoreError> {
-        reads::background(&self.pool, child).await
+        queries::background(&mut *conn(&self.pool).await?, &SQL, child).await
     }
 
     async fn undelivered_background(&self) -> Result<Vec<BackgroundTask>, StoreError> {
-        reads::undelivered(&self.pool).await
+        queries::undelivered(&mut *conn(&self.pool).await?, &SQL).await
     }
 
     async fn claim_background(
@@ -188,7 +200,17 @@ impl Store for PostgresStore {
         let (child, from, to) = (child.clone(), from.map(str::to_string), to.to_string());
         self.writes
             .exclusive(context.clone(), move |w| {
-                Box::pin(writes::claim_background(&w.0, child, from, to, context))
+                Box::pin(async move {
+                    queries::claim_background(
+                        &mut *conn(&w.0).await?,
+                        &SQL,
+                        &child,
+                        from.as_deref(),
+                        &to,
+                        &context,
+                    )
+                    .await
+                })
             })
             .await
     }
@@ -240,7 +262,7 @@ impl Store for PostgresStore {
             Some(session) => self.writes.unflushed.settled(session.as_str()).await,
             None => self.writes.unflushed.all_settled().await,
         }
-        reads::unfinished(&self.pool, session).await
+        queries::unfinished(&mut *conn(&self.pool).await?, &SQL, session).await
     }
 
     async fn claim_unfinished(
@@ -253,8 +275,38 @@ impl Store for PostgresStore {
         let (from, to, session) = (from.to_string(), to.to_string(), session.cloned());
         self.writes
             .exclusive(context.clone(), move |w| {
-                Box::pin(writes::claim_unfinished(&w.0, from, to, session, context))
+                Box::pin(async move {
+                    queries::claim_unfinished(
+                        &mut *conn(&w.0).await?,
+                        &SQL,
+                        &from,
+                        &to,
+                        session.as_ref(),
+                        &context,
+                    )
+                    .await
+                })
             })
             .await
     }
+}
+
+/// Deletes session `id`'s whole subtree in one transaction; descendants come first in the
+/// result.
+async fn delete_tree(
+    pool: &sqlx::PgPool,
+    id: SessionId,
+    context: String,
+) -> Result<Vec<Session>, StoreError> {
+    let mut tx = pool.begin().await.map_err(database(&context))?;
+    let deleted = queries::delete_tree(&mut *tx, &SQL, &id, &context).await?;
+    tx.commit().await.map_err(database(&context))?;
+    Ok(deleted)
+}
+
+/// A connection of `pool`, for the statement at hand.
+async fn conn(pool: &sqlx::PgPool) -> Result<PoolConnection<Postgres>, StoreError> {
+    pool.acquire()
+        .await
+        .map_err(database("cannot get a connection to the database"))
 }

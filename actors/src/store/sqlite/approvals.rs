@@ -1,29 +1,10 @@
-//! The `permission_approval` table: a project's "always" approvals (migration 0003).
+//! Adding a project's "always" approvals (the `permission_approval` table, migration 0003),
+//! one row at a time in one transaction.
 
 use sqlx::{Connection, SqliteConnection};
 
-use crate::store::rows::{database, decode_approval, to_sql};
+use crate::store::rows::{database, to_sql};
 use crate::store::{Approval, StoreError};
-
-/// Every approval of `project`, oldest first.
-pub(super) async fn read(
-    conn: &mut SqliteConnection,
-    project: &str,
-) -> Result<Vec<Approval>, StoreError> {
-    let rows = sqlx::query(
-        "SELECT permission, pattern, time_created FROM permission_approval \
-         WHERE project_id = ?1 ORDER BY time_created, permission, pattern",
-    )
-    .bind(project)
-    .fetch_all(conn)
-    .await
-    .map_err(database(format_args!(
-        "cannot read the approvals of project {project}"
-    )))?;
-    rows.iter()
-        .map(|row| decode_approval(row, project))
-        .collect()
-}
 
 /// Inserts approvals of `project` in one transaction; existing ones are left as they are.
 pub(super) async fn insert(

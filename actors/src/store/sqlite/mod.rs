@@ -19,12 +19,12 @@
 //! - `open.rs`: opening the file, the migrations, the connections and the background tasks;
 //! - `store.rs`: the `Store` trait, each operation routed to a read, an upsert or an
 //!   exclusive write;
-//! - `reads.rs`: the read connections and the reads of sessions, messages and parts;
+//! - `reads.rs`: the read connections; `dialect.rs`: SQLite's text of the reads, deletes and
+//!   claims both stores share (`store/queries.rs`);
 //! - `statements.rs`: the multi-row upserts that write a batch's rows; `commit.rs`: a batch
 //!   written all or none, else row by row;
 //! - `checkpoint.rs`: folding the write-ahead log back into the file;
-//! - one file per other table or use: `deletes.rs`, `todos.rs`, `approvals.rs`,
-//!   `background.rs`, `answers.rs`.
+//! - the writes of SQLite's own shape: `todos.rs`, `approvals.rs`, `touch.rs`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -33,12 +33,10 @@ use sqlx::SqliteConnection;
 
 use super::write::WriteQueue;
 
-mod answers;
 mod approvals;
-mod background;
 mod checkpoint;
 mod commit;
-mod deletes;
+mod dialect;
 mod migrations;
 mod open;
 mod reads;

@@ -12,9 +12,12 @@ use crate::store::{
     Approval, BackgroundTask, MessageWithParts, SessionFilter, Store, StoreError, Unfinished,
 };
 
+use crate::store::rows::database;
 use crate::store::write::{Upsert, rows};
 
-use super::{SqliteStore, answers, approvals, background, deletes, reads, todos, touch};
+use super::dialect::SQL;
+use super::{SqliteStore, approvals, todos, touch};
+use crate::store::queries;
 
 #[async_trait]
 impl Store for SqliteStore {
@@ -24,7 +27,7 @@ impl Store for SqliteStore {
 
     async fn session(&self, id: &SessionId) -> Result<Option<Session>, StoreError> {
         self.writes.unflushed.settled(id.as_str()).await;
-        reads::session(&mut *self.readers.get().await, id).await
+        queries::session(&mut *self.readers.get().await, &SQL, id).await
     }
 
     async fn touch_sessions(
@@ -40,12 +43,12 @@ impl Store for SqliteStore {
 
     async fn sessions(&self, filter: &SessionFilter) -> Result<Vec<Session>, StoreError> {
         self.writes.unflushed.all_settled().await;
-        reads::sessions(&mut *self.readers.get().await, filter).await
+        queries::sessions(&mut *self.readers.get().await, &SQL, filter).await
     }
 
     async fn children(&self, id: &SessionId) -> Result<Vec<Session>, StoreError> {
         self.writes.unflushed.all_settled().await;
-        reads::children(&mut *self.readers.get().await, id).await
+        queries::children(&mut *self.readers.get().await, &SQL, id).await
     }
 
     async fn delete_session(&self, id: &SessionId) -> Result<Vec<Session>, StoreError> {
@@ -53,7 +56,7 @@ impl Store for SqliteStore {
         let id = id.clone();
         self.writes
             .exclusive(context.clone(), move |conn| {
-                Box::pin(deletes::tree(conn, id, context))
+                Box::pin(delete_tree(conn, id, context))
             })
             .await
     }
@@ -70,12 +73,12 @@ impl Store for SqliteStore {
         id: &MessageId,
     ) -> Result<Option<MessageWithParts>, StoreError> {
         self.writes.unflushed.settled(session.as_str()).await;
-        reads::message(&mut *self.readers.get().await, session, id).await
+        queries::message(&mut *self.readers.get().await, &SQL, session, id).await
     }
 
     async fn messages(&self, session: &SessionId) -> Result<Vec<MessageWithParts>, StoreError> {
         self.writes.unflushed.settled(session.as_str()).await;
-        reads::messages(&mut *self.readers.get().await, session).await
+        queries::messages(&mut *self.readers.get().await, &SQL, session).await
     }
 
     async fn remove_message(&self, session: &SessionId, id: &MessageId) -> Result<(), StoreError> {
@@ -83,7 +86,9 @@ impl Store for SqliteStore {
         let (session, id) = (session.to_string(), id.to_string());
         self.writes
             .exclusive(context.clone(), move |conn| {
-                Box::pin(deletes::message(conn, session, id, context))
+                Box::pin(async move {
+                    queries::delete_message(conn, &SQL, &session, &id, &context).await
+                })
             })
             .await
     }
@@ -126,13 +131,13 @@ impl Store for SqliteStore {
         let id = id.to_string();
         self.writes
             .exclusive(context.clone(), move |conn| {
-                Box::pin(deletes::part(conn, id, context))
+                Box::pin(async move { queries::delete_part(conn, &SQL, &id, &context).await })
             })
             .await
     }
 
     async fn todos(&self, session: &SessionId) -> Result<Vec<Todo>, StoreError> {
-        todos::read(&mut *self.readers.get().await, session).await
+        queries::todos(&mut *self.readers.get().await, &SQL, session).await
     }
 
     async fn put_todos(&self, session: &SessionId, todos: &[Todo]) -> Result<(), StoreError> {
@@ -147,7 +152,7 @@ impl Store for SqliteStore {
     }
 
     async fn approvals(&self, project: &str) -> Result<Vec<Approval>, StoreError> {
-        approvals::read(&mut *self.readers.get().await, project).await
+        queries::approvals(&mut *self.readers.get().await, &SQL, project).await
     }
 
     async fn add_approvals(&self, project: &str, approvals: &[Approval]) -> Result<(), StoreError> {
@@ -168,17 +173,17 @@ impl Store for SqliteStore {
         let task = task.clone();
         self.writes
             .exclusive(context.clone(), move |conn| {
-                Box::pin(background::put(conn, task, context))
+                Box::pin(async move { queries::put_background(conn, &SQL, &task, &context).await })
             })
             .await
     }
 
     async fn background(&self, child: &SessionId) -> Result<Option<BackgroundTask>, StoreError> {
-        background::one(&mut *self.readers.get().await, child).await
+        queries::background(&mut *self.readers.get().await, &SQL, child).await
     }
 
     async fn undelivered_background(&self) -> Result<Vec<BackgroundTask>, StoreError> {
-        background::undelivered(&mut *self.readers.get().await).await
+        queries::undelivered(&mut *self.readers.get().await, &SQL).await
     }
 
     async fn claim_background(
@@ -191,7 +196,10 @@ impl Store for SqliteStore {
         let (child, from, to) = (child.clone(), from.map(str::to_string), to.to_string());
         self.writes
             .exclusive(context.clone(), move |conn| {
-                Box::pin(background::claim(conn, child, from, to, context))
+                Box::pin(async move {
+                    queries::claim_background(conn, &SQL, &child, from.as_deref(), &to, &context)
+                        .await
+                })
             })
             .await
     }
@@ -213,7 +221,7 @@ impl Store for SqliteStore {
         } else {
             self.writes.unflushed.all_settled().await;
         }
-        answers::unfinished(&mut *self.readers.get().await, session).await
+        queries::unfinished(&mut *self.readers.get().await, &SQL, session).await
     }
 
     async fn claim_unfinished(
@@ -226,8 +234,25 @@ impl Store for SqliteStore {
         let (from, to, session) = (from.to_string(), to.to_string(), session.cloned());
         self.writes
             .exclusive(context.clone(), move |conn| {
-                Box::pin(answers::claim(conn, from, to, session, context))
+                Box::pin(async move {
+                    queries::claim_unfinished(conn, &SQL, &from, &to, session.as_ref(), &context)
+                        .await
+                })
             })
             .await
     }
+}
+
+/// Deletes session `id`'s whole subtree in one transaction; descendants come first in the
+/// result.
+async fn delete_tree(
+    conn: &mut sqlx::SqliteConnection,
+    id: SessionId,
+    context: String,
+) -> Result<Vec<Session>, StoreError> {
+    use sqlx::Connection;
+    let mut tx = conn.begin().await.map_err(database(&context))?;
+    let deleted = queries::delete_tree(&mut *tx, &SQL, &id, &context).await?;
+    tx.commit().await.map_err(database(&context))?;
+    Ok(deleted)
 }

@@ -1,27 +1,12 @@
-//! The `todo` table: each session's todo list, read whole and replaced whole.
+//! Replacing a session's todo list (the `todo` table) whole, one row at a time in one
+//! transaction.
 
 use sqlx::{Connection, SqliteConnection};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::Todo;
 
 use crate::store::StoreError;
-use crate::store::rows::{database, decode_todo, encode};
-
-/// The todo list of `session`, in order.
-pub(super) async fn read(
-    conn: &mut SqliteConnection,
-    session: &SessionId,
-) -> Result<Vec<Todo>, StoreError> {
-    let rows =
-        sqlx::query("SELECT position, data FROM todo WHERE session_id = ?1 ORDER BY position")
-            .bind(session.as_str())
-            .fetch_all(conn)
-            .await
-            .map_err(database(format_args!(
-                "cannot read the todos of session {session}"
-            )))?;
-    rows.iter().map(|row| decode_todo(row, session)).collect()
-}
+use crate::store::rows::{database, encode};
 
 /// Replaces a session's todo list in one transaction.
 pub(super) async fn replace(

@@ -1,0 +1,112 @@
+//! SQLite's text of the statements both stores share (`store/queries.rs`), and how a statement
+//! runs on a SQLite connection: a list of texts goes in as a JSON list, read with `json_each`.
+
+use futures::future::BoxFuture;
+use sqlx::SqliteConnection;
+use sqlx::query::Query;
+use sqlx::sqlite::{Sqlite, SqliteArguments, SqliteRow};
+
+use crate::store::queries::{Arg, Conn, Dialect};
+
+/// The shared statements, in SQLite's words.
+pub(super) const SQL: Dialect = Dialect {
+    session: "SELECT id, data, time_updated FROM session WHERE id = ?1",
+    sessions: "SELECT id, data, time_updated FROM session \
+         WHERE (?1 = 0 OR parent_id IS NULL) \
+           AND (?2 IS NULL OR time_updated >= ?2) \
+           AND (?3 IS NULL OR instr(title_folded, ?3) > 0) \
+           AND (?5 IS NULL OR project_id = ?5) \
+         ORDER BY time_updated DESC, time_created DESC, id DESC \
+         LIMIT coalesce(?4, -1)",
+    children: "SELECT id, data, time_updated FROM session WHERE parent_id = ?1 \
+         ORDER BY time_created ASC, id ASC",
+    message: "SELECT 0 AS kind, id, data FROM message WHERE id = ?1 AND session_id = ?2 \
+         UNION ALL \
+         SELECT 1 AS kind, id, data FROM part WHERE message_id = ?1 AND session_id = ?2 \
+         ORDER BY kind, id",
+    // Messages by creation time, ties in the order they were first stored (upserts keep the
+    // rowid), so that client-chosen ids of another scheme (OpenCode's) cannot reorder the
+    // history; parts by id.
+    messages: "SELECT 0 AS kind, time_created AS t, rowid AS ord, id, data FROM message \
+         WHERE session_id = ?1 \
+         UNION ALL \
+         SELECT 1 AS kind, 0 AS t, 0 AS ord, id, data FROM part WHERE session_id = ?1 \
+         ORDER BY kind, t, ord, id",
+    todos: "SELECT position, data FROM todo WHERE session_id = ?1 ORDER BY position",
+    approvals: "SELECT permission, pattern, time_created FROM permission_approval \
+         WHERE project_id = ?1 ORDER BY time_created, permission, pattern",
+    background: "SELECT child_id, data FROM background_task WHERE child_id = ?1",
+    undelivered: "SELECT child_id, data FROM background_task WHERE delivered = 0 \
+         ORDER BY time_created, child_id",
+    unfinished: "SELECT id, session_id, owner FROM message \
+         WHERE owner IS NOT NULL AND (?1 IS NULL OR session_id = ?1) ORDER BY id",
+    // `MAX` keeps one row per session should a corrupt parent cycle make the walk revisit
+    // sessions.
+    subtree: "WITH RECURSIVE tree (id, depth) AS ( \
+               SELECT id, 0 FROM session WHERE id = ?1 \
+               UNION ALL \
+               SELECT s.id, t.depth + 1 FROM session s JOIN tree t ON s.parent_id = t.id \
+               WHERE t.depth < ?2 \
+             ) \
+         SELECT s.id AS id, s.data AS data, s.time_updated AS time_updated, \
+                MAX(t.depth) AS depth \
+         FROM tree t JOIN session s ON s.id = t.id \
+         GROUP BY s.id \
+         ORDER BY depth DESC, s.id DESC",
+    delete_todos_of: "DELETE FROM todo WHERE session_id IN (SELECT value FROM json_each(?1))",
+    // Messages and their parts go with their session through `ON DELETE CASCADE`.
+    delete_sessions: "DELETE FROM session WHERE id IN (SELECT value FROM json_each(?1))",
+    delete_message: "DELETE FROM message WHERE id = ?1 AND session_id = ?2",
+    delete_part: "DELETE FROM part WHERE id = ?1",
+    put_background: "INSERT INTO background_task \
+         (child_id, parent_id, delivered, time_created, data) \
+         VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (child_id) DO UPDATE SET \
+         delivered = excluded.delivered, data = excluded.data",
+    claim_background: "UPDATE background_task SET data = json_set(data, '$.owner', ?3) \
+         WHERE child_id = ?1 AND delivered = 0 AND json_extract(data, '$.owner') IS ?2",
+    claim_unfinished: "UPDATE message SET owner = ?2 \
+         WHERE owner = ?1 AND (?3 IS NULL OR session_id = ?3) \
+         RETURNING id, session_id, owner",
+};
+
+/// `query` with `args` bound in order.
+fn bound<'q>(
+    mut query: Query<'q, Sqlite, SqliteArguments<'q>>,
+    args: &'q [Arg<'q>],
+) -> Result<Query<'q, Sqlite, SqliteArguments<'q>>, sqlx::Error> {
+    for arg in args {
+        query = match *arg {
+            Arg::Text(text) => query.bind(text),
+            Arg::MaybeText(text) => query.bind(text),
+            Arg::MaybeInt(n) => query.bind(n),
+            Arg::Bool(b) => query.bind(b),
+            Arg::Texts(list) => {
+                query.bind(serde_json::to_string(list).map_err(|e| sqlx::Error::Encode(e.into()))?)
+            }
+        };
+    }
+    Ok(query)
+}
+
+impl Conn for SqliteConnection {
+    type Row = SqliteRow;
+
+    fn fetch<'a>(
+        &'a mut self,
+        sql: &'a str,
+        args: &'a [Arg<'a>],
+    ) -> BoxFuture<'a, Result<Vec<SqliteRow>, sqlx::Error>> {
+        Box::pin(async move { bound(sqlx::query(sql), args)?.fetch_all(self).await })
+    }
+
+    fn run<'a>(
+        &'a mut self,
+        sql: &'a str,
+        args: &'a [Arg<'a>],
+    ) -> BoxFuture<'a, Result<u64, sqlx::Error>> {
+        Box::pin(async move {
+            let done = bound(sqlx::query(sql), args)?.execute(self).await?;
+            Ok(done.rows_affected())
+        })
+    }
+}
