@@ -92,11 +92,7 @@ impl Tool for ReadTool {
         paths::ask_external_directory_of(ctx, &path, &real, PathKind::File).await?;
         access::ask_read(ctx, &path, &real).await?;
 
-        let file = path.clone();
-        let window = tokio::task::spawn_blocking(move || read_window(&file, offset, limit))
-            .await
-            .map_err(|e| ToolError::Failed(format!("reading {} failed: {e}", path.display())))?
-            .map_err(ToolError::Failed)?;
+        let window = read(&path, offset, limit).await?;
 
         let more = window.total > offset + window.lines.len();
         let output = render(&window, offset);
@@ -154,6 +150,27 @@ fn render(window: &Window, offset: usize) -> String {
     output
 }
 
+/// Files up to this size are read on the calling thread: from the page cache that takes a few
+/// microseconds, less than handing the read to the blocking pool and back.
+const INLINE_BYTES: u64 = 64 * 1024;
+
+/// Reads lines `offset..offset + limit` of `path`: a small regular file at once, anything
+/// else (a large file, a folder, a missing file) on the blocking pool.
+async fn read(path: &Path, offset: usize, limit: usize) -> Result<Window, ToolError> {
+    if let Ok(file) = std::fs::File::open(path)
+        && let Ok(meta) = file.metadata()
+        && meta.is_file()
+        && meta.len() <= INLINE_BYTES
+    {
+        return read_lines(file, path, offset, limit).map_err(ToolError::Failed);
+    }
+    let file = path.to_path_buf();
+    tokio::task::spawn_blocking(move || read_window(&file, offset, limit))
+        .await
+        .map_err(|e| ToolError::Failed(format!("reading {} failed: {e}", path.display())))?
+        .map_err(ToolError::Failed)
+}
+
 /// Reads lines `offset..offset + limit` of `path`, counting every line of the file.
 fn read_window(path: &Path, offset: usize, limit: usize) -> Result<Window, String> {
     let cannot = |e: std::io::Error| format!("Cannot read {}: {e}", path.display());
@@ -164,7 +181,7 @@ fn read_window(path: &Path, offset: usize, limit: usize) -> Result<Window, Strin
         )
     };
     // Opened once: its type, its first bytes (is it text?) and its lines all come from it.
-    let mut file = match std::fs::File::open(path) {
+    let file = match std::fs::File::open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(not_found(path)),
         Err(_) if path.is_dir() => return Err(is_dir()),
@@ -173,6 +190,18 @@ fn read_window(path: &Path, offset: usize, limit: usize) -> Result<Window, Strin
     if file.metadata().map_err(cannot)?.is_dir() {
         return Err(is_dir());
     }
+    read_lines(file, path, offset, limit)
+}
+
+/// Reads lines `offset..offset + limit` of `file`, opened from `path`, counting every line; its
+/// first bytes (or its extension) say whether it is text at all.
+fn read_lines(
+    mut file: std::fs::File,
+    path: &Path,
+    offset: usize,
+    limit: usize,
+) -> Result<Window, String> {
+    let cannot = |e: std::io::Error| format!("Cannot read {}: {e}", path.display());
     let mut head = Vec::with_capacity(HEAD_BYTES);
     (&mut file)
         .take(HEAD_BYTES as u64)
@@ -392,6 +421,43 @@ mod tests {
         assert!(read(&p, json!({"filePath": "late.txt"})).await.is_ok());
         p.file("image.png", "just text");
         let err = read(&p, json!({"filePath": "image.png"}))
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("Cannot read binary file: "), "{err}");
+    }
+
+    #[tokio::test]
+    async fn small_and_large_files_read_alike() {
+        let p = Project::new();
+        // One file under the size read on the calling thread, one well over it.
+        let small: String = (1..=100).map(|i| format!("line {i:06}\n")).collect();
+        let large: String = (1..=20_000).map(|i| format!("line {i:06}\n")).collect();
+        assert!((small.len() as u64) < INLINE_BYTES && (large.len() as u64) > INLINE_BYTES);
+        p.file("small.txt", &small);
+        p.file("large.txt", &large);
+        for (name, total) in [("small.txt", 100), ("large.txt", 20_000)] {
+            let out = read(&p, json!({"filePath": name, "offset": 49, "limit": 2}))
+                .await
+                .unwrap();
+            assert!(
+                out.output
+                    .contains("00050| line 000050\n00051| line 000051\n"),
+                "{name}: {}",
+                out.output
+            );
+            assert!(!out.output.contains("line 000052"), "{name}");
+            assert!(
+                out.output.contains("beyond line 51"),
+                "{name} has {total} lines: {}",
+                out.output
+            );
+        }
+        // A large binary file is refused as a small one is.
+        let mut binary = vec![0u8; 100 * 1024];
+        binary[0] = 0x7f;
+        std::fs::write(p.root.join("big.raw"), &binary).unwrap();
+        let err = read(&p, json!({"filePath": "big.raw"}))
             .await
             .unwrap_err()
             .to_string();
