@@ -72,8 +72,10 @@ struct Answer {
 }
 
 /// Which nodes' answers a request waits for: every live node but the asking one, or (when the
-/// live nodes cannot be read) the first other node to answer.
+/// live nodes cannot be read) the first other node to answer. The asking node's own answer
+/// never counts: its lease may not be written yet as it joins.
 struct Awaited {
+    me: String,
     others: Option<HashSet<String>>,
     heard: HashSet<String>,
 }
@@ -83,21 +85,32 @@ impl Awaited {
     fn new(me: &str, live: Option<Vec<String>>) -> Awaited {
         let others = live.map(|live| live.into_iter().filter(|n| n != me).collect());
         Awaited {
+            me: me.to_string(),
             others,
             heard: HashSet::new(),
         }
     }
 
-    /// Whether `node` is one of the live nodes (any node when they cannot be read).
-    fn is_live(&self, node: &str) -> bool {
-        self.others
-            .as_ref()
-            .is_none_or(|others| others.contains(node))
+    /// Whether the live nodes could be read.
+    fn knows_live(&self) -> bool {
+        self.others.is_some()
     }
 
-    /// Notes that `node` answered.
+    /// Whether `node` is another node with a live lease (any other node when the live nodes
+    /// cannot be read).
+    fn is_other_live(&self, node: &str) -> bool {
+        node != self.me
+            && self
+                .others
+                .as_ref()
+                .is_none_or(|others| others.contains(node))
+    }
+
+    /// Notes that `node` answered (the asking node's own answer aside).
     fn heard(&mut self, node: String) {
-        self.heard.insert(node);
+        if node != self.me {
+            self.heard.insert(node);
+        }
     }
 
     /// Whether every awaited node has answered.
@@ -231,12 +244,11 @@ impl Asks {
         let Some((mut answers, live)) = self.send(&AskRequest::List).await else {
             return found;
         };
-        let live_known = live.is_some();
         let mut awaited = Awaited::new(&self.node, live);
         let deadline = tokio::time::sleep(LIST_WAIT);
         tokio::pin!(deadline);
         let deadline_passed = loop {
-            if live_known && awaited.all_heard() {
+            if awaited.knows_live() && awaited.all_heard() {
                 break false;
             }
             tokio::select! {
@@ -248,7 +260,7 @@ impl Asks {
                     else {
                         continue;
                     };
-                    if *node == *self.node || !awaited.is_live(&node) {
+                    if !awaited.is_other_live(&node) {
                         continue;
                     }
                     found.permissions.extend(permissions.into_iter().map(|p| (node.clone(), p)));
@@ -257,7 +269,7 @@ impl Asks {
                 }
             }
         };
-        found.complete = !deadline_passed && live_known;
+        found.complete = !deadline_passed && awaited.knows_live();
         found
     }
 
@@ -343,7 +355,11 @@ mod tests {
         assert!(!awaited.all_heard(), "the same node twice counts once");
         awaited.heard("node-b".into());
         assert!(awaited.all_heard());
-        assert!(!awaited.is_live("node-d"), "a node without a live lease");
+        assert!(
+            !awaited.is_other_live("node-d"),
+            "a node without a live lease"
+        );
+        assert!(!awaited.is_other_live("node-a"), "the asking node itself");
     }
 
     #[test]
@@ -355,8 +371,10 @@ mod tests {
     #[test]
     fn without_the_live_nodes_the_first_other_answer_completes_a_request() {
         let mut awaited = Awaited::new("node-a", None);
-        assert!(awaited.is_live("node-z"));
+        assert!(awaited.is_other_live("node-z"));
         assert!(!awaited.all_heard());
+        awaited.heard("node-a".into());
+        assert!(!awaited.all_heard(), "its own answer does not count");
         awaited.heard("node-z".into());
         assert!(awaited.all_heard());
     }

@@ -1,6 +1,6 @@
 //! The statements both SQL stores run alike: reads of sessions, messages, todos, approvals,
-//! background records and unfinished answers; deletes; claims. Each backend supplies its SQL
-//! text (a [`Dialect`]) and a [`Conn`] that runs a statement with its arguments; how the
+//! background records and unfinished answers; deletes; claims. Each backend supplies a
+//! [`Conn`] that runs a statement with its arguments, and its SQL text (a [`Dialect`]); how the
 //! arguments go in, how the rows come back and what an error says are written once, here.
 
 use futures::future::BoxFuture;
@@ -28,10 +28,13 @@ pub(crate) enum Arg<'a> {
     Texts(&'a [String]),
 }
 
-/// A connection (or pool) of one backend that runs a statement with its arguments.
+/// A connection of one backend that runs a statement with its arguments.
 pub(crate) trait Conn: Send {
     /// A row of the backend.
     type Row: TextRow + Send;
+
+    /// The backend's text of the shared statements.
+    const SQL: &'static Dialect;
 
     /// Runs `sql` with `args`, answering its rows.
     fn fetch<'a>(
@@ -94,22 +97,20 @@ pub(crate) struct Dialect {
 const MAX_TREE_DEPTH: i64 = 4096;
 
 /// Session `id`, if stored.
-pub(crate) async fn session(
-    conn: &mut impl Conn,
-    sql: &Dialect,
+pub(crate) async fn session<C: Conn>(
+    conn: &mut C,
     id: &SessionId,
 ) -> Result<Option<Session>, StoreError> {
     let rows = conn
-        .fetch(sql.session, &[Arg::Text(id.as_str())])
+        .fetch(C::SQL.session, &[Arg::Text(id.as_str())])
         .await
         .map_err(database(format_args!("cannot read session {id}")))?;
     rows.first().map(decode_session).transpose()
 }
 
 /// The sessions that `filter` selects, most recently updated first.
-pub(crate) async fn sessions(
-    conn: &mut impl Conn,
-    sql: &Dialect,
+pub(crate) async fn sessions<C: Conn>(
+    conn: &mut C,
     filter: &SessionFilter,
 ) -> Result<Vec<Session>, StoreError> {
     let search = filter.search.as_deref().map(str::to_lowercase);
@@ -121,20 +122,19 @@ pub(crate) async fn sessions(
         Arg::MaybeText(filter.project_id.as_deref()),
     ];
     let rows = conn
-        .fetch(sql.sessions, &args)
+        .fetch(C::SQL.sessions, &args)
         .await
         .map_err(database("cannot list sessions"))?;
     rows.iter().map(decode_session).collect()
 }
 
 /// The direct children of session `id`, oldest first.
-pub(crate) async fn children(
-    conn: &mut impl Conn,
-    sql: &Dialect,
+pub(crate) async fn children<C: Conn>(
+    conn: &mut C,
     id: &SessionId,
 ) -> Result<Vec<Session>, StoreError> {
     let rows = conn
-        .fetch(sql.children, &[Arg::Text(id.as_str())])
+        .fetch(C::SQL.children, &[Arg::Text(id.as_str())])
         .await
         .map_err(database(format_args!(
             "cannot list the children of session {id}"
@@ -143,16 +143,15 @@ pub(crate) async fn children(
 }
 
 /// Message `id` of `session` with its parts, if stored; one statement, so one snapshot.
-pub(crate) async fn message(
-    conn: &mut impl Conn,
-    sql: &Dialect,
+pub(crate) async fn message<C: Conn>(
+    conn: &mut C,
     session: &SessionId,
     id: &MessageId,
 ) -> Result<Option<MessageWithParts>, StoreError> {
     let context = format!("cannot read message {id} of session {session}");
     let args = [Arg::Text(id.as_str()), Arg::Text(session.as_str())];
     let rows = conn
-        .fetch(sql.message, &args)
+        .fetch(C::SQL.message, &args)
         .await
         .map_err(database(&context))?;
     Ok(assemble(&rows, &context)?.pop())
@@ -160,27 +159,25 @@ pub(crate) async fn message(
 
 /// Every message of `session` with its parts, in the order they were created; one statement,
 /// so one snapshot.
-pub(crate) async fn messages(
-    conn: &mut impl Conn,
-    sql: &Dialect,
+pub(crate) async fn messages<C: Conn>(
+    conn: &mut C,
     session: &SessionId,
 ) -> Result<Vec<MessageWithParts>, StoreError> {
     let context = format!("cannot read the messages of session {session}");
     let rows = conn
-        .fetch(sql.messages, &[Arg::Text(session.as_str())])
+        .fetch(C::SQL.messages, &[Arg::Text(session.as_str())])
         .await
         .map_err(database(&context))?;
     assemble(&rows, &context)
 }
 
 /// The todo list of `session`, in order.
-pub(crate) async fn todos(
-    conn: &mut impl Conn,
-    sql: &Dialect,
+pub(crate) async fn todos<C: Conn>(
+    conn: &mut C,
     session: &SessionId,
 ) -> Result<Vec<Todo>, StoreError> {
     let rows = conn
-        .fetch(sql.todos, &[Arg::Text(session.as_str())])
+        .fetch(C::SQL.todos, &[Arg::Text(session.as_str())])
         .await
         .map_err(database(format_args!(
             "cannot read the todos of session {session}"
@@ -189,13 +186,12 @@ pub(crate) async fn todos(
 }
 
 /// Every approval of `project`, oldest first.
-pub(crate) async fn approvals(
-    conn: &mut impl Conn,
-    sql: &Dialect,
+pub(crate) async fn approvals<C: Conn>(
+    conn: &mut C,
     project: &str,
 ) -> Result<Vec<Approval>, StoreError> {
     let rows = conn
-        .fetch(sql.approvals, &[Arg::Text(project)])
+        .fetch(C::SQL.approvals, &[Arg::Text(project)])
         .await
         .map_err(database(format_args!(
             "cannot read the approvals of project {project}"
@@ -206,13 +202,12 @@ pub(crate) async fn approvals(
 }
 
 /// The record of `child`, if it ran in the background.
-pub(crate) async fn background(
-    conn: &mut impl Conn,
-    sql: &Dialect,
+pub(crate) async fn background<C: Conn>(
+    conn: &mut C,
     child: &SessionId,
 ) -> Result<Option<BackgroundTask>, StoreError> {
     let rows = conn
-        .fetch(sql.background, &[Arg::Text(child.as_str())])
+        .fetch(C::SQL.background, &[Arg::Text(child.as_str())])
         .await
         .map_err(database(format_args!(
             "cannot read the background task {child}"
@@ -221,26 +216,22 @@ pub(crate) async fn background(
 }
 
 /// Every background record whose result is not delivered yet, oldest first.
-pub(crate) async fn undelivered(
-    conn: &mut impl Conn,
-    sql: &Dialect,
-) -> Result<Vec<BackgroundTask>, StoreError> {
+pub(crate) async fn undelivered<C: Conn>(conn: &mut C) -> Result<Vec<BackgroundTask>, StoreError> {
     let rows = conn
-        .fetch(sql.undelivered, &[])
+        .fetch(C::SQL.undelivered, &[])
         .await
         .map_err(database("cannot read the undelivered background tasks"))?;
     rows.iter().map(decode_background).collect()
 }
 
 /// The unfinished answers of `session` (of every session when `None`).
-pub(crate) async fn unfinished(
-    conn: &mut impl Conn,
-    sql: &Dialect,
+pub(crate) async fn unfinished<C: Conn>(
+    conn: &mut C,
     session: Option<&SessionId>,
 ) -> Result<Vec<Unfinished>, StoreError> {
     let rows = conn
         .fetch(
-            sql.unfinished,
+            C::SQL.unfinished,
             &[Arg::MaybeText(session.map(SessionId::as_str))],
         )
         .await
@@ -250,61 +241,57 @@ pub(crate) async fn unfinished(
 
 /// Deletes session `id`'s whole subtree, on a connection inside a transaction the caller
 /// commits; descendants come first in the result.
-pub(crate) async fn delete_tree(
-    conn: &mut impl Conn,
-    sql: &Dialect,
+pub(crate) async fn delete_tree<C: Conn>(
+    conn: &mut C,
     id: &SessionId,
     context: &str,
 ) -> Result<Vec<Session>, StoreError> {
     let args = [Arg::Text(id.as_str()), Arg::MaybeInt(Some(MAX_TREE_DEPTH))];
     let rows = conn
-        .fetch(sql.subtree, &args)
+        .fetch(C::SQL.subtree, &args)
         .await
         .map_err(database(context))?;
     let (ids, deleted) = doomed(&rows, context)?;
     if ids.is_empty() {
         return Ok(deleted);
     }
-    conn.run(sql.delete_todos_of, &[Arg::Texts(&ids)])
+    conn.run(C::SQL.delete_todos_of, &[Arg::Texts(&ids)])
         .await
         .map_err(database(context))?;
-    conn.run(sql.delete_sessions, &[Arg::Texts(&ids)])
+    conn.run(C::SQL.delete_sessions, &[Arg::Texts(&ids)])
         .await
         .map_err(database(context))?;
     Ok(deleted)
 }
 
 /// Deletes message `id` of `session`; its parts go with it.
-pub(crate) async fn delete_message(
-    conn: &mut impl Conn,
-    sql: &Dialect,
+pub(crate) async fn delete_message<C: Conn>(
+    conn: &mut C,
     session: &str,
     id: &str,
     context: &str,
 ) -> Result<(), StoreError> {
-    conn.run(sql.delete_message, &[Arg::Text(id), Arg::Text(session)])
+    conn.run(C::SQL.delete_message, &[Arg::Text(id), Arg::Text(session)])
         .await
         .map(drop)
         .map_err(database(context))
 }
 
 /// Deletes part `id`.
-pub(crate) async fn delete_part(
-    conn: &mut impl Conn,
-    sql: &Dialect,
+pub(crate) async fn delete_part<C: Conn>(
+    conn: &mut C,
     id: &str,
     context: &str,
 ) -> Result<(), StoreError> {
-    conn.run(sql.delete_part, &[Arg::Text(id)])
+    conn.run(C::SQL.delete_part, &[Arg::Text(id)])
         .await
         .map(drop)
         .map_err(database(context))
 }
 
 /// Inserts or replaces the record of `task.child_id`.
-pub(crate) async fn put_background(
-    conn: &mut impl Conn,
-    sql: &Dialect,
+pub(crate) async fn put_background<C: Conn>(
+    conn: &mut C,
     task: &BackgroundTask,
     context: &str,
 ) -> Result<(), StoreError> {
@@ -316,7 +303,7 @@ pub(crate) async fn put_background(
         Arg::MaybeInt(Some(to_sql(task.started))),
         Arg::Text(&data),
     ];
-    conn.run(sql.put_background, &args)
+    conn.run(C::SQL.put_background, &args)
         .await
         .map(drop)
         .map_err(database(context))
@@ -324,9 +311,8 @@ pub(crate) async fn put_background(
 
 /// Sets the owner of `child`'s undelivered record to `to` if it is still `from`; answers
 /// whether it did. One statement: of several stores claiming at once, one changes the row.
-pub(crate) async fn claim_background(
-    conn: &mut impl Conn,
-    sql: &Dialect,
+pub(crate) async fn claim_background<C: Conn>(
+    conn: &mut C,
     child: &SessionId,
     from: Option<&str>,
     to: &str,
@@ -338,7 +324,7 @@ pub(crate) async fn claim_background(
         Arg::Text(to),
     ];
     let changed = conn
-        .run(sql.claim_background, &args)
+        .run(C::SQL.claim_background, &args)
         .await
         .map_err(database(context))?;
     Ok(changed == 1)
@@ -347,9 +333,8 @@ pub(crate) async fn claim_background(
 /// Makes `to` the owner of the unfinished answers `from` owns (in `session` only, when given);
 /// answers those it changed. One statement: of several stores claiming at once, each answer
 /// goes to one of them.
-pub(crate) async fn claim_unfinished(
-    conn: &mut impl Conn,
-    sql: &Dialect,
+pub(crate) async fn claim_unfinished<C: Conn>(
+    conn: &mut C,
     from: &str,
     to: &str,
     session: Option<&SessionId>,
@@ -361,7 +346,7 @@ pub(crate) async fn claim_unfinished(
         Arg::MaybeText(session.map(SessionId::as_str)),
     ];
     let rows = conn
-        .fetch(sql.claim_unfinished, &args)
+        .fetch(C::SQL.claim_unfinished, &args)
         .await
         .map_err(database(context))?;
     rows.iter().map(decode_unfinished).collect()

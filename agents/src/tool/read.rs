@@ -154,43 +154,64 @@ fn render(window: &Window, offset: usize) -> String {
 /// microseconds, less than handing the read to the blocking pool and back.
 const INLINE_BYTES: u64 = 64 * 1024;
 
-/// Reads lines `offset..offset + limit` of `path`: a small regular file at once, anything
-/// else (a large file, a folder, a missing file) on the blocking pool.
+/// Reads lines `offset..offset + limit` of `path`. The file is opened once, here: a small
+/// regular file is read at once, anything else (a large file, a folder, a failed open, whose
+/// message may list the folder) on the blocking pool.
 async fn read(path: &Path, offset: usize, limit: usize) -> Result<Window, ToolError> {
-    if let Ok(file) = std::fs::File::open(path)
-        && let Ok(meta) = file.metadata()
-        && meta.is_file()
-        && meta.len() <= INLINE_BYTES
-    {
-        return read_lines(file, path, offset, limit).map_err(ToolError::Failed);
+    let opened = open(path);
+    let small = matches!(&opened, Ok((_, meta)) if meta.is_file() && meta.len() <= INLINE_BYTES);
+    if small {
+        return window_of(opened, path, offset, limit).map_err(ToolError::Failed);
     }
-    let file = path.to_path_buf();
-    tokio::task::spawn_blocking(move || read_window(&file, offset, limit))
+    let owned = path.to_path_buf();
+    tokio::task::spawn_blocking(move || window_of(opened, &owned, offset, limit))
         .await
         .map_err(|e| ToolError::Failed(format!("reading {} failed: {e}", path.display())))?
         .map_err(ToolError::Failed)
 }
 
-/// Reads lines `offset..offset + limit` of `path`, counting every line of the file.
+/// Reads lines `offset..offset + limit` of `path`, counting every line of the file. Blocking.
 fn read_window(path: &Path, offset: usize, limit: usize) -> Result<Window, String> {
-    let cannot = |e: std::io::Error| format!("Cannot read {}: {e}", path.display());
-    let is_dir = || {
-        format!(
-            "Path is a directory, not a file: {}. Use the list tool to see what it holds.",
-            path.display()
-        )
-    };
-    // Opened once: its type, its first bytes (is it text?) and its lines all come from it.
-    let file = match std::fs::File::open(path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(not_found(path)),
-        Err(_) if path.is_dir() => return Err(is_dir()),
-        Err(e) => return Err(cannot(e)),
-    };
-    if file.metadata().map_err(cannot)?.is_dir() {
-        return Err(is_dir());
+    window_of(open(path), path, offset, limit)
+}
+
+/// `path` opened for reading, with what it is.
+fn open(path: &Path) -> std::io::Result<(std::fs::File, std::fs::Metadata)> {
+    let file = std::fs::File::open(path)?;
+    let meta = file.metadata()?;
+    Ok((file, meta))
+}
+
+/// The window of a file as [`open`] answered for `path`, or why there is none.
+fn window_of(
+    opened: std::io::Result<(std::fs::File, std::fs::Metadata)>,
+    path: &Path,
+    offset: usize,
+    limit: usize,
+) -> Result<Window, String> {
+    match opened {
+        Ok((_, meta)) if meta.is_dir() => Err(is_dir(path)),
+        Ok((file, _)) => read_lines(file, path, offset, limit),
+        Err(e) => Err(cannot_open(path, e)),
     }
-    read_lines(file, path, offset, limit)
+}
+
+/// The message for a folder given as a file.
+fn is_dir(path: &Path) -> String {
+    format!(
+        "Path is a directory, not a file: {}. Use the list tool to see what it holds.",
+        path.display()
+    )
+}
+
+/// The message for `path` that could not be opened: missing (with similar names), a folder,
+/// or the error itself.
+fn cannot_open(path: &Path, e: std::io::Error) -> String {
+    match e.kind() {
+        std::io::ErrorKind::NotFound => not_found(path),
+        _ if path.is_dir() => is_dir(path),
+        _ => format!("Cannot read {}: {e}", path.display()),
+    }
 }
 
 /// Reads lines `offset..offset + limit` of `file`, opened from `path`, counting every line; its

@@ -8,7 +8,7 @@ use sqlx::query::Query;
 use crate::store::queries::{Arg, Conn, Dialect};
 
 /// The shared statements, in PostgreSQL's words.
-pub(super) const SQL: Dialect = Dialect {
+const SQL: Dialect = Dialect {
     session: "SELECT id, data, time_updated FROM session WHERE id = $1",
     sessions: "SELECT id, data, time_updated FROM session \
          WHERE (NOT $1 OR parent_id IS NULL) \
@@ -90,6 +90,7 @@ fn bound<'q>(
 }
 
 impl Conn for PgConnection {
+    const SQL: &'static Dialect = &SQL;
     type Row = PgRow;
 
     fn fetch<'a>(

@@ -16,7 +16,6 @@ use crate::store::{
     Unfinished,
 };
 
-use super::dialect::SQL;
 use super::{PostgresStore, writes};
 use crate::store::queries;
 use crate::store::rows::database;
@@ -29,7 +28,7 @@ impl Store for PostgresStore {
 
     async fn session(&self, id: &SessionId) -> Result<Option<Session>, StoreError> {
         self.writes.unflushed.settled(id.as_str()).await;
-        queries::session(&mut *conn(&self.pool).await?, &SQL, id).await
+        queries::session(&mut *conn(&self.pool).await?, id).await
     }
 
     async fn touch_sessions(
@@ -45,12 +44,12 @@ impl Store for PostgresStore {
 
     async fn sessions(&self, filter: &SessionFilter) -> Result<Vec<Session>, StoreError> {
         self.writes.unflushed.all_settled().await;
-        queries::sessions(&mut *conn(&self.pool).await?, &SQL, filter).await
+        queries::sessions(&mut *conn(&self.pool).await?, filter).await
     }
 
     async fn children(&self, id: &SessionId) -> Result<Vec<Session>, StoreError> {
         self.writes.unflushed.all_settled().await;
-        queries::children(&mut *conn(&self.pool).await?, &SQL, id).await
+        queries::children(&mut *conn(&self.pool).await?, id).await
     }
 
     async fn delete_session(&self, id: &SessionId) -> Result<Vec<Session>, StoreError> {
@@ -79,12 +78,12 @@ impl Store for PostgresStore {
         id: &MessageId,
     ) -> Result<Option<MessageWithParts>, StoreError> {
         self.writes.unflushed.settled(session.as_str()).await;
-        queries::message(&mut *conn(&self.pool).await?, &SQL, session, id).await
+        queries::message(&mut *conn(&self.pool).await?, session, id).await
     }
 
     async fn messages(&self, session: &SessionId) -> Result<Vec<MessageWithParts>, StoreError> {
         self.writes.unflushed.settled(session.as_str()).await;
-        queries::messages(&mut *conn(&self.pool).await?, &SQL, session).await
+        queries::messages(&mut *conn(&self.pool).await?, session).await
     }
 
     async fn remove_message(&self, session: &SessionId, id: &MessageId) -> Result<(), StoreError> {
@@ -93,8 +92,7 @@ impl Store for PostgresStore {
         self.writes
             .exclusive(context.clone(), move |w| {
                 Box::pin(async move {
-                    queries::delete_message(&mut *conn(&w.0).await?, &SQL, &session, &id, &context)
-                        .await
+                    queries::delete_message(&mut *conn(&w.0).await?, &session, &id, &context).await
                 })
             })
             .await
@@ -133,14 +131,14 @@ impl Store for PostgresStore {
         self.writes
             .exclusive(context.clone(), move |w| {
                 Box::pin(async move {
-                    queries::delete_part(&mut *conn(&w.0).await?, &SQL, &id, &context).await
+                    queries::delete_part(&mut *conn(&w.0).await?, &id, &context).await
                 })
             })
             .await
     }
 
     async fn todos(&self, session: &SessionId) -> Result<Vec<Todo>, StoreError> {
-        queries::todos(&mut *conn(&self.pool).await?, &SQL, session).await
+        queries::todos(&mut *conn(&self.pool).await?, session).await
     }
 
     async fn put_todos(&self, session: &SessionId, todos: &[Todo]) -> Result<(), StoreError> {
@@ -154,7 +152,7 @@ impl Store for PostgresStore {
     }
 
     async fn approvals(&self, project: &str) -> Result<Vec<Approval>, StoreError> {
-        queries::approvals(&mut *conn(&self.pool).await?, &SQL, project).await
+        queries::approvals(&mut *conn(&self.pool).await?, project).await
     }
 
     async fn add_approvals(&self, project: &str, approvals: &[Approval]) -> Result<(), StoreError> {
@@ -176,18 +174,18 @@ impl Store for PostgresStore {
         self.writes
             .exclusive(context.clone(), move |w| {
                 Box::pin(async move {
-                    queries::put_background(&mut *conn(&w.0).await?, &SQL, &task, &context).await
+                    queries::put_background(&mut *conn(&w.0).await?, &task, &context).await
                 })
             })
             .await
     }
 
     async fn background(&self, child: &SessionId) -> Result<Option<BackgroundTask>, StoreError> {
-        queries::background(&mut *conn(&self.pool).await?, &SQL, child).await
+        queries::background(&mut *conn(&self.pool).await?, child).await
     }
 
     async fn undelivered_background(&self) -> Result<Vec<BackgroundTask>, StoreError> {
-        queries::undelivered(&mut *conn(&self.pool).await?, &SQL).await
+        queries::undelivered(&mut *conn(&self.pool).await?).await
     }
 
     async fn claim_background(
@@ -203,7 +201,6 @@ impl Store for PostgresStore {
                 Box::pin(async move {
                     queries::claim_background(
                         &mut *conn(&w.0).await?,
-                        &SQL,
                         &child,
                         from.as_deref(),
                         &to,
@@ -262,7 +259,7 @@ impl Store for PostgresStore {
             Some(session) => self.writes.unflushed.settled(session.as_str()).await,
             None => self.writes.unflushed.all_settled().await,
         }
-        queries::unfinished(&mut *conn(&self.pool).await?, &SQL, session).await
+        queries::unfinished(&mut *conn(&self.pool).await?, session).await
     }
 
     async fn claim_unfinished(
@@ -278,7 +275,6 @@ impl Store for PostgresStore {
                 Box::pin(async move {
                     queries::claim_unfinished(
                         &mut *conn(&w.0).await?,
-                        &SQL,
                         &from,
                         &to,
                         session.as_ref(),
@@ -299,7 +295,7 @@ async fn delete_tree(
     context: String,
 ) -> Result<Vec<Session>, StoreError> {
     let mut tx = pool.begin().await.map_err(database(&context))?;
-    let deleted = queries::delete_tree(&mut *tx, &SQL, &id, &context).await?;
+    let deleted = queries::delete_tree(&mut *tx, &id, &context).await?;
     tx.commit().await.map_err(database(&context))?;
     Ok(deleted)
 }

@@ -9,7 +9,7 @@ use sqlx::sqlite::{Sqlite, SqliteArguments, SqliteRow};
 use crate::store::queries::{Arg, Conn, Dialect};
 
 /// The shared statements, in SQLite's words.
-pub(super) const SQL: Dialect = Dialect {
+const SQL: Dialect = Dialect {
     session: "SELECT id, data, time_updated FROM session WHERE id = ?1",
     sessions: "SELECT id, data, time_updated FROM session \
          WHERE (?1 = 0 OR parent_id IS NULL) \
@@ -89,6 +89,7 @@ fn bound<'q>(
 }
 
 impl Conn for SqliteConnection {
+    const SQL: &'static Dialect = &SQL;
     type Row = SqliteRow;
 
     fn fetch<'a>(

@@ -15,7 +15,6 @@ use crate::store::{
 use crate::store::rows::database;
 use crate::store::write::{Upsert, rows};
 
-use super::dialect::SQL;
 use super::{SqliteStore, approvals, todos, touch};
 use crate::store::queries;
 
@@ -27,7 +26,7 @@ impl Store for SqliteStore {
 
     async fn session(&self, id: &SessionId) -> Result<Option<Session>, StoreError> {
         self.writes.unflushed.settled(id.as_str()).await;
-        queries::session(&mut *self.readers.get().await, &SQL, id).await
+        queries::session(&mut *self.readers.get().await, id).await
     }
 
     async fn touch_sessions(
@@ -43,12 +42,12 @@ impl Store for SqliteStore {
 
     async fn sessions(&self, filter: &SessionFilter) -> Result<Vec<Session>, StoreError> {
         self.writes.unflushed.all_settled().await;
-        queries::sessions(&mut *self.readers.get().await, &SQL, filter).await
+        queries::sessions(&mut *self.readers.get().await, filter).await
     }
 
     async fn children(&self, id: &SessionId) -> Result<Vec<Session>, StoreError> {
         self.writes.unflushed.all_settled().await;
-        queries::children(&mut *self.readers.get().await, &SQL, id).await
+        queries::children(&mut *self.readers.get().await, id).await
     }
 
     async fn delete_session(&self, id: &SessionId) -> Result<Vec<Session>, StoreError> {
@@ -73,12 +72,12 @@ impl Store for SqliteStore {
         id: &MessageId,
     ) -> Result<Option<MessageWithParts>, StoreError> {
         self.writes.unflushed.settled(session.as_str()).await;
-        queries::message(&mut *self.readers.get().await, &SQL, session, id).await
+        queries::message(&mut *self.readers.get().await, session, id).await
     }
 
     async fn messages(&self, session: &SessionId) -> Result<Vec<MessageWithParts>, StoreError> {
         self.writes.unflushed.settled(session.as_str()).await;
-        queries::messages(&mut *self.readers.get().await, &SQL, session).await
+        queries::messages(&mut *self.readers.get().await, session).await
     }
 
     async fn remove_message(&self, session: &SessionId, id: &MessageId) -> Result<(), StoreError> {
@@ -86,9 +85,9 @@ impl Store for SqliteStore {
         let (session, id) = (session.to_string(), id.to_string());
         self.writes
             .exclusive(context.clone(), move |conn| {
-                Box::pin(async move {
-                    queries::delete_message(conn, &SQL, &session, &id, &context).await
-                })
+                Box::pin(
+                    async move { queries::delete_message(conn, &session, &id, &context).await },
+                )
             })
             .await
     }
@@ -131,13 +130,13 @@ impl Store for SqliteStore {
         let id = id.to_string();
         self.writes
             .exclusive(context.clone(), move |conn| {
-                Box::pin(async move { queries::delete_part(conn, &SQL, &id, &context).await })
+                Box::pin(async move { queries::delete_part(conn, &id, &context).await })
             })
             .await
     }
 
     async fn todos(&self, session: &SessionId) -> Result<Vec<Todo>, StoreError> {
-        queries::todos(&mut *self.readers.get().await, &SQL, session).await
+        queries::todos(&mut *self.readers.get().await, session).await
     }
 
     async fn put_todos(&self, session: &SessionId, todos: &[Todo]) -> Result<(), StoreError> {
@@ -152,7 +151,7 @@ impl Store for SqliteStore {
     }
 
     async fn approvals(&self, project: &str) -> Result<Vec<Approval>, StoreError> {
-        queries::approvals(&mut *self.readers.get().await, &SQL, project).await
+        queries::approvals(&mut *self.readers.get().await, project).await
     }
 
     async fn add_approvals(&self, project: &str, approvals: &[Approval]) -> Result<(), StoreError> {
@@ -173,17 +172,17 @@ impl Store for SqliteStore {
         let task = task.clone();
         self.writes
             .exclusive(context.clone(), move |conn| {
-                Box::pin(async move { queries::put_background(conn, &SQL, &task, &context).await })
+                Box::pin(async move { queries::put_background(conn, &task, &context).await })
             })
             .await
     }
 
     async fn background(&self, child: &SessionId) -> Result<Option<BackgroundTask>, StoreError> {
-        queries::background(&mut *self.readers.get().await, &SQL, child).await
+        queries::background(&mut *self.readers.get().await, child).await
     }
 
     async fn undelivered_background(&self) -> Result<Vec<BackgroundTask>, StoreError> {
-        queries::undelivered(&mut *self.readers.get().await, &SQL).await
+        queries::undelivered(&mut *self.readers.get().await).await
     }
 
     async fn claim_background(
@@ -197,8 +196,7 @@ impl Store for SqliteStore {
         self.writes
             .exclusive(context.clone(), move |conn| {
                 Box::pin(async move {
-                    queries::claim_background(conn, &SQL, &child, from.as_deref(), &to, &context)
-                        .await
+                    queries::claim_background(conn, &child, from.as_deref(), &to, &context).await
                 })
             })
             .await
@@ -221,7 +219,7 @@ impl Store for SqliteStore {
         } else {
             self.writes.unflushed.all_settled().await;
         }
-        queries::unfinished(&mut *self.readers.get().await, &SQL, session).await
+        queries::unfinished(&mut *self.readers.get().await, session).await
     }
 
     async fn claim_unfinished(
@@ -235,8 +233,7 @@ impl Store for SqliteStore {
         self.writes
             .exclusive(context.clone(), move |conn| {
                 Box::pin(async move {
-                    queries::claim_unfinished(conn, &SQL, &from, &to, session.as_ref(), &context)
-                        .await
+                    queries::claim_unfinished(conn, &from, &to, session.as_ref(), &context).await
                 })
             })
             .await
@@ -252,7 +249,7 @@ async fn delete_tree(
 ) -> Result<Vec<Session>, StoreError> {
     use sqlx::Connection;
     let mut tx = conn.begin().await.map_err(database(&context))?;
-    let deleted = queries::delete_tree(&mut *tx, &SQL, &id, &context).await?;
+    let deleted = queries::delete_tree(&mut *tx, &id, &context).await?;
     tx.commit().await.map_err(database(&context))?;
     Ok(deleted)
 }
