@@ -3,7 +3,7 @@
 //!
 //! `cargo bench --profile dist --bench fanout [-- N]`. Prints the wall time, the CPU time the
 //! process used meanwhile (all threads, user and system), the process's peak RSS and what the
-//! fan-out added to it per child. `TF_CHILD_MS=200` makes each child's first model
+//! fan-out added to it per child, and how long reading the whole tree afterwards takes. `TF_CHILD_MS=200` makes each child's first model
 //! call take that long, so that every child is alive at once; the wall time beyond it is the
 //! runtime's own overhead.
 
@@ -55,7 +55,9 @@ fn main() {
         let cpu = user + system;
         let (switches, switched) = switches_since(&switches_before);
         let children = rt.children(&s.id).await.unwrap().len();
+        let tree_start = Instant::now();
         let tree = rt.tree(&s.id).await.unwrap();
+        let tree_read = tree_start.elapsed();
         assert_eq!(children, n, "every child ran");
         assert!(answer.parts.iter().any(|p| p.as_text().is_some()));
         let peak = peak_rss_mib().unwrap_or(f64::NAN);
@@ -65,6 +67,10 @@ fn main() {
             cpu * 1000.0 / n as f64,
             (peak - before) * 1024.0 / n as f64,
             tree.total_usage.turns
+        );
+        println!(
+            "the tree of {} sessions read in {tree_read:?}",
+            tree.children.len() + 1
         );
         println!(
             "context switches: {switched} ({:.1} per child; by thread: {switches})",

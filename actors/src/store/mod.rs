@@ -117,6 +117,16 @@ pub enum TreeCount {
     NotKept,
 }
 
+/// A session of a tree as [`Store::tree`] reads it: the session and its messages, without
+/// their parts.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TreeSession {
+    /// The session.
+    pub session: Session,
+    /// Its messages, in the order they were created.
+    pub messages: Vec<Arc<Message>>,
+}
+
 /// Which sessions to list.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SessionFilter {
@@ -162,6 +172,26 @@ pub trait Store: Send + Sync + 'static {
     async fn sessions(&self, filter: &SessionFilter) -> Result<Vec<Session>, StoreError>;
     /// The direct children of a session, oldest first.
     async fn children(&self, id: &SessionId) -> Result<Vec<Session>, StoreError>;
+    /// Every session of `root`'s tree, `root` first and each session before its children
+    /// (siblings oldest first), each with its messages in order but without their parts; empty
+    /// when `root` is not stored. Stores that cannot read a tree at once read it session by
+    /// session.
+    async fn tree(&self, root: &SessionId) -> Result<Vec<TreeSession>, StoreError> {
+        let Some(first) = self.session(root).await? else {
+            return Ok(Vec::new());
+        };
+        let mut out = Vec::new();
+        let mut queue = std::collections::VecDeque::from([first]);
+        while let Some(session) = queue.pop_front() {
+            queue.extend(self.children(&session.id).await?);
+            let messages = self.messages(&session.id).await?;
+            out.push(TreeSession {
+                session,
+                messages: messages.into_iter().map(|m| m.info).collect(),
+            });
+        }
+        Ok(out)
+    }
     /// Deletes a session and its whole subtree with their messages, parts and todos; returns the
     /// deleted sessions, descendants before their ancestors.
     async fn delete_session(&self, id: &SessionId) -> Result<Vec<Session>, StoreError>;

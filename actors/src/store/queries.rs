@@ -1,17 +1,22 @@
-//! The statements both SQL stores run alike: reads of sessions, messages, todos, approvals,
+//! The statements both SQL stores run alike: reads of sessions, trees, messages, todos, approvals,
 //! background records and unfinished answers; deletes; claims. Each backend supplies a
 //! [`Conn`] that runs a statement with its arguments, and its SQL text (a [`Dialect`]); how the
 //! arguments go in, how the rows come back and what an error says are written once, here.
+
+use std::collections::HashMap;
+use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use taskforce_agents::id::{MessageId, SessionId};
 use taskforce_agents::model::{Session, Todo};
 
 use super::rows::{
-    TextRow, assemble, database, decode_approval, decode_background, decode_session, decode_todo,
-    decode_unfinished, doomed, encode, to_sql,
+    TextRow, assemble, database, decode_approval, decode_background, decode_message,
+    decode_session, decode_todo, decode_unfinished, doomed, encode, to_sql,
 };
-use super::{Approval, BackgroundTask, MessageWithParts, SessionFilter, StoreError, Unfinished};
+use super::{
+    Approval, BackgroundTask, MessageWithParts, SessionFilter, StoreError, TreeSession, Unfinished,
+};
 
 /// An argument of a statement.
 #[derive(Debug, Clone, Copy)]
@@ -75,6 +80,12 @@ pub(crate) struct Dialect {
     pub undelivered: &'static str,
     /// Unfinished answers (`session` or NULL): `id, session_id, owner`.
     pub unfinished: &'static str,
+    /// A session's tree (`id`, the deepest walk), each session before its children, siblings
+    /// oldest first: `id, data, time_updated`.
+    pub tree_sessions: &'static str,
+    /// The messages of a session's tree (`id`, the deepest walk), in order by session:
+    /// `session_id, id, data`.
+    pub tree_messages: &'static str,
     /// A session's subtree (`id`, the deepest walk), deepest first: `id, data, time_updated`.
     pub subtree: &'static str,
     /// Deletes the todos of the sessions listed.
@@ -237,6 +248,44 @@ pub(crate) async fn unfinished<C: Conn>(
         .await
         .map_err(database("cannot read the unfinished answers"))?;
     rows.iter().map(decode_unfinished).collect()
+}
+
+/// Every session of `root`'s tree with its messages (without parts): two statements, the
+/// sessions then their messages; a message of a session the first did not see is left out.
+pub(crate) async fn tree<C: Conn>(
+    conn: &mut C,
+    root: &SessionId,
+) -> Result<Vec<TreeSession>, StoreError> {
+    let context = format!("cannot read the tree of session {root}");
+    let args = [
+        Arg::Text(root.as_str()),
+        Arg::MaybeInt(Some(MAX_TREE_DEPTH)),
+    ];
+    let rows = conn
+        .fetch(C::SQL.tree_sessions, &args)
+        .await
+        .map_err(database(&context))?;
+    let mut tree = Vec::with_capacity(rows.len());
+    let mut index: HashMap<String, usize, foldhash::fast::RandomState> = HashMap::default();
+    for row in &rows {
+        let session = decode_session(row)?;
+        index.insert(session.id.to_string(), tree.len());
+        tree.push(TreeSession {
+            session,
+            messages: Vec::new(),
+        });
+    }
+    let rows = conn
+        .fetch(C::SQL.tree_messages, &args)
+        .await
+        .map_err(database(&context))?;
+    for row in &rows {
+        let session = row.text("session_id").map_err(database(&context))?;
+        if let Some(&i) = index.get(&session) {
+            tree[i].messages.push(Arc::new(decode_message(row)?));
+        }
+    }
+    Ok(tree)
 }
 
 /// Deletes session `id`'s whole subtree, on a connection inside a transaction the caller

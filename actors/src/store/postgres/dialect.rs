@@ -7,6 +7,19 @@ use sqlx::query::Query;
 
 use crate::store::queries::{Arg, Conn, Dialect};
 
+/// The walk of a session's tree (`$1`: its id, `$2`: the deepest it goes), each session
+/// with its depth, that the tree's reads and its deletion start from.
+macro_rules! tree_walk {
+    () => {
+        "WITH RECURSIVE tree (id, depth) AS ( \
+           SELECT id, 0::int8 FROM session WHERE id = $1 \
+           UNION ALL \
+           SELECT s.id, t.depth + 1 FROM session s JOIN tree t ON s.parent_id = t.id \
+           WHERE t.depth < $2 \
+         ) "
+    };
+}
+
 /// The shared statements, in PostgreSQL's words.
 const SQL: Dialect = Dialect {
     session: "SELECT id, data, time_updated FROM session WHERE id = $1",
@@ -38,18 +51,30 @@ const SQL: Dialect = Dialect {
          ORDER BY time_created, child_id",
     unfinished: "SELECT id, session_id, owner FROM message \
          WHERE owner IS NOT NULL AND ($1::text IS NULL OR session_id = $1) ORDER BY id",
+    // `MIN` keeps one row per session should a corrupt parent cycle make the walk revisit
+    // sessions.
+    tree_sessions: concat!(
+        tree_walk!(),
+        "SELECT s.id AS id, s.data AS data, s.time_updated AS time_updated \
+         FROM (SELECT id, MIN(depth) AS depth FROM tree GROUP BY id) t \
+         JOIN session s ON s.id = t.id \
+         ORDER BY t.depth, s.time_created, s.id"
+    ),
+    tree_messages: concat!(
+        tree_walk!(),
+        "SELECT m.session_id AS session_id, m.id AS id, m.data AS data FROM message m \
+         WHERE m.session_id IN (SELECT id FROM tree) \
+         ORDER BY m.session_id, m.time_created, m.seq"
+    ),
     // `MAX` keeps one row per session should a corrupt parent cycle make the walk revisit
     // sessions.
-    subtree: "WITH RECURSIVE tree (id, depth) AS ( \
-               SELECT id, 0::int8 FROM session WHERE id = $1 \
-               UNION ALL \
-               SELECT s.id, t.depth + 1 FROM session s JOIN tree t ON s.parent_id = t.id \
-               WHERE t.depth < $2 \
-             ) \
-         SELECT s.id AS id, s.data AS data, s.time_updated AS time_updated, t.depth AS depth \
+    subtree: concat!(
+        tree_walk!(),
+        "SELECT s.id AS id, s.data AS data, s.time_updated AS time_updated, t.depth AS depth \
          FROM (SELECT id, MAX(depth) AS depth FROM tree GROUP BY id) t \
          JOIN session s ON s.id = t.id \
-         ORDER BY t.depth DESC, s.id DESC",
+         ORDER BY t.depth DESC, s.id DESC"
+    ),
     delete_todos_of: "DELETE FROM todo WHERE session_id = ANY($1)",
     // Messages, their parts and background records go with their session (`ON DELETE
     // CASCADE`).

@@ -13,7 +13,7 @@ use taskforce_agents::model::{Message, Part, Session, Todo};
 use crate::store::write::{Upsert, rows};
 use crate::store::{
     Approval, BackgroundTask, MessageWithParts, SessionFilter, Store, StoreError, TreeCount,
-    Unfinished,
+    TreeSession, Unfinished,
 };
 
 use super::{PostgresStore, writes};
@@ -50,6 +50,11 @@ impl Store for PostgresStore {
     async fn children(&self, id: &SessionId) -> Result<Vec<Session>, StoreError> {
         self.writes.unflushed.all_settled().await;
         queries::children(&mut *conn(&self.pool).await?, id).await
+    }
+
+    async fn tree(&self, root: &SessionId) -> Result<Vec<TreeSession>, StoreError> {
+        self.writes.unflushed.all_settled().await;
+        queries::tree(&mut *conn(&self.pool).await?, root).await
     }
 
     async fn delete_session(&self, id: &SessionId) -> Result<Vec<Session>, StoreError> {

@@ -8,6 +8,19 @@ use sqlx::sqlite::{Sqlite, SqliteArguments, SqliteRow};
 
 use crate::store::queries::{Arg, Conn, Dialect};
 
+/// The walk of a session's tree (`?1`: its id, `?2`: the deepest it goes), each session
+/// with its depth, that the tree's reads and its deletion start from.
+macro_rules! tree_walk {
+    () => {
+        "WITH RECURSIVE tree (id, depth) AS ( \
+           SELECT id, 0 FROM session WHERE id = ?1 \
+           UNION ALL \
+           SELECT s.id, t.depth + 1 FROM session s JOIN tree t ON s.parent_id = t.id \
+           WHERE t.depth < ?2 \
+         ) "
+    };
+}
+
 /// The shared statements, in SQLite's words.
 const SQL: Dialect = Dialect {
     session: "SELECT id, data, time_updated FROM session WHERE id = ?1",
@@ -40,19 +53,31 @@ const SQL: Dialect = Dialect {
          ORDER BY time_created, child_id",
     unfinished: "SELECT id, session_id, owner FROM message \
          WHERE owner IS NOT NULL AND (?1 IS NULL OR session_id = ?1) ORDER BY id",
+    // `MIN` keeps one row per session should a corrupt parent cycle make the walk revisit
+    // sessions.
+    tree_sessions: concat!(
+        tree_walk!(),
+        "SELECT s.id AS id, s.data AS data, s.time_updated AS time_updated \
+         FROM (SELECT id, MIN(depth) AS depth FROM tree GROUP BY id) t \
+         JOIN session s ON s.id = t.id \
+         ORDER BY t.depth, s.time_created, s.id"
+    ),
+    tree_messages: concat!(
+        tree_walk!(),
+        "SELECT m.session_id AS session_id, m.id AS id, m.data AS data FROM message m \
+         WHERE m.session_id IN (SELECT id FROM tree) \
+         ORDER BY m.session_id, m.time_created, m.rowid"
+    ),
     // `MAX` keeps one row per session should a corrupt parent cycle make the walk revisit
     // sessions.
-    subtree: "WITH RECURSIVE tree (id, depth) AS ( \
-               SELECT id, 0 FROM session WHERE id = ?1 \
-               UNION ALL \
-               SELECT s.id, t.depth + 1 FROM session s JOIN tree t ON s.parent_id = t.id \
-               WHERE t.depth < ?2 \
-             ) \
-         SELECT s.id AS id, s.data AS data, s.time_updated AS time_updated, \
+    subtree: concat!(
+        tree_walk!(),
+        "SELECT s.id AS id, s.data AS data, s.time_updated AS time_updated, \
                 MAX(t.depth) AS depth \
          FROM tree t JOIN session s ON s.id = t.id \
          GROUP BY s.id \
-         ORDER BY depth DESC, s.id DESC",
+         ORDER BY depth DESC, s.id DESC"
+    ),
     delete_todos_of: "DELETE FROM todo WHERE session_id IN (SELECT value FROM json_each(?1))",
     // Messages and their parts go with their session through `ON DELETE CASCADE`.
     delete_sessions: "DELETE FROM session WHERE id IN (SELECT value FROM json_each(?1))",

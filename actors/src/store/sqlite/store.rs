@@ -9,7 +9,8 @@ use taskforce_agents::id::{MessageId, PartId, SessionId};
 use taskforce_agents::model::{Message, Part, Session, Todo};
 
 use crate::store::{
-    Approval, BackgroundTask, MessageWithParts, SessionFilter, Store, StoreError, Unfinished,
+    Approval, BackgroundTask, MessageWithParts, SessionFilter, Store, StoreError, TreeSession,
+    Unfinished,
 };
 
 use crate::store::rows::database;
@@ -48,6 +49,11 @@ impl Store for SqliteStore {
     async fn children(&self, id: &SessionId) -> Result<Vec<Session>, StoreError> {
         self.writes.unflushed.all_settled().await;
         queries::children(&mut *self.readers.get().await, id).await
+    }
+
+    async fn tree(&self, root: &SessionId) -> Result<Vec<TreeSession>, StoreError> {
+        self.writes.unflushed.all_settled().await;
+        queries::tree(&mut *self.readers.get().await, root).await
     }
 
     async fn delete_session(&self, id: &SessionId) -> Result<Vec<Session>, StoreError> {

@@ -374,4 +374,10 @@ async fn concurrent_task_calls_count_a_stored_tree_from_the_store_once() {
         .await
         .unwrap();
     assert_eq!(store.children_reads(), reads);
+    // This store reads a tree session by session (the trait's own way): the same tree as
+    // SQLite's one read gives.
+    let by_session = Store::tree(&*store, &s.id).await.unwrap();
+    assert_eq!(by_session.len(), 21);
+    assert_eq!(by_session, store.0.tree(&s.id).await.unwrap());
+    assert_eq!(rt.tree(&s.id).await.unwrap().children.len(), 20);
 }

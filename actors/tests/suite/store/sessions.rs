@@ -5,6 +5,7 @@ use super::*;
 both!(
     sessions_filter_and_order_in_sql,
     children_are_direct_and_oldest_first,
+    a_tree_is_read_whole_with_each_sessions_messages_and_no_parts,
     delete_removes_the_whole_subtree_descendants_first,
     a_sessions_update_time_only_moves_forward_whoever_writes_it,
     touching_more_sessions_than_one_statement_holds_moves_every_one,
@@ -136,6 +137,70 @@ async fn children_are_direct_and_oldest_first(db: Db) {
     );
     assert_eq!(store.children(&late.id).await.unwrap(), vec![]);
     assert_eq!(store.children(&grandchild.id).await.unwrap(), vec![]);
+}
+
+async fn a_tree_is_read_whole_with_each_sessions_messages_and_no_parts(db: Db) {
+    let store = db.open().await;
+    let parent = root("parent", 1);
+    let late = Session::child_of(&parent, "late", 30);
+    let early = Session::child_of(&parent, "early", 10);
+    let grandchild = Session::child_of(&early, "grandchild", 40);
+    let elsewhere = root("another tree", 2);
+    let stray = Session::child_of(&elsewhere, "not of this tree", 5);
+    for s in [&grandchild, &late, &parent, &early, &elsewhere, &stray] {
+        store.put_session(s).await.unwrap();
+    }
+    // Two messages of the parent (the answer with a part), one of the grandchild, one of a
+    // session of another tree.
+    let asked = user(&parent, 100);
+    let answered = assistant(&parent, &asked.id, 110);
+    let deep = user(&grandchild, 120);
+    let other = user(&stray, 130);
+    for m in [
+        Message::User(asked.clone()),
+        Message::Assistant(answered.clone()),
+        Message::User(deep.clone()),
+        Message::User(other),
+    ] {
+        store.put_message(&m).await.unwrap();
+    }
+    store
+        .put_part(&text(&parent, &answered.id, "hello"))
+        .await
+        .unwrap();
+
+    let tree = store.tree(&parent.id).await.unwrap();
+    let order: Vec<SessionId> = tree.iter().map(|t| t.session.id.clone()).collect();
+    assert_eq!(
+        order,
+        ids(&[
+            parent.clone(),
+            early.clone(),
+            late.clone(),
+            grandchild.clone()
+        ]),
+        "the root, then each session before its children, siblings oldest first"
+    );
+    let messages =
+        |i: usize| -> Vec<MessageId> { tree[i].messages.iter().map(|m| m.id().clone()).collect() };
+    assert_eq!(messages(0), vec![asked.id.clone(), answered.id.clone()]);
+    assert!(messages(1).is_empty() && messages(2).is_empty());
+    assert_eq!(messages(3), vec![deep.id.clone()]);
+    assert_eq!(
+        tree[0].session,
+        store.session(&parent.id).await.unwrap().unwrap()
+    );
+
+    // A subtree alone, and a session not stored.
+    let below = store.tree(&early.id).await.unwrap();
+    assert_eq!(
+        below
+            .iter()
+            .map(|t| t.session.id.clone())
+            .collect::<Vec<_>>(),
+        ids(&[early.clone(), grandchild.clone()])
+    );
+    assert!(store.tree(&SessionId::new()).await.unwrap().is_empty());
 }
 
 async fn delete_removes_the_whole_subtree_descendants_first(db: Db) {
