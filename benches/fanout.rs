@@ -3,9 +3,10 @@
 //!
 //! `cargo bench --profile dist --bench fanout [-- N]`. Prints the wall time, the CPU time the
 //! process used meanwhile (all threads, user and system), the process's peak RSS and what the
-//! fan-out added to it per child, and how long reading the whole tree afterwards takes. `TF_CHILD_MS=200` makes each child's first model
-//! call take that long, so that every child is alive at once; the wall time beyond it is the
-//! runtime's own overhead.
+//! fan-out added to it per child, how long reading the whole tree afterwards takes, the CPU
+//! time of each kind of thread, and when the children reached each point of their run.
+//! `TF_CHILD_MS=200` makes each child's first model call take that long, so that every child
+//! is alive at once; the wall time beyond it is the runtime's own overhead.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -15,9 +16,11 @@ use std::time::Instant;
 
 use serde_json::json;
 use support::{
-    Bench, cpu_split_ms, in_system, peak_rss_mib, rss_mib, switches_by_thread, switches_since,
+    Bench, cpu_by_thread, cpu_since, cpu_split_ms, in_system, peak_rss_mib, rss_mib,
+    switches_by_thread, switches_since,
 };
 use taskforce::actors::PromptInput;
+use taskforce::agents::model::Message;
 
 fn main() {
     let n: usize = std::env::args()
@@ -43,8 +46,10 @@ fn main() {
         let s = rt.create_session(None, None).await.unwrap();
         let before = rss_mib().unwrap_or(f64::NAN);
         let switches_before = switches_by_thread();
+        let cpu_before = cpu_by_thread();
         let (user_before, system_before) = cpu_split_ms().unwrap_or((f64::NAN, f64::NAN));
         let start = Instant::now();
+        let started_ms = taskforce::agents::id::now_ms();
         let answer = rt
             .prompt(&s.id, PromptInput::text("fan out"))
             .await
@@ -54,6 +59,7 @@ fn main() {
         let (user, system) = (user - user_before, system - system_before);
         let cpu = user + system;
         let (switches, switched) = switches_since(&switches_before);
+        let cpu_threads = cpu_since(&cpu_before);
         let children = rt.children(&s.id).await.unwrap().len();
         let tree_start = Instant::now();
         let tree = rt.tree(&s.id).await.unwrap();
@@ -75,6 +81,45 @@ fn main() {
         println!(
             "context switches: {switched} ({:.1} per child; by thread: {switches})",
             switched as f64 / n as f64
+        );
+        println!("CPU by thread: {cpu_threads}");
+        // When, after the prompt, the children reached each point of their run (from the times
+        // stored on their sessions and messages): a late first model call means a slow start,
+        // a late end after it a slow finish.
+        let mut points: [Vec<u64>; 4] = Default::default();
+        for child in &tree.children {
+            points[0].push(child.info.time.created);
+            let messages = rt.messages(&child.info.id).await.unwrap();
+            let answers: Vec<_> = messages
+                .iter()
+                .filter_map(|m| match &*m.info {
+                    Message::Assistant(a) => Some(&a.time),
+                    Message::User(_) => None,
+                })
+                .collect();
+            if let (Some(first), Some(last)) = (answers.first(), answers.last()) {
+                points[1].push(first.created);
+                points[2].push(first.completed.unwrap_or(first.created));
+                points[3].push(last.completed.unwrap_or(last.created));
+            }
+        }
+        let names = ["created", "first model call", "its answer", "last answer"];
+        let line: Vec<String> = names
+            .iter()
+            .zip(points.iter_mut())
+            .map(|(name, times)| {
+                times.sort_unstable();
+                let at = |q: usize| {
+                    times
+                        .get((times.len().saturating_sub(1)) * q / 100)
+                        .map_or(0, |t| t.saturating_sub(started_ms))
+                };
+                format!("{name} {}/{}/{} ms", at(0), at(50), at(100))
+            })
+            .collect();
+        println!(
+            "children's timeline after the prompt (first/median/last): {}",
+            line.join(", ")
         );
     });
 }

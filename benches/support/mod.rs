@@ -201,13 +201,7 @@ pub async fn http_prompt(http: &reqwest::Client, base: &str, id: &str, text: &st
 /// `/proc/self/task/*/status` (Linux): voluntary ones (a thread waiting) plus involuntary ones.
 pub fn switches_by_thread() -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
-    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
-        return out;
-    };
-    for task in tasks.flatten() {
-        let Ok(status) = std::fs::read_to_string(task.path().join("status")) else {
-            continue;
-        };
+    for status in of_each_thread("status") {
         let field = |name: &str| {
             status
                 .lines()
@@ -243,4 +237,54 @@ pub fn switches_since(before: &BTreeMap<String, u64>) -> (String, u64) {
         .collect::<Vec<_>>()
         .join(", ");
     (text, total)
+}
+
+/// The CPU time of this process's threads so far (user and system), by thread name, from
+/// `/proc/self/task/*/stat` (Linux; in clock ticks, usually 10 ms), in milliseconds.
+pub fn cpu_by_thread() -> BTreeMap<String, f64> {
+    let mut out = BTreeMap::new();
+    for stat in of_each_thread("stat") {
+        let Some((head, rest)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let name = head.split_once('(').map_or("?", |(_, n)| n).to_string();
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        let ticks: f64 = [11, 12]
+            .iter()
+            .filter_map(|&i| fields.get(i)?.parse::<f64>().ok())
+            .sum();
+        *out.entry(name).or_default() += ticks * 10.0;
+    }
+    out
+}
+
+/// What each thread name added to its CPU time since `before` (see [`cpu_by_thread`]), most
+/// first, as `name ms` pairs.
+pub fn cpu_since(before: &BTreeMap<String, f64>) -> String {
+    let mut added: Vec<(String, f64)> = cpu_by_thread()
+        .into_iter()
+        .map(|(name, ms)| {
+            let was = before.get(&name).copied().unwrap_or(0.0);
+            (name, ms - was)
+        })
+        .filter(|(_, ms)| *ms > 0.0)
+        .collect();
+    added.sort_by(|a, b| b.1.total_cmp(&a.1));
+    added
+        .iter()
+        .map(|(name, ms)| format!("{name} {ms:.0} ms"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The text of `/proc/self/task/<thread>/<file>` for each thread of this process that has one
+/// (Linux; none elsewhere).
+fn of_each_thread(file: &str) -> Vec<String> {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+        return Vec::new();
+    };
+    tasks
+        .flatten()
+        .filter_map(|task| std::fs::read_to_string(task.path().join(file)).ok())
+        .collect()
 }
