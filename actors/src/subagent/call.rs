@@ -23,7 +23,7 @@ use super::guard::is_within;
 use crate::RuntimeError;
 use crate::core::Core;
 use crate::session::{PartInput, PromptInput, Seed, Subtask, SubtaskRun};
-use crate::supervisor::{Activate, Places, Supervisor};
+use crate::supervisor::{Activate, Supervisor};
 
 /// The name of the error an aborted assistant message carries.
 pub(super) const ABORTED: &str = "MessageAbortedError";
@@ -206,33 +206,6 @@ impl SubagentDelegate {
     }
 }
 
-impl SubagentDelegate {
-    /// Runs a task call's child on this thread: the caller waits for it, lending its running
-    /// share meanwhile (so that its children never wait on it), and takes the share back
-    /// before it goes on.
-    async fn run_here(
-        &self,
-        ctx: &ToolContext,
-        request: SubagentRequest,
-    ) -> Result<SubagentOutcome, ToolError> {
-        let clock = clock::clock_of(&self.subagents.clocks, &self.parent.id);
-        let mut lease = Lease::default();
-        let result = self
-            .call_child(ctx, request, clock.as_ref(), &mut lease)
-            .await;
-        if !ctx.abort.is_cancelled() {
-            let _busy = clock.as_ref().map(Activity::hold);
-            tokio::select! {
-                biased;
-                // Cut short: the share comes back at once (the caller's run is ending).
-                () = ctx.abort.cancelled() => {}
-                () = lease.end() => {}
-            }
-        }
-        result
-    }
-}
-
 /// Why a background child still at work cannot be continued.
 const STILL_RUNNING: &str =
     "is still running in the background; wait for its <task_result> or stop it with task_cancel";
@@ -267,27 +240,23 @@ impl Delegate for SubagentDelegate {
         ctx: &ToolContext,
         request: SubagentRequest,
     ) -> Result<SubagentOutcome, ToolError> {
-        // A root's calls are spread over the arbiters, each followed beside its child (which
-        // starts on the arbiter its call runs on): the child's events reach the call on their
-        // own thread, and the root's arbiter is not left to follow every child alone.
-        let places = &self.subagents.places;
-        if self.parent.parent_id.is_none() && places.len() > 1 {
-            let place = places.next();
-            if Places::here() != Some(place) {
-                let delegate = SubagentDelegate {
-                    subagents: self.subagents.clone(),
-                    core: self.core.clone(),
-                    parent: self.parent.clone(),
-                };
-                let ctx = ctx.clone();
-                let call = async move { delegate.run_here(&ctx, request).await };
-                return places
-                    .run_at(place, call)
-                    .await
-                    .unwrap_or_else(|| Err(ToolError::Failed("the runtime has stopped".into())));
+        // The caller waits for this call: it lends its running share meanwhile (so that its
+        // children never wait on it) and takes it back before it goes on.
+        let clock = clock::clock_of(&self.subagents.clocks, &self.parent.id);
+        let mut lease = Lease::default();
+        let result = self
+            .call_child(ctx, request, clock.as_ref(), &mut lease)
+            .await;
+        if !ctx.abort.is_cancelled() {
+            let _busy = clock.as_ref().map(Activity::hold);
+            tokio::select! {
+                biased;
+                // Cut short: the share comes back at once (the caller's run is ending).
+                () = ctx.abort.cancelled() => {}
+                () = lease.end() => {}
             }
         }
-        self.run_here(ctx, request).await
+        result
     }
 
     async fn start_background(
@@ -335,9 +304,6 @@ pub(super) async fn start_child(
                 empty: new,
                 unsaved: new,
             }),
-            // Beside the call, which runs on the arbiter it chose for the child (see
-            // `run_subagent`).
-            near: Places::here(),
         })
         .await
         .map_err(|_| RuntimeError::Stopped)?;

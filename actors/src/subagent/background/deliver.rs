@@ -232,7 +232,6 @@ async fn actor_of(
                 empty: false,
                 unsaved: false,
             }),
-            near: None,
         })
         .await
         .map_err(|_| RuntimeError::Stopped)
