@@ -92,7 +92,11 @@ impl Tool for ReadTool {
         paths::ask_external_directory_of(ctx, &path, &real, PathKind::File).await?;
         access::ask_read(ctx, &path, &real).await?;
 
-        let window = read(&path, offset, limit).await?;
+        let file = path.clone();
+        let window = tokio::task::spawn_blocking(move || read_window(&file, offset, limit))
+            .await
+            .map_err(|e| ToolError::Failed(format!("reading {} failed: {e}", path.display())))?
+            .map_err(ToolError::Failed)?;
 
         let more = window.total > offset + window.lines.len();
         let output = render(&window, offset);
@@ -150,79 +154,25 @@ fn render(window: &Window, offset: usize) -> String {
     output
 }
 
-/// Files up to this size are read on the calling thread: from the page cache that takes a few
-/// microseconds, less than handing the read to the blocking pool and back.
-const INLINE_BYTES: u64 = 64 * 1024;
-
-/// Reads lines `offset..offset + limit` of `path`. The file is opened once, here: a small
-/// regular file is read at once, anything else (a large file, a folder, a failed open, whose
-/// message may list the folder) on the blocking pool.
-async fn read(path: &Path, offset: usize, limit: usize) -> Result<Window, ToolError> {
-    let opened = open(path);
-    let small = matches!(&opened, Ok((_, meta)) if meta.is_file() && meta.len() <= INLINE_BYTES);
-    if small {
-        return window_of(opened, path, offset, limit).map_err(ToolError::Failed);
-    }
-    let owned = path.to_path_buf();
-    tokio::task::spawn_blocking(move || window_of(opened, &owned, offset, limit))
-        .await
-        .map_err(|e| ToolError::Failed(format!("reading {} failed: {e}", path.display())))?
-        .map_err(ToolError::Failed)
-}
-
-/// Reads lines `offset..offset + limit` of `path`, counting every line of the file. Blocking.
+/// Reads lines `offset..offset + limit` of `path`, counting every line of the file.
 fn read_window(path: &Path, offset: usize, limit: usize) -> Result<Window, String> {
-    window_of(open(path), path, offset, limit)
-}
-
-/// `path` opened for reading, with what it is.
-fn open(path: &Path) -> std::io::Result<(std::fs::File, std::fs::Metadata)> {
-    let file = std::fs::File::open(path)?;
-    let meta = file.metadata()?;
-    Ok((file, meta))
-}
-
-/// The window of a file as [`open`] answered for `path`, or why there is none.
-fn window_of(
-    opened: std::io::Result<(std::fs::File, std::fs::Metadata)>,
-    path: &Path,
-    offset: usize,
-    limit: usize,
-) -> Result<Window, String> {
-    match opened {
-        Ok((_, meta)) if meta.is_dir() => Err(is_dir(path)),
-        Ok((file, _)) => read_lines(file, path, offset, limit),
-        Err(e) => Err(cannot_open(path, e)),
-    }
-}
-
-/// The message for a folder given as a file.
-fn is_dir(path: &Path) -> String {
-    format!(
-        "Path is a directory, not a file: {}. Use the list tool to see what it holds.",
-        path.display()
-    )
-}
-
-/// The message for `path` that could not be opened: missing (with similar names), a folder,
-/// or the error itself.
-fn cannot_open(path: &Path, e: std::io::Error) -> String {
-    match e.kind() {
-        std::io::ErrorKind::NotFound => not_found(path),
-        _ if path.is_dir() => is_dir(path),
-        _ => format!("Cannot read {}: {e}", path.display()),
-    }
-}
-
-/// Reads lines `offset..offset + limit` of `file`, opened from `path`, counting every line; its
-/// first bytes (or its extension) say whether it is text at all.
-fn read_lines(
-    mut file: std::fs::File,
-    path: &Path,
-    offset: usize,
-    limit: usize,
-) -> Result<Window, String> {
     let cannot = |e: std::io::Error| format!("Cannot read {}: {e}", path.display());
+    let is_dir = || {
+        format!(
+            "Path is a directory, not a file: {}. Use the list tool to see what it holds.",
+            path.display()
+        )
+    };
+    // Opened once: its type, its first bytes (is it text?) and its lines all come from it.
+    let mut file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(not_found(path)),
+        Err(_) if path.is_dir() => return Err(is_dir()),
+        Err(e) => return Err(cannot(e)),
+    };
+    if file.metadata().map_err(cannot)?.is_dir() {
+        return Err(is_dir());
+    }
     let mut head = Vec::with_capacity(HEAD_BYTES);
     (&mut file)
         .take(HEAD_BYTES as u64)
@@ -451,10 +401,10 @@ mod tests {
     #[tokio::test]
     async fn small_and_large_files_read_alike() {
         let p = Project::new();
-        // One file under the size read on the calling thread, one well over it.
+        // One file of a few kilobytes, one of a few hundred.
         let small: String = (1..=100).map(|i| format!("line {i:06}\n")).collect();
         let large: String = (1..=20_000).map(|i| format!("line {i:06}\n")).collect();
-        assert!((small.len() as u64) < INLINE_BYTES && (large.len() as u64) > INLINE_BYTES);
+        assert!(small.len() < 64 * 1024 && large.len() > 64 * 1024);
         p.file("small.txt", &small);
         p.file("large.txt", &large);
         for (name, total) in [("small.txt", 100), ("large.txt", 20_000)] {
