@@ -80,8 +80,8 @@ impl NodeStatus {
     }
 }
 
-/// How long reading every lease may take: listing a bucket's keys follows its stream, and a
-/// lease that NATS removes meanwhile must not leave the reader waiting for it.
+/// How long reading every lease may take: a NATS server that stops answering must not leave
+/// the reader waiting.
 const LIST_WITHIN: Duration = Duration::from_secs(5);
 
 /// Every node with a lease in `bucket` (expired ones included, marked), by name.
@@ -98,13 +98,21 @@ pub async fn list_nodes(bucket: &kv::Store) -> Result<Vec<NodeStatus>, ClusterEr
 /// [`list_nodes`] without its time limit.
 async fn read_nodes(bucket: &kv::Store) -> Result<Vec<NodeStatus>, ClusterError> {
     let name = bucket.name.clone();
-    let keys: Vec<String> = bucket
-        .keys()
+    // The keys as the bucket's stream counts them now (deleted ones too, skipped below): a
+    // bounded answer, where following the bucket (as its key listing does) may not catch up
+    // while leases are renewed faster than it reads.
+    let subjects: Vec<(String, usize)> = bucket
+        .stream
+        .info_with_subjects(format!("{}>", bucket.prefix))
         .await
         .map_err(|e| ClusterError::jetstream(format!("listing bucket {name}"), e))?
         .try_collect()
         .await
         .map_err(|e| ClusterError::jetstream(format!("listing bucket {name}"), e))?;
+    let keys: Vec<String> = subjects
+        .into_iter()
+        .filter_map(|(subject, _)| subject.strip_prefix(&bucket.prefix).map(str::to_string))
+        .collect();
     let now = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap_or_default()

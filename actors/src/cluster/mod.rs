@@ -74,6 +74,9 @@ pub struct Cluster {
     address: Mutex<Option<String>>,
     /// Stops the lease's renewal.
     heartbeat: CancellationToken,
+    /// Held by each renewal while it writes: a clean leave takes it before deleting the lease,
+    /// so that no renewal still in flight writes the lease back after it is gone.
+    renewing: tokio::sync::Mutex<()>,
     /// Answering replies to asks held here, once started.
     asks: OnceLock<Arc<Asks>>,
     /// The asks other nodes hold, as their events tell.
@@ -179,6 +182,7 @@ impl Cluster {
             started: taskforce_agents::id::now_ms(),
             address: Mutex::new(None),
             heartbeat: stop.child_token(),
+            renewing: tokio::sync::Mutex::new(()),
             asks: OnceLock::new(),
             held_elsewhere,
             work: OnceLock::new(),
@@ -205,6 +209,10 @@ impl Cluster {
                 tokio::select! {
                     () = cluster.heartbeat.cancelled() => return,
                     _ = tick.tick() => {}
+                }
+                let _renewing = cluster.renewing.lock().await;
+                if cluster.heartbeat.is_cancelled() {
+                    return;
                 }
                 let info = cluster.info(&load);
                 match membership::renew(&cluster.bucket, &info).await {
@@ -435,6 +443,9 @@ impl Cluster {
             tracing::warn!("leaving the cluster with {pending} events of this node not stored");
         }
         self.heartbeat.cancel();
+        // A renewal already writing ends first: written after the deletion, it would bring the
+        // lease back as a node that never renews it again.
+        let _renewing = self.renewing.lock().await;
         if let Some(asks) = self.asks.get() {
             asks.stop();
         }

@@ -173,6 +173,36 @@ async fn each_node_holds_a_lease_until_it_stops_and_a_lease_not_renewed_expires(
 }
 
 #[actix_rt::test]
+async fn a_node_stopping_while_it_renews_its_lease_leaves_no_lease_behind() {
+    let Some(nats) = TestNats::fresh("leave_renewing") else {
+        return;
+    };
+    let fake = FakeOpenAi::start(delegating(GENERAL, "child", "parent"))
+        .await
+        .unwrap();
+    // Renewed every millisecond, a lease is nearly always being written when the node stops.
+    let toml = nats
+        .cluster_toml("node-a", "10s")
+        .replace("heartbeat = \"100ms\"", "heartbeat = \"1ms\"");
+    let env = Env::new(&fake.base_url(), &toml);
+    let config = ClusterConfig {
+        nats: Some(nats.url.clone()),
+        prefix: nats.prefix.clone(),
+        ..Default::default()
+    };
+    for round in 0..10 {
+        let rt = node(&env).await;
+        eventually_async("the node's lease", || async {
+            !read_status(&config).await.unwrap().nodes.is_empty()
+        })
+        .await;
+        rt.stop(Duration::from_secs(5)).await;
+        let left = read_status(&config).await.unwrap().nodes;
+        assert!(left.is_empty(), "round {round}: {left:?}");
+    }
+}
+
+#[actix_rt::test]
 async fn joining_without_a_nats_url_names_the_key() {
     let env = Env::new("http://127.0.0.1:9", "");
     let mut options = env.options();
