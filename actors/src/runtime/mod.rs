@@ -151,8 +151,10 @@ impl Runtime {
         };
         let queued = Arc::new(IdMap::default());
         let supervisor =
-            Supervisor::new(core.clone(), arbiters, options.pin_arbiters, queued.clone()).start();
-        let subagents = Subagents::new(core.clone(), supervisor.clone(), queued);
+            Supervisor::new(core.clone(), arbiters, options.pin_arbiters, queued.clone());
+        let places = supervisor.places();
+        let supervisor = supervisor.start();
+        let subagents = Subagents::new(core.clone(), supervisor.clone(), places, queued);
         let _ = core.children.set(subagents.clone());
         if let Some(cluster) = &cluster {
             cluster.start_lease(
@@ -324,6 +326,7 @@ impl Runtime {
                 id: session.clone(),
                 parent: None,
                 seed,
+                near: None,
             })
             .await
             .map_err(|_| RuntimeError::Stopped)

@@ -19,11 +19,12 @@ use tokio_util::sync::CancellationToken;
 use super::Subagents;
 use super::admission::Lease;
 use super::clock::{self, Activity};
+use super::follow::Admitted;
 use super::guard::is_within;
 use crate::RuntimeError;
 use crate::core::Core;
 use crate::session::{PartInput, PromptInput, Seed, Subtask, SubtaskRun};
-use crate::supervisor::{Activate, Supervisor};
+use crate::supervisor::{Activate, Places, Supervisor};
 
 /// The name of the error an aborted assistant message carries.
 pub(super) const ABORTED: &str = "MessageAbortedError";
@@ -206,6 +207,48 @@ impl SubagentDelegate {
     }
 }
 
+impl SubagentDelegate {
+    /// Follows an admitted call's child and answers the lease back with the result. A root's
+    /// calls are followed on the arbiters in turn, each beside its child (which starts on the
+    /// arbiter its call runs on): the child's events reach the call on their own thread, and
+    /// the root's arbiter is not left to follow every child alone. Other calls stay where they
+    /// are (a nested tree keeps to one thread).
+    async fn follow_placed(
+        &self,
+        ctx: &ToolContext,
+        admitted: Admitted,
+        clock: Option<Arc<Activity>>,
+        mut lease: Lease,
+    ) -> (Result<SubagentOutcome, ToolError>, Lease) {
+        let places = &self.subagents.places;
+        if self.parent.parent_id.is_none() && places.len() > 1 && !admitted.elsewhere {
+            let place = places.next();
+            if Places::here() != Some(place) {
+                let delegate = SubagentDelegate {
+                    subagents: self.subagents.clone(),
+                    core: self.core.clone(),
+                    parent: self.parent.clone(),
+                };
+                let ctx = ctx.clone();
+                let follow = async move {
+                    let result = delegate
+                        .follow_child(&ctx, admitted, clock.as_ref(), &mut lease)
+                        .await;
+                    (result, lease)
+                };
+                return places.run_at(place, follow).await.unwrap_or_else(|| {
+                    let stopped = ToolError::Failed("the runtime has stopped".into());
+                    (Err(stopped), Lease::default())
+                });
+            }
+        }
+        let result = self
+            .follow_child(ctx, admitted, clock.as_ref(), &mut lease)
+            .await;
+        (result, lease)
+    }
+}
+
 /// Why a background child still at work cannot be continued.
 const STILL_RUNNING: &str =
     "is still running in the background; wait for its <task_result> or stop it with task_cancel";
@@ -241,12 +284,23 @@ impl Delegate for SubagentDelegate {
         request: SubagentRequest,
     ) -> Result<SubagentOutcome, ToolError> {
         // The caller waits for this call: it lends its running share meanwhile (so that its
-        // children never wait on it) and takes it back before it goes on.
+        // children never wait on it) and takes it back before it goes on. The call is let in
+        // here, on the caller's thread, so that calls of one step queue in the order made.
         let clock = clock::clock_of(&self.subagents.clocks, &self.parent.id);
         let mut lease = Lease::default();
-        let result = self
-            .call_child(ctx, request, clock.as_ref(), &mut lease)
-            .await;
+        let result = match self
+            .admit_call(ctx, request, clock.as_ref(), &mut lease)
+            .await
+        {
+            Ok(admitted) => {
+                let (result, back) = self
+                    .follow_placed(ctx, admitted, clock.clone(), lease)
+                    .await;
+                lease = back;
+                result
+            }
+            Err(e) => Err(e),
+        };
         if !ctx.abort.is_cancelled() {
             let _busy = clock.as_ref().map(Activity::hold);
             tokio::select! {
@@ -304,6 +358,9 @@ pub(super) async fn start_child(
                 empty: new,
                 unsaved: new,
             }),
+            // Beside the call, which runs on the arbiter it chose for the child (see
+            // `follow_placed`).
+            near: Places::here(),
         })
         .await
         .map_err(|_| RuntimeError::Stopped)?;

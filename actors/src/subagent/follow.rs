@@ -9,7 +9,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use serde_json::{Map, Value, json};
 use taskforce_agents::id::{PartId, SessionId, now_ms};
-use taskforce_agents::model::{Message, PartKind, SummaryItem};
+use taskforce_agents::model::{Message, PartKind, Session, SummaryItem};
 use taskforce_agents::tool::redact::redact_in_place;
 use taskforce_agents::tool::{
     SubagentOutcome, SubagentRequest, SubagentStatus, ToolContext, ToolError,
@@ -29,18 +29,31 @@ use crate::supervisor::CancelTree;
 /// How long a cancelled child may take to record its end before its parent moves on.
 const CANCEL_GRACE: Duration = Duration::from_secs(2);
 
+/// A task call let in: its child, and what starting and following the child needs.
+pub(super) struct Admitted {
+    /// What is left of the request once the child is shown on the caller's part.
+    request: SubagentRequest,
+    child: Session,
+    /// The child is new (not a continued session).
+    new: bool,
+    /// The child may delegate in its turn.
+    nests: bool,
+    /// The child runs on another node of the cluster.
+    pub(super) elsewhere: bool,
+}
+
 impl SubagentDelegate {
-    /// Runs `request`'s child for a call of this delegate's session (whose clock, if it runs
-    /// as a child, is `clock`): waits for a running slot, starts the child, mirrors its tool
-    /// calls and watches its time limits until it answers. The caller's running share is lent
-    /// (in `lease`, with the child's slot) from the moment the call waits for a slot.
-    pub(super) async fn call_child(
+    /// Lets a call of this delegate's session (whose clock, if it runs as a child, is `clock`)
+    /// in: prepares `request`'s child, waits for a running slot (counting a new child in its
+    /// tree) and shows the child on the caller's part. The caller's running share is lent (in
+    /// `lease`, with the child's slot) from the moment the call waits for a slot.
+    pub(super) async fn admit_call(
         &self,
         ctx: &ToolContext,
         mut request: SubagentRequest,
         clock: Option<&Arc<Activity>>,
         lease: &mut Lease,
-    ) -> Result<SubagentOutcome, ToolError> {
+    ) -> Result<Admitted, ToolError> {
         let parent = &self.parent;
         let (child, new, nests) = self.prepare_child(&ctx.agent, &request).await?;
         // Wait for a running slot (and count a new child in its tree) before anything starts.
@@ -68,7 +81,34 @@ impl SubagentDelegate {
             serde_json::to_value(&request.model).unwrap_or(Value::Null),
         );
         ctx.metadata(Some(std::mem::take(&mut request.description)), live);
+        Ok(Admitted {
+            request,
+            child,
+            new,
+            nests,
+            elsewhere,
+        })
+    }
 
+    /// Starts an admitted call's child, mirrors its tool calls and watches its time limits
+    /// until it answers (and, if it left background children at work, until their results
+    /// reached it). A child whose background children are waited for lends its share in
+    /// `lease`.
+    pub(super) async fn follow_child(
+        &self,
+        ctx: &ToolContext,
+        admitted: Admitted,
+        clock: Option<&Arc<Activity>>,
+        lease: &mut Lease,
+    ) -> Result<SubagentOutcome, ToolError> {
+        let parent = &self.parent;
+        let Admitted {
+            mut request,
+            child,
+            new,
+            nests,
+            elsewhere,
+        } = admitted;
         // Mirror the child's tool calls on the parent's running part while the call runs; the
         // child's activity resets the idle clock.
         let run_limits = RunLimits::new(&self.core.config.subagent, request.timeout);
@@ -270,7 +310,7 @@ impl SubagentDelegate {
     }
 }
 
-/// A call waiting for its child's background children (see `call_child`): it looks again
+/// A call waiting for its child's background children (see `follow_child`): it looks again
 /// whenever the runtime's background children change, and whenever the child's events say its
 /// status did.
 struct BackgroundWait {

@@ -30,7 +30,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::core::{Children, Core};
 use crate::id_map::IdMap;
-use crate::supervisor::{SessionStopped, Supervisor};
+use crate::supervisor::{Places, SessionStopped, Supervisor};
 
 use admission::Limits;
 use call::SubagentDelegate;
@@ -41,6 +41,8 @@ use clock::Clocks;
 pub(crate) struct Subagents {
     core: Arc<Core>,
     supervisor: Addr<Supervisor>,
+    /// The arbiters sessions run on: a root's task calls are spread over them.
+    places: Arc<Places>,
     /// Running-children and per-tree limits of task calls.
     limits: Arc<Limits>,
     /// The clocks of running children, by child.
@@ -71,12 +73,14 @@ impl Subagents {
     pub(crate) fn new(
         core: Arc<Core>,
         supervisor: Addr<Supervisor>,
+        places: Arc<Places>,
         queued: Arc<IdMap<CancellationToken>>,
     ) -> Arc<Self> {
         let limits = Arc::new(Limits::new(&core.config.subagent));
         Arc::new(Subagents {
             core,
             supervisor,
+            places,
             limits,
             clocks: IdMap::default(),
             queued,

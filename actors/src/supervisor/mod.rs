@@ -12,13 +12,18 @@ use crate::core::Core;
 use crate::id_map::IdMap;
 use crate::session::{Cancel, RunHandle, Seed, SessionActor, Shutdown};
 
+mod places;
+
+pub(crate) use places::Places;
+
 /// Owns the session actors of one runtime.
 pub(crate) struct Supervisor {
     core: Arc<Core>,
     live: HashMap<SessionId, LiveSession, foldhash::fast::RandomState>,
     children: HashMap<SessionId, Vec<SessionId>, foldhash::fast::RandomState>,
     arbiters: Vec<Arbiter>,
-    next: usize,
+    /// The arbiters by place, shared with the task calls that move to one of them.
+    places: Arc<Places>,
     /// The list a cancel fills with the descendants to check once the root is cancelled, kept
     /// between cancels so that a large tree's list does not grow from nothing each time.
     spare: Vec<(SessionId, RunHandle)>,
@@ -56,30 +61,39 @@ impl Supervisor {
         } else {
             None
         };
+        let arbiters: Vec<Arbiter> = (0..count)
+            .map(|index| {
+                let arbiter = Arbiter::new();
+                let home = cores.as_ref().and_then(|cores| cores.get(index).copied());
+                arbiter.spawn_fn(move || {
+                    Places::mark_here(index);
+                    crate::bus::batch_wakes_here();
+                    if let Some(home) = home
+                        && !core_affinity::set_for_current(home)
+                    {
+                        tracing::debug!(core = home.id, "could not pin an arbiter thread");
+                    }
+                });
+                arbiter
+            })
+            .collect();
         Supervisor {
             core,
             live: HashMap::default(),
             children: HashMap::default(),
-            arbiters: (0..count)
-                .map(|index| {
-                    let arbiter = Arbiter::new();
-                    let home = cores.as_ref().and_then(|cores| cores.get(index).copied());
-                    arbiter.spawn_fn(move || {
-                        crate::bus::batch_wakes_here();
-                        if let Some(home) = home
-                            && !core_affinity::set_for_current(home)
-                        {
-                            tracing::debug!(core = home.id, "could not pin an arbiter thread");
-                        }
-                    });
-                    arbiter
-                })
-                .collect(),
-            next: 0,
+            places: Places::new(arbiters.iter().map(Arbiter::handle).collect()),
+            arbiters,
             spare: Vec::new(),
             links: 0,
             queued,
         }
+    }
+}
+
+impl Supervisor {
+    /// The arbiters sessions run on, by place.
+    pub(crate) fn places(&self) -> Arc<Places> {
+        self.places.clone()
     }
 }
 
@@ -94,8 +108,9 @@ impl Actor for Supervisor {
 }
 
 /// The actor of a session, started from the store if it is not live. The caller has checked
-/// that the session exists. Roots and their children are placed round robin; deeper
-/// sessions on their parent's arbiter.
+/// that the session exists. Deeper sessions are placed on their parent's arbiter; roots and
+/// their children on the arbiter `near` names (the one their task call runs on), else round
+/// robin.
 #[derive(Message)]
 #[rtype(result = "Addr<SessionActor>")]
 pub(crate) struct Activate {
@@ -105,6 +120,8 @@ pub(crate) struct Activate {
     pub parent: Option<SessionId>,
     /// What a newly started actor knows already (ignored when the actor is live).
     pub seed: Option<Seed>,
+    /// The place of the arbiter to start it on, unless it goes beside its parent.
+    pub near: Option<usize>,
 }
 
 impl Handler<Activate> for Supervisor {
@@ -135,11 +152,9 @@ impl Handler<Activate> for Supervisor {
             .and_then(|p| self.live.get(p))
             .filter(|l| l.keeps_children)
             .map(|l| l.arbiter);
-        let index = inherited.unwrap_or_else(|| {
-            let next = self.next % self.arbiters.len();
-            self.next = self.next.wrapping_add(1);
-            next
-        });
+        let index = inherited
+            .or(msg.near.filter(|&place| place < self.arbiters.len()))
+            .unwrap_or_else(|| self.places.next());
         let arbiter = &self.arbiters[index];
         let core = self.core.clone();
         let id = msg.id.clone();

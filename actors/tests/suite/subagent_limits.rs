@@ -195,6 +195,26 @@ async fn max_concurrent_lets_two_children_stream_at_once_and_queues_the_rest() {
 }
 
 #[actix_rt::test]
+async fn with_one_running_slot_a_steps_calls_run_in_the_order_the_model_made_them() {
+    let fake = FakeOpenAi::start(fanning(6)).await.unwrap();
+    let env = Env::new(&fake.base_url(), "[subagent]\nmax_concurrent = 1\n");
+    let rt = env.runtime().await;
+    let parent = rt.create_session(None, None).await.unwrap();
+    prompt(&rt, &parent.id, "fan out").await;
+
+    let asked: Vec<String> = fake
+        .requests()
+        .iter()
+        .filter(|r| is_child(r))
+        .map(last_content)
+        .filter(|text| text.starts_with("look at part"))
+        .collect();
+    let made: Vec<String> = (1..=6).map(|i| format!("look at part {i}")).collect();
+    assert_eq!(asked, made);
+    assert_eq!(fake.peak_active(), 1);
+}
+
+#[actix_rt::test]
 async fn max_total_spans_parents() {
     let fake = FakeOpenAi::start(fanning(2)).await.unwrap();
     let env = Env::new(

@@ -232,6 +232,7 @@ async fn actor_of(
                 empty: false,
                 unsaved: false,
             }),
+            near: None,
         })
         .await
         .map_err(|_| RuntimeError::Stopped)
