@@ -4,7 +4,8 @@
 //! `cargo bench --profile dist --bench fanout [-- N]`. Prints the wall time, the CPU time the
 //! process used meanwhile (all threads, user and system), the process's peak RSS and what the
 //! fan-out added to it per child, how long reading the whole tree afterwards takes, the CPU
-//! time of each kind of thread, and when the children reached each point of their run.
+//! time of each kind of thread, what the store committed and how long the sessions waited for
+//! it, and when the children reached each point of their run.
 //! `TF_CHILD_MS=200` makes each child's first model call take that long, so that every child
 //! is alive at once; the wall time beyond it is the runtime's own overhead.
 
@@ -15,6 +16,7 @@ mod support;
 use std::time::Instant;
 
 use serde_json::json;
+use support::store_trace::StoreTrace;
 use support::{
     Bench, cpu_by_thread, cpu_since, cpu_split_ms, in_system, peak_rss_mib, rss_mib,
     switches_by_thread, switches_since,
@@ -41,6 +43,7 @@ fn main() {
         {"when": {"agent": "general", "last_role": "tool"}, "reply": {"text": "the notes say hello"}}
     ]});
     let bench = Bench::new(&script);
+    let store_trace = StoreTrace::install();
     in_system(async move {
         let rt = bench.runtime().await;
         let s = rt.create_session(None, None).await.unwrap();
@@ -48,6 +51,7 @@ fn main() {
         let switches_before = switches_by_thread();
         let cpu_before = cpu_by_thread();
         let (user_before, system_before) = cpu_split_ms().unwrap_or((f64::NAN, f64::NAN));
+        store_trace.reset();
         let start = Instant::now();
         let started_ms = taskforce::agents::id::now_ms();
         let answer = rt
@@ -58,6 +62,7 @@ fn main() {
         let (user, system) = cpu_split_ms().unwrap_or((f64::NAN, f64::NAN));
         let (user, system) = (user - user_before, system - system_before);
         let cpu = user + system;
+        let store = store_trace.summary(n);
         let (switches, switched) = switches_since(&switches_before);
         let cpu_threads = cpu_since(&cpu_before);
         let children = rt.children(&s.id).await.unwrap().len();
@@ -83,6 +88,7 @@ fn main() {
             switched as f64 / n as f64
         );
         println!("CPU by thread: {cpu_threads}");
+        println!("{store}");
         // When, after the prompt, the children reached each point of their run (from the times
         // stored on their sessions and messages): a late first model call means a slow start,
         // a late end after it a slow finish.

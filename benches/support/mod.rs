@@ -9,6 +9,8 @@ use std::time::Duration;
 use taskforce::actors::{Runtime, RuntimeOptions};
 use taskforce_testkit::Sandbox;
 
+pub mod store_trace;
+
 /// The allocator of the `taskforce` binary, so that the benchmarks measure what it runs.
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;

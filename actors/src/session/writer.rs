@@ -77,10 +77,17 @@ impl Writer {
     /// disk before any event goes out.
     pub async fn save(&self, items: &[Item<'_>]) -> Result<(), StoreError> {
         let (sessions, messages, parts) = split(items);
+        let began = std::time::Instant::now();
         self.core
             .store
             .put_many(&sessions, &messages, &parts)
             .await?;
+        // How long the run waited for its commit, for the benchmarks.
+        tracing::debug!(
+            target: "taskforce_actors::session::save",
+            micros = u64::try_from(began.elapsed().as_micros()).unwrap_or(u64::MAX),
+            "saved"
+        );
         self.publish(items);
         // A prompt moves its session's `time.updated` (the end of the answer does too), unless
         // the session was stored with it at that time already.

@@ -8,7 +8,7 @@
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::Mutex as AsyncMutex;
 use tokio::sync::mpsc;
@@ -22,6 +22,10 @@ use super::{WriteConn, apply};
 
 /// The most upserts committed in one transaction.
 pub(crate) const MAX_BATCH: usize = 1024;
+
+/// The target of the writer's per-commit trace events (rows, microseconds), which the
+/// benchmarks gather to tell how the store's time is spent.
+const COMMIT_TRACE: &str = "taskforce_actors::store::commit";
 
 /// How long the writer waits for more writes after one nobody waits for, before committing.
 pub(crate) const LINGER: Duration = Duration::from_millis(20);
@@ -89,7 +93,9 @@ pub(super) async fn write_batches<C: WriteConn>(
         };
         let mut batch = match first {
             Job::Exclusive(work) => {
+                let began = Instant::now();
                 work(&mut *conn.lock().await).await;
+                tracing::debug!(target: COMMIT_TRACE, exclusive = true, micros = micros(began), "exclusive write");
                 in_flight.fetch_sub(1, Ordering::SeqCst);
                 done += 1;
                 unflushed.committed(done, std::iter::empty());
@@ -120,6 +126,7 @@ pub(super) async fn write_batches<C: WriteConn>(
             taken += 1;
         }
         let writes = batch.len();
+        let began = Instant::now();
         let results = {
             let mut conn = conn.lock().await;
             apply(
@@ -128,6 +135,7 @@ pub(super) async fn write_batches<C: WriteConn>(
             )
             .await
         };
+        tracing::debug!(target: COMMIT_TRACE, rows = writes, micros = micros(began), "batch committed");
         in_flight.fetch_sub(writes, Ordering::SeqCst);
         done += taken;
         // The sessions written without a waiter are clear once committed.
@@ -141,6 +149,11 @@ pub(super) async fn write_batches<C: WriteConn>(
         unflushed.committed(done, behind);
         answer(batch, results);
     }
+}
+
+/// The microseconds since `began`.
+fn micros(began: Instant) -> u64 {
+    u64::try_from(began.elapsed().as_micros()).unwrap_or(u64::MAX)
 }
 
 /// Tells each upsert's waiter how it went; failures nobody waits for are logged.

@@ -1,0 +1,129 @@
+//! What the store reported while a benchmark ran: the writer's commits (rows, time) and how
+//! long the sessions waited for their saves, gathered from the runtime's trace events.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use tracing::field::{Field, Visit};
+use tracing_subscriber::Layer;
+use tracing_subscriber::filter::filter_fn;
+use tracing_subscriber::layer::{Context, SubscriberExt};
+
+/// The writer's event for each commit (`rows`, `micros`) and each exclusive write
+/// (`exclusive`, `micros`).
+const COMMIT: &str = "taskforce_actors::store::commit";
+/// A session's event for each save it waited for (`micros`).
+const SAVE: &str = "taskforce_actors::session::save";
+
+/// Counts gathered from the store's trace events; see [`StoreTrace::install`].
+#[derive(Default)]
+pub struct StoreTrace {
+    batches: AtomicU64,
+    rows: AtomicU64,
+    batch_micros: AtomicU64,
+    exclusive: AtomicU64,
+    exclusive_micros: AtomicU64,
+    saves: AtomicU64,
+    save_micros: AtomicU64,
+    save_max: AtomicU64,
+}
+
+impl StoreTrace {
+    /// Installs the process's trace subscriber, which gathers the store's events from now on.
+    pub fn install() -> Arc<StoreTrace> {
+        let trace = Arc::new(StoreTrace::default());
+        let layer = Gather(trace.clone())
+            .with_filter(filter_fn(|m| m.target() == COMMIT || m.target() == SAVE));
+        let subscriber = tracing_subscriber::registry().with(layer);
+        tracing::subscriber::set_global_default(subscriber).expect("no subscriber yet");
+        trace
+    }
+
+    /// Forgets what was gathered so far.
+    pub fn reset(&self) {
+        for counter in self.counters() {
+            counter.store(0, Ordering::Relaxed);
+        }
+    }
+
+    fn counters(&self) -> [&AtomicU64; 8] {
+        [
+            &self.batches,
+            &self.rows,
+            &self.batch_micros,
+            &self.exclusive,
+            &self.exclusive_micros,
+            &self.saves,
+            &self.save_micros,
+            &self.save_max,
+        ]
+    }
+
+    /// One line: the commits, their rows and time, the exclusive writes, and the saves waited
+    /// for (per child of `n`).
+    pub fn summary(&self, n: usize) -> String {
+        let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
+        let (batches, rows, saves) = (get(&self.batches), get(&self.rows), get(&self.saves));
+        format!(
+            "store: {batches} commits of {:.0} rows on average ({:.1} ms committing, {:.0} rows per child), {} exclusive writes ({:.1} ms); {saves} saves waited for ({:.1} per child), {:.2} ms on average, {:.1} ms at most",
+            rows as f64 / batches.max(1) as f64,
+            get(&self.batch_micros) as f64 / 1000.0,
+            rows as f64 / n as f64,
+            get(&self.exclusive),
+            get(&self.exclusive_micros) as f64 / 1000.0,
+            saves as f64 / n as f64,
+            get(&self.save_micros) as f64 / 1000.0 / saves.max(1) as f64,
+            get(&self.save_max) as f64 / 1000.0,
+        )
+    }
+}
+
+/// The layer that feeds a [`StoreTrace`].
+struct Gather(Arc<StoreTrace>);
+
+impl<S: tracing::Subscriber> Layer<S> for Gather {
+    fn on_event(&self, event: &tracing::Event<'_>, _: Context<'_, S>) {
+        let mut fields = Fields::default();
+        event.record(&mut fields);
+        let t = &self.0;
+        if event.metadata().target() == SAVE {
+            t.saves.fetch_add(1, Ordering::Relaxed);
+            t.save_micros.fetch_add(fields.micros, Ordering::Relaxed);
+            t.save_max.fetch_max(fields.micros, Ordering::Relaxed);
+        } else if fields.exclusive {
+            t.exclusive.fetch_add(1, Ordering::Relaxed);
+            t.exclusive_micros
+                .fetch_add(fields.micros, Ordering::Relaxed);
+        } else {
+            t.batches.fetch_add(1, Ordering::Relaxed);
+            t.rows.fetch_add(fields.rows, Ordering::Relaxed);
+            t.batch_micros.fetch_add(fields.micros, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The fields of one event.
+#[derive(Default)]
+struct Fields {
+    rows: u64,
+    micros: u64,
+    exclusive: bool,
+}
+
+impl Visit for Fields {
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        match field.name() {
+            "rows" => self.rows = value,
+            "micros" => self.micros = value,
+            _ => {}
+        }
+    }
+
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        if field.name() == "exclusive" {
+            self.exclusive = value;
+        }
+    }
+
+    fn record_debug(&mut self, _: &Field, _: &dyn std::fmt::Debug) {}
+}
