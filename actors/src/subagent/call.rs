@@ -224,11 +224,7 @@ impl SubagentDelegate {
         if self.parent.parent_id.is_none() && places.len() > 1 && !admitted.elsewhere {
             let place = places.next();
             if Places::here() != Some(place) {
-                let delegate = SubagentDelegate {
-                    subagents: self.subagents.clone(),
-                    core: self.core.clone(),
-                    parent: self.parent.clone(),
-                };
+                let delegate = SubagentDelegate::new(self.subagents.clone(), self.parent.clone());
                 let ctx = ctx.clone();
                 let follow = async move {
                     let result = delegate
@@ -236,10 +232,10 @@ impl SubagentDelegate {
                         .await;
                     (result, lease)
                 };
-                return places.run_at(place, follow).await.unwrap_or_else(|| {
-                    let stopped = ToolError::Failed("the runtime has stopped".into());
-                    (Err(stopped), Lease::default())
-                });
+                return places
+                    .run_at(place, follow)
+                    .await
+                    .unwrap_or_else(|| (Err(failed(RuntimeError::Stopped)), Lease::default()));
             }
         }
         let result = self
@@ -338,8 +334,9 @@ impl Delegate for SubagentDelegate {
     }
 }
 
-/// Starts `session`'s actor (a child of `parent`) and gives it its task, the run a child of
-/// `within` (the parent's call) when given; its reply comes when the run ends.
+/// Starts `session`'s actor (a child of `parent`, on the arbiter at place `near` unless it
+/// goes beside its parent) and gives it its task, the run a child of `within` (the parent's
+/// call) when given; its reply comes when the run ends.
 pub(super) async fn start_child(
     supervisor: &Addr<Supervisor>,
     session: Session,
@@ -347,6 +344,7 @@ pub(super) async fn start_child(
     parent: Option<&SessionId>,
     input: PromptInput,
     within: Option<CancellationToken>,
+    near: Option<usize>,
 ) -> Result<SubtaskRun, RuntimeError> {
     let id = session.id.clone();
     let addr = supervisor
@@ -358,9 +356,7 @@ pub(super) async fn start_child(
                 empty: new,
                 unsaved: new,
             }),
-            // Beside the call, which runs on the arbiter it chose for the child (see
-            // `follow_placed`).
-            near: Places::here(),
+            near,
         })
         .await
         .map_err(|_| RuntimeError::Stopped)?;

@@ -24,7 +24,7 @@ use super::clock::{self, Activity, ActivityFilter, Hold, Listed, RunLimits};
 use crate::RuntimeError;
 use crate::bus::{BusItem, Event, Filter, Subscription};
 use crate::session::SubtaskRun;
-use crate::supervisor::CancelTree;
+use crate::supervisor::{CancelTree, Places};
 
 /// How long a cancelled child may take to record its end before its parent moves on.
 const CANCEL_GRACE: Duration = Duration::from_secs(2);
@@ -142,6 +142,9 @@ impl SubagentDelegate {
                         Some(&parent.id),
                         input,
                         within,
+                        // Beside the call: a root's call runs on the arbiter it chose for the
+                        // child (see `follow_placed`).
+                        Places::here(),
                     )
                     .await
                 }

@@ -142,6 +142,7 @@ impl Subagents {
             Some(&work.parent),
             work.input,
             Some(abort),
+            None,
         )
         .await;
         let end = match started {

@@ -246,6 +246,7 @@ impl BackgroundRun {
             parent,
             self.input.clone(),
             None,
+            None,
         )
         .await?;
         Ok(run.reply)
