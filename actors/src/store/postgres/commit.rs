@@ -18,6 +18,8 @@ use crate::store::write::{Table, Upsert, WriteConn};
 use super::Writer;
 
 impl WriteConn for Writer {
+    type Error = sqlx::Error;
+
     fn write_all<'a>(
         &'a mut self,
         upserts: &'a [&'a Upsert],

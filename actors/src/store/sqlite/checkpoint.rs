@@ -8,6 +8,8 @@ use tokio::sync::mpsc;
 
 use crate::store::write::Job;
 
+use super::commit::SqliteWriter;
+
 /// How often the write-ahead log is folded back into the database file.
 pub(super) const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 
@@ -15,7 +17,7 @@ pub(super) const CHECKPOINT_EVERY: Duration = Duration::from_secs(1);
 /// as the store is open. Passive checkpoints never block the writer or readers.
 pub(super) async fn checkpoint(
     mut conn: SqliteConnection,
-    store: mpsc::WeakUnboundedSender<Job<SqliteConnection>>,
+    store: mpsc::WeakUnboundedSender<Job<SqliteWriter>>,
 ) {
     let mut ticks = tokio::time::interval(CHECKPOINT_EVERY);
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);

@@ -1,69 +1,71 @@
-//! Committing a batch of upserts: all together in as few statements as the rows allow, all or
-//! none (when that fails, `write::apply` writes them row by row).
-//!
-//! A batch is written table by table, parents first (sessions, then messages, then parts, each
-//! in queue order, so that a later upsert of a row wins), in one transaction when it takes more
-//! than one statement.
+//! The writer's connections: sqlx's, for the writes that need the connection to themselves,
+//! and the upsert thread's, which commits a batch of upserts all or none (when that fails,
+//! `write::apply` writes them row by row).
 
 use std::future::Future;
+use std::ops::{Deref, DerefMut};
 
-use sqlx::{Connection, SqliteConnection};
+use sqlx::SqliteConnection;
 
-use crate::store::write::{Table, Upsert, WriteConn};
+use crate::store::write::{Upsert, WriteConn};
 
-use super::statements::{chunks, run_chunk, run_upsert};
+use super::upserter::Upserter;
 
-impl WriteConn for SqliteConnection {
+/// What the store's writer task writes through.
+#[derive(Debug)]
+pub(crate) struct SqliteWriter {
+    /// Deletes, claims, touches, todo lists and approvals (the writer's exclusive writes).
+    conn: SqliteConnection,
+    /// Sessions, messages and parts.
+    upserts: Upserter,
+}
+
+impl SqliteWriter {
+    pub(super) fn new(conn: SqliteConnection, upserts: Upserter) -> SqliteWriter {
+        SqliteWriter { conn, upserts }
+    }
+}
+
+impl Deref for SqliteWriter {
+    type Target = SqliteConnection;
+
+    fn deref(&self) -> &SqliteConnection {
+        &self.conn
+    }
+}
+
+impl DerefMut for SqliteWriter {
+    fn deref_mut(&mut self) -> &mut SqliteConnection {
+        &mut self.conn
+    }
+}
+
+impl WriteConn for SqliteWriter {
+    type Error = String;
+
     fn write_all<'a>(
         &'a mut self,
         upserts: &'a [&'a Upsert],
-    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send + 'a {
-        run_batch(self, upserts)
+    ) -> impl Future<Output = Result<(), String>> + Send + 'a {
+        // The thread takes its own copy: the batch stays with the writer, to answer it.
+        let rows = upserts.iter().map(|&u| u.clone()).collect();
+        self.upserts.write_all(rows)
     }
 
     fn write_one<'a>(
         &'a mut self,
         upsert: &'a Upsert,
-    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send + 'a {
-        run_upsert(self, upsert)
+    ) -> impl Future<Output = Result<(), String>> + Send + 'a {
+        self.upserts.write_one(upsert.clone())
     }
-}
-
-/// Writes upserts all or none: per table (sessions, then messages, then parts), in multi-row
-/// statements of a few fixed sizes, inside one transaction unless one statement does it.
-async fn run_batch(conn: &mut SqliteConnection, upserts: &[&Upsert]) -> Result<(), sqlx::Error> {
-    let mut tables: [Vec<&Upsert>; 3] = Default::default();
-    for upsert in upserts {
-        tables[upsert.table() as usize].push(upsert);
-    }
-    let statements: usize = tables.iter().map(|rows| chunks(rows.len()).count()).sum();
-    if statements <= 1 {
-        for (table, rows) in Table::ALL.into_iter().zip(&tables) {
-            for (_, chunk) in chunks(rows.len()) {
-                run_chunk(conn, table, rows, chunk).await?;
-            }
-        }
-        return Ok(());
-    }
-    let mut tx = conn.begin().await?;
-    for (table, rows) in Table::ALL.into_iter().zip(&tables) {
-        let mut rest = rows.as_slice();
-        for (taken, chunk) in chunks(rows.len()) {
-            let (head, tail) = rest.split_at(taken);
-            if let Err(error) = run_chunk(&mut tx, table, head, chunk).await {
-                let _ = tx.rollback().await;
-                return Err(error);
-            }
-            rest = tail;
-        }
-    }
-    tx.commit().await
 }
 
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
     use std::str::FromStr;
+
+    use sqlx::SqliteConnection;
 
     use sqlx::ConnectOptions;
     use sqlx::sqlite::SqliteConnectOptions;
@@ -81,16 +83,21 @@ mod tests {
 
     /// Writes `entries` as the writer does: all together, else row by row.
     async fn apply<'a>(
-        conn: &mut SqliteConnection,
+        conn: &mut SqliteWriter,
         entries: impl Iterator<Item = Option<&'a Upsert>>,
     ) -> Vec<Result<(), StoreError>> {
         crate::store::write::apply(conn, entries.collect()).await
     }
 
-    /// A fresh in-memory database with the store's schema and foreign keys on.
-    async fn db() -> SqliteConnection {
-        let mut conn = SqliteConnectOptions::from_str("sqlite::memory:")
-            .unwrap()
+    /// A fresh database file with the store's schema, and its writer (foreign keys on); the
+    /// directory goes when the first is dropped.
+    async fn db() -> (tempfile::TempDir, SqliteWriter) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("test.db");
+        let mut conn = SqliteConnectOptions::new()
+            .filename(&path)
+            .create_if_missing(true)
+            .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
             .foreign_keys(true)
             .connect()
             .await
@@ -101,7 +108,10 @@ mod tests {
             .run(&mut conn)
             .await
             .unwrap();
-        conn
+        let upserts = Upserter::open(&path, std::time::Duration::from_secs(1))
+            .await
+            .unwrap();
+        (dir, SqliteWriter::new(conn, upserts))
     }
 
     fn session(title: &str) -> Upsert {
@@ -176,7 +186,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_batch_applies_parents_first_and_a_faulty_row_fails_alone() {
-        let mut conn = db().await;
+        let (_dir, mut conn) = db().await;
         let (s1, s2) = (session("First"), session("Second"));
         let (m1, m2) = (message(id(&s1)), message(id(&s2)));
         let p1 = upsert(&part(id(&s1), id(&m1), "one"));
@@ -235,8 +245,8 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_batch_bigger_than_a_statement_keeps_the_last_upsert_of_each_row() {
-        let mut conn = db().await;
+    async fn a_batch_keeps_the_last_upsert_of_each_row() {
+        let (_dir, mut conn) = db().await;
         let s = session("big");
         let m = message(id(&s));
         let mut parts: Vec<Part> = (0..60)
@@ -275,7 +285,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_row_may_move_to_other_parents() {
-        let mut conn = db().await;
+        let (_dir, mut conn) = db().await;
         let (s1, s2) = (session("one"), session("two"));
         let (m1, m2) = (message(id(&s1)), message(id(&s2)));
         let mut moving = part(id(&s1), id(&m1), "before");
@@ -288,7 +298,7 @@ mod tests {
                 .all(Result::is_ok)
         );
 
-        // In a batch of one statement, then alone: the part moves to m2, the message to s2.
+        // In a batch, then alone: the part moves to m2, the message to s2.
         moving.message_id = MessageId::from_str(id(&m2)).unwrap();
         moving.session_id = SessionId::from_str(id(&s2)).unwrap();
         if let PartKind::Text(t) = &mut moving.kind {
@@ -302,7 +312,7 @@ mod tests {
                 .all(Result::is_ok)
         );
         let reply = reply(id(&s1), id(&m1));
-        assert!(run_upsert(&mut conn, &reply).await.is_ok());
+        assert!(conn.write_one(&reply).await.is_ok());
         let Upsert::Message {
             id: reply_id,
             data,
@@ -319,7 +329,7 @@ mod tests {
             owner: owner.clone(),
             data: data.replace(id(&s1), id(&s2)),
         };
-        assert!(run_upsert(&mut conn, &moved).await.is_ok());
+        assert!(conn.write_one(&moved).await.is_ok());
 
         let parts = rows(&mut conn, "part").await;
         let row = parts.iter().find(|r| r.0 == moving.id.as_str()).unwrap();
@@ -343,7 +353,7 @@ mod tests {
 
     #[tokio::test]
     async fn barriers_alone_write_nothing() {
-        let mut conn = db().await;
+        let (_dir, mut conn) = db().await;
         let results = apply(&mut conn, [None, None].into_iter()).await;
         assert_eq!(results.len(), 2);
         assert!(results.iter().all(Result::is_ok));

@@ -4,13 +4,14 @@
 //! Every row keeps its domain value as serde JSON in `data` (OpenCode's shapes survive as they
 //! are); the other columns copy the fields that queries filter and order on.
 //!
-//! Writes: a writer task owns the one write connection, so writes are serialized in-process and
+//! Writes: a writer task owns the write connections, so writes are serialized in-process and
 //! never fight over the SQLite write lock; the queue in front of it, its group commit and
-//! read-your-writes are shared with the PostgreSQL store (see `store/write`). Here, a batch is
-//! committed all or none: the sessions, then the messages, then the parts, each table in
-//! multi-row upserts of a few fixed sizes whose values are bound as they are, in one
-//! transaction (none when one statement does it). When nothing is queued, an awaited write runs
-//! at once on the caller's task, on the same connection.
+//! read-your-writes are shared with the PostgreSQL store (see `store/write`). Here, a batch of
+//! upserts is committed all or none by a thread with a connection of its own (rusqlite): the
+//! sessions, then the messages, then the parts, with prepared one-row statements whose values
+//! are bound as they are, in one transaction; the thread answers once per batch. The writer's
+//! other writes (deletes, claims, touches) go through its sqlx connection. When nothing is
+//! queued, an awaited write is handed to the thread at once by the caller's task.
 //!
 //! Reads use a few dedicated `query_only` connections and, in WAL mode, never wait for the
 //! writer; a message with its parts is read in one statement, so it is one snapshot.
@@ -21,15 +22,13 @@
 //!   exclusive write;
 //! - `reads.rs`: the read connections; `dialect.rs`: SQLite's text of the reads, deletes and
 //!   claims both stores share (`store/queries.rs`);
-//! - `statements.rs`: the multi-row upserts that write a batch's rows; `commit.rs`: a batch
-//!   written all or none, else row by row;
+//! - `commit.rs`: the writer's two connections; `upserter.rs`: the thread that commits a batch
+//!   of upserts all or none; `statements.rs`: the upsert of one row;
 //! - `checkpoint.rs`: folding the write-ahead log back into the file;
 //! - the writes of SQLite's own shape: `todos.rs`, `approvals.rs`, `touch.rs`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-
-use sqlx::SqliteConnection;
 
 use super::write::WriteQueue;
 
@@ -44,7 +43,9 @@ mod statements;
 mod store;
 mod todos;
 mod touch;
+mod upserter;
 
+use commit::SqliteWriter;
 use reads::Readers;
 
 /// The [`Store`](super::Store) backed by the SQLite file `taskforce.db` in the data directory.
@@ -55,7 +56,7 @@ pub struct SqliteStore {
     /// The read-only connections.
     readers: Arc<Readers>,
     /// The writer task and the writes queued for it.
-    writes: WriteQueue<SqliteConnection>,
+    writes: WriteQueue<SqliteWriter>,
 }
 
 impl SqliteStore {

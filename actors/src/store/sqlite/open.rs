@@ -15,7 +15,9 @@ use crate::store::write::WriteQueue;
 
 use super::SqliteStore;
 use super::checkpoint::checkpoint;
+use super::commit::SqliteWriter;
 use super::reads::Readers;
+use super::upserter::Upserter;
 
 /// The file beside the database that one process at a time locks to apply the migrations.
 const MIGRATION_LOCK: &str = "taskforce.db.migrate-lock";
@@ -96,8 +98,11 @@ impl SqliteStore {
             conns.push(AsyncMutex::new(conn));
         }
 
+        let upserts = Upserter::open(&path, BUSY_TIMEOUT)
+            .await
+            .map_err(|e| open_error(format!("cannot open the upsert connection: {e}")))?;
         tracing::debug!(path = %path.display(), "opened the store");
-        let writes = WriteQueue::start(writer);
+        let writes = WriteQueue::start(SqliteWriter::new(writer, upserts));
         let checkpointer = base
             .connect()
             .await

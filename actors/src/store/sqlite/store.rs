@@ -91,9 +91,9 @@ impl Store for SqliteStore {
         let (session, id) = (session.to_string(), id.to_string());
         self.writes
             .exclusive(context.clone(), move |conn| {
-                Box::pin(
-                    async move { queries::delete_message(conn, &session, &id, &context).await },
-                )
+                Box::pin(async move {
+                    queries::delete_message(&mut **conn, &session, &id, &context).await
+                })
             })
             .await
     }
@@ -136,7 +136,7 @@ impl Store for SqliteStore {
         let id = id.to_string();
         self.writes
             .exclusive(context.clone(), move |conn| {
-                Box::pin(async move { queries::delete_part(conn, &id, &context).await })
+                Box::pin(async move { queries::delete_part(&mut **conn, &id, &context).await })
             })
             .await
     }
@@ -178,7 +178,7 @@ impl Store for SqliteStore {
         let task = task.clone();
         self.writes
             .exclusive(context.clone(), move |conn| {
-                Box::pin(async move { queries::put_background(conn, &task, &context).await })
+                Box::pin(async move { queries::put_background(&mut **conn, &task, &context).await })
             })
             .await
     }
@@ -202,7 +202,8 @@ impl Store for SqliteStore {
         self.writes
             .exclusive(context.clone(), move |conn| {
                 Box::pin(async move {
-                    queries::claim_background(conn, &child, from.as_deref(), &to, &context).await
+                    queries::claim_background(&mut **conn, &child, from.as_deref(), &to, &context)
+                        .await
                 })
             })
             .await
@@ -239,7 +240,8 @@ impl Store for SqliteStore {
         self.writes
             .exclusive(context.clone(), move |conn| {
                 Box::pin(async move {
-                    queries::claim_unfinished(conn, &from, &to, session.as_ref(), &context).await
+                    queries::claim_unfinished(&mut **conn, &from, &to, session.as_ref(), &context)
+                        .await
                 })
             })
             .await

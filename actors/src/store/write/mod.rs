@@ -41,18 +41,21 @@ pub(crate) use writer::MAX_BATCH;
 
 /// The connection a store's writer writes through.
 pub(crate) trait WriteConn: Send + 'static {
+    /// What a failed write says.
+    type Error: std::fmt::Display + Send;
+
     /// Writes upserts all together, all or nothing: table by table, parents first (sessions,
     /// then messages, then parts, each in queue order, so that a later upsert of a row wins).
     fn write_all<'a>(
         &'a mut self,
         upserts: &'a [&'a Upsert],
-    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send + 'a;
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'a;
 
     /// Writes one upsert alone.
     fn write_one<'a>(
         &'a mut self,
         upsert: &'a Upsert,
-    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send + 'a;
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'a;
 }
 
 /// Writes upserts (`None` entries are barriers) all together, all or nothing; when that fails,

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use taskforce_agents::model::{Message, Part, Session};
 
 use crate::store::StoreError;
-use crate::store::rows::{database, encode, to_sql};
+use crate::store::rows::{encode, to_sql};
 
 /// The tables that upserts write, in the order a batch applies them (parents first).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,7 +22,7 @@ impl Table {
 }
 
 /// One row to insert or replace, with its bound values ready.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) enum Upsert {
     Session {
         id: String,
@@ -133,8 +133,8 @@ impl Upsert {
     }
 
     /// A [`StoreError`] for this row failing with `error`.
-    pub(crate) fn failed(&self, error: sqlx::Error) -> StoreError {
-        database(self.context())(error)
+    pub(crate) fn failed(&self, error: impl std::fmt::Display) -> StoreError {
+        StoreError::Database(format!("{}: {error}", self.context()))
     }
 }
 

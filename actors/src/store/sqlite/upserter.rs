@@ -1,0 +1,217 @@
+//! The thread that writes the store's upserts, through a connection of its own: a batch is one
+//! transaction of prepared one-row statements, run without leaving the thread. (An async
+//! driver makes a round trip between threads for every statement, its begin and its commit;
+//! here a batch makes one.) Other writes keep to the writer's sqlx connection.
+
+use std::path::Path;
+use std::sync::mpsc as std_mpsc;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+use tokio::sync::oneshot;
+
+use crate::store::write::{Table, Upsert};
+
+use super::statements::write_row;
+
+/// Rows to write, and who hears how it went.
+struct Request {
+    rows: Vec<Upsert>,
+    /// All or none, in one transaction; else only the first row, alone.
+    together: bool,
+    done: oneshot::Sender<Result<(), String>>,
+}
+
+/// The handle of the upsert thread; the thread and its connection end with the last handle.
+#[derive(Debug)]
+pub(crate) struct Upserter {
+    requests: std_mpsc::Sender<Request>,
+}
+
+/// The error of a request the thread did not answer.
+const GONE: &str = "the upsert thread stopped";
+
+impl Upserter {
+    /// Opens the database file at `path` (its schema is in place) on a new thread.
+    pub(super) async fn open(path: &Path, busy: Duration) -> Result<Upserter, String> {
+        let path = path.to_path_buf();
+        let (requests, incoming) = std_mpsc::channel();
+        let (opened, open) = oneshot::channel();
+        std::thread::Builder::new()
+            .name("taskforce-sqlite-upserts".into())
+            .spawn(move || match connect(&path, busy) {
+                Ok(conn) => {
+                    let _ = opened.send(Ok(()));
+                    serve(conn, &incoming);
+                }
+                Err(e) => {
+                    let _ = opened.send(Err(e.to_string()));
+                }
+            })
+            .map_err(|e| format!("cannot start the upsert thread: {e}"))?;
+        open.await.map_err(|_| GONE.to_string())??;
+        Ok(Upserter { requests })
+    }
+
+    /// Writes `rows` all or none, in one transaction (parents first: sessions, then
+    /// messages, then parts, each in order, so that a later upsert of a row wins).
+    pub(super) async fn write_all(&self, rows: Vec<Upsert>) -> Result<(), String> {
+        self.request(rows, true).await
+    }
+
+    /// Writes one row alone.
+    pub(super) async fn write_one(&self, row: Upsert) -> Result<(), String> {
+        self.request(vec![row], false).await
+    }
+
+    async fn request(&self, rows: Vec<Upsert>, together: bool) -> Result<(), String> {
+        let (done, answer) = oneshot::channel();
+        self.requests
+            .send(Request {
+                rows,
+                together,
+                done,
+            })
+            .map_err(|_| GONE.to_string())?;
+        answer.await.unwrap_or_else(|_| Err(GONE.to_string()))
+    }
+}
+
+/// The upsert connection: foreign keys checked, the write-ahead log left to the background
+/// checkpoints, statement journals in memory, and the writer's lock wait.
+fn connect(path: &Path, busy: Duration) -> rusqlite::Result<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags)?;
+    conn.busy_timeout(busy)?;
+    conn.execute_batch(
+        "PRAGMA foreign_keys = ON; PRAGMA synchronous = NORMAL; \
+         PRAGMA wal_autocheckpoint = 0; PRAGMA temp_store = MEMORY;",
+    )?;
+    Ok(conn)
+}
+
+/// Answers requests in order until every handle is dropped.
+fn serve(mut conn: Connection, requests: &std_mpsc::Receiver<Request>) {
+    while let Ok(Request {
+        rows,
+        together,
+        done,
+    }) = requests.recv()
+    {
+        let result = match rows.first() {
+            None => Ok(()),
+            Some(row) if !together || rows.len() == 1 => write_row(&conn, row),
+            Some(_) => write_together(&mut conn, &rows),
+        };
+        let _ = done.send(result.map_err(|e| e.to_string()));
+    }
+}
+
+/// Writes `rows` in one transaction, table by table; nothing is kept if one fails.
+fn write_together(conn: &mut Connection, rows: &[Upsert]) -> rusqlite::Result<()> {
+    // Taking the write lock at once: a transaction that starts by reading could not take it
+    // later if another process wrote meanwhile.
+    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    for table in Table::ALL {
+        for row in rows.iter().filter(|r| r.table() == table) {
+            write_row(&tx, row)?;
+        }
+    }
+    tx.commit()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::str::FromStr;
+
+    use sqlx::ConnectOptions;
+    use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode};
+    use taskforce_agents::id::MessageId;
+    use taskforce_agents::model::{Message, ModelRef, Part, Session, TextPart, UserMessage};
+
+    use super::*;
+
+    /// A database file with the store's schema, and an upserter on it.
+    async fn upserter() -> (tempfile::TempDir, Upserter, sqlx::SqliteConnection) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("test.db");
+        let mut conn = SqliteConnectOptions::new()
+            .filename(&path)
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .connect()
+            .await
+            .unwrap();
+        super::super::migrations::migrator()
+            .await
+            .unwrap()
+            .run(&mut conn)
+            .await
+            .unwrap();
+        let upserts = Upserter::open(&path, Duration::from_secs(1)).await.unwrap();
+        (dir, upserts, conn)
+    }
+
+    async fn count(conn: &mut sqlx::SqliteConnection, table: &str) -> i64 {
+        sqlx::query_scalar(&format!("SELECT count(*) FROM {table}"))
+            .fetch_one(conn)
+            .await
+            .unwrap()
+    }
+
+    #[tokio::test]
+    async fn a_batch_with_a_faulty_row_keeps_none_of_its_rows() {
+        let (_dir, upserts, mut conn) = upserter().await;
+        let session = Session::new("proj", "/srv/p", "one", 1_000);
+        let user: Message = UserMessage::new(
+            session.id.clone(),
+            "build",
+            ModelRef::new("scripted", "echo"),
+            1_001,
+        )
+        .into();
+        let text = |message: &str| {
+            Part::new(
+                session.id.clone(),
+                MessageId::from_str(message).unwrap(),
+                TextPart::new("hi"),
+            )
+        };
+        let good = vec![
+            Upsert::of_session(&session).unwrap(),
+            Upsert::of_message(&user, None).unwrap(),
+            Upsert::of_part(&text(user.id().as_str())).unwrap(),
+        ];
+        // A part of a message that does not exist breaks the foreign key.
+        let mut faulty = good.clone();
+        faulty.push(Upsert::of_part(&text(MessageId::new().as_str())).unwrap());
+
+        let error = upserts.write_all(faulty).await.unwrap_err();
+        assert!(error.contains("FOREIGN KEY"), "{error}");
+        for table in ["session", "message", "part"] {
+            assert_eq!(count(&mut conn, table).await, 0, "{table}");
+        }
+
+        upserts.write_all(good).await.unwrap();
+        for table in ["session", "message", "part"] {
+            assert_eq!(count(&mut conn, table).await, 1, "{table}");
+        }
+        // A row alone is written by itself.
+        let other = Session::new("proj", "/srv/p", "two", 2_000);
+        upserts
+            .write_one(Upsert::of_session(&other).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(count(&mut conn, "session").await, 2);
+    }
+
+    #[tokio::test]
+    async fn a_database_that_cannot_be_opened_is_an_error_not_a_thread() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("no such folder").join("test.db");
+        let error = Upserter::open(&missing, Duration::from_secs(1))
+            .await
+            .unwrap_err();
+        assert!(error.contains("unable to open"), "{error}");
+    }
+}
