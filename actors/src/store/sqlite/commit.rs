@@ -67,8 +67,6 @@ mod tests {
 
     use sqlx::SqliteConnection;
 
-    use sqlx::ConnectOptions;
-    use sqlx::sqlite::SqliteConnectOptions;
     use taskforce_agents::id::MessageId;
     use taskforce_agents::model::{
         AssistantMessage, Message, MessagePath, ModelRef, Part, PartKind, TextPart, UserMessage,
@@ -93,21 +91,7 @@ mod tests {
     /// directory goes when the first is dropped.
     async fn db() -> (tempfile::TempDir, SqliteWriter) {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("test.db");
-        let mut conn = SqliteConnectOptions::new()
-            .filename(&path)
-            .create_if_missing(true)
-            .journal_mode(sqlx::sqlite::SqliteJournalMode::Wal)
-            .foreign_keys(true)
-            .connect()
-            .await
-            .unwrap();
-        super::super::migrations::migrator()
-            .await
-            .unwrap()
-            .run(&mut conn)
-            .await
-            .unwrap();
+        let (path, conn) = super::super::migrations::test_database(dir.path()).await;
         let upserts = Upserter::open(&path, std::time::Duration::from_secs(1))
             .await
             .unwrap();

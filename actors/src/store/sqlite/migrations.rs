@@ -49,6 +49,32 @@ pub(super) async fn migrator() -> Result<Migrator, sqlx::migrate::MigrateError> 
     crate::store::migrations::migrator(FILES).await
 }
 
+/// A database file `test.db` in `dir` with the store's schema (write-ahead log, foreign keys
+/// on), and a connection to it.
+#[cfg(test)]
+pub(super) async fn test_database(
+    dir: &std::path::Path,
+) -> (std::path::PathBuf, sqlx::SqliteConnection) {
+    use sqlx::ConnectOptions;
+    use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode};
+    let path = dir.join("test.db");
+    let mut conn = SqliteConnectOptions::new()
+        .filename(&path)
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .foreign_keys(true)
+        .connect()
+        .await
+        .expect("a database file in a new directory opens");
+    migrator()
+        .await
+        .expect("the migrations read")
+        .run(&mut conn)
+        .await
+        .expect("the migrations apply");
+    (path, conn)
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -124,30 +124,15 @@ fn write_together(conn: &mut Connection, rows: &[Upsert]) -> rusqlite::Result<()
 mod tests {
     use std::str::FromStr;
 
-    use sqlx::ConnectOptions;
-    use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode};
     use taskforce_agents::id::MessageId;
     use taskforce_agents::model::{Message, ModelRef, Part, Session, TextPart, UserMessage};
 
     use super::*;
 
-    /// A database file with the store's schema, and an upserter on it.
+    /// A database file with the store's schema, an upserter on it and a connection to read it.
     async fn upserter() -> (tempfile::TempDir, Upserter, sqlx::SqliteConnection) {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("test.db");
-        let mut conn = SqliteConnectOptions::new()
-            .filename(&path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .connect()
-            .await
-            .unwrap();
-        super::super::migrations::migrator()
-            .await
-            .unwrap()
-            .run(&mut conn)
-            .await
-            .unwrap();
+        let (path, conn) = super::super::migrations::test_database(dir.path()).await;
         let upserts = Upserter::open(&path, Duration::from_secs(1)).await.unwrap();
         (dir, upserts, conn)
     }
