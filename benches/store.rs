@@ -6,7 +6,7 @@
 //!   and a step-finish part, 3,333 upserts queued with `queue_many` (most update rows that
 //!   exist), then one read that waits for them all. Wall time from the first queue to the end
 //!   of the read, and the CPU the process used meanwhile (all threads, from
-//!   `/proc/self/task/*/schedstat`; `sqlite` = the connections' worker threads).
+//!   `/proc/self/task/*/schedstat`; `sqlite` = the connections' worker threads and the upsert thread).
 //! - `awaited`: 64 tasks each making 50 `put_many` calls one after the other, of a part and
 //!   every fifth time also its message (group commit under load): the latency of one call,
 //!   wall time and CPU for the 3,840 upserts.
@@ -88,7 +88,9 @@ impl Threads {
             let then = before.0.get(tid).map_or(Duration::ZERO, |(_, t)| *t);
             let used = now.saturating_sub(then);
             cpu.total += used;
-            if name.starts_with("sqlx-sqlite") {
+            // sqlx's connection workers, and the SQLite store's upsert thread (its name cut to
+            // the kernel's 15 characters).
+            if name.starts_with("sqlx-sqlite") || name.starts_with("taskforce-sqlit") {
                 cpu.sqlite += used;
                 cpu.busiest = cpu.busiest.max(used);
             } else if name.starts_with("tokio") {
