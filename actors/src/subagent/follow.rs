@@ -158,7 +158,6 @@ impl SubagentDelegate {
             Ok(started) => started,
             Err(e) => {
                 return Err(match e {
-                    RuntimeError::Stopped => ToolError::Failed("the runtime has stopped".into()),
                     RuntimeError::Crashed(_) => ToolError::Failed(format!(
                         "subagent session {} stopped unexpectedly",
                         child_id

@@ -100,7 +100,7 @@ impl SubagentDelegate {
             .await;
         if adopted.is_err() {
             self.subagents.queued.remove(&child.id);
-            return Err(ToolError::Failed("the runtime has stopped".into()));
+            return Err(failed(RuntimeError::Stopped));
         }
         let input = self.child_input(&mut request, nests, new);
         let run = BackgroundRun {

@@ -9,6 +9,7 @@ use taskforce_agents::tool::ToolError;
 use taskforce_agents::tool::background::{ChildReport, ChildStatus};
 
 use super::CANCEL_WAIT;
+use crate::RuntimeError;
 use crate::bus::{BusItem, Event, Filter};
 use crate::session::IsBusy;
 use crate::store::{BackgroundTask, MessageWithParts};
@@ -43,7 +44,7 @@ impl SubagentDelegate {
             .supervisor
             .send(CancelTree { id: child.clone() })
             .await
-            .map_err(|_| ToolError::Failed("the runtime has stopped".into()))?;
+            .map_err(|_| failed(RuntimeError::Stopped))?;
         if queued && let Some(mut unrecorded) = unrecorded {
             // It never started: its waiting task records the cancelled end right away (and
             // closes the channel once it has).
