@@ -16,9 +16,8 @@ use super::statements::write_row;
 
 /// Rows to write, and who hears how it went.
 struct Request {
+    /// One row is written alone; more, all or none in one transaction.
     rows: Vec<Upsert>,
-    /// All or none, in one transaction; else only the first row, alone.
-    together: bool,
     done: oneshot::Sender<Result<(), String>>,
 }
 
@@ -56,22 +55,18 @@ impl Upserter {
     /// Writes `rows` all or none, in one transaction (parents first: sessions, then
     /// messages, then parts, each in order, so that a later upsert of a row wins).
     pub(super) async fn write_all(&self, rows: Vec<Upsert>) -> Result<(), String> {
-        self.request(rows, true).await
+        self.request(rows).await
     }
 
     /// Writes one row alone.
     pub(super) async fn write_one(&self, row: Upsert) -> Result<(), String> {
-        self.request(vec![row], false).await
+        self.request(vec![row]).await
     }
 
-    async fn request(&self, rows: Vec<Upsert>, together: bool) -> Result<(), String> {
+    async fn request(&self, rows: Vec<Upsert>) -> Result<(), String> {
         let (done, answer) = oneshot::channel();
         self.requests
-            .send(Request {
-                rows,
-                together,
-                done,
-            })
+            .send(Request { rows, done })
             .map_err(|_| GONE.to_string())?;
         answer.await.unwrap_or_else(|_| Err(GONE.to_string()))
     }
@@ -92,16 +87,11 @@ fn connect(path: &Path, busy: Duration) -> rusqlite::Result<Connection> {
 
 /// Answers requests in order until every handle is dropped.
 fn serve(mut conn: Connection, requests: &std_mpsc::Receiver<Request>) {
-    while let Ok(Request {
-        rows,
-        together,
-        done,
-    }) = requests.recv()
-    {
-        let result = match rows.first() {
-            None => Ok(()),
-            Some(row) if !together || rows.len() == 1 => write_row(&conn, row),
-            Some(_) => write_together(&mut conn, &rows),
+    while let Ok(Request { rows, done }) = requests.recv() {
+        let result = match rows.as_slice() {
+            [] => Ok(()),
+            [row] => write_row(&conn, row),
+            _ => write_together(&mut conn, &rows),
         };
         let _ = done.send(result.map_err(|e| e.to_string()));
     }
