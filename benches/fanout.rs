@@ -5,9 +5,12 @@
 //! process used meanwhile (all threads, user and system), the process's peak RSS and what the
 //! fan-out added to it per child, how long reading the whole tree afterwards takes, the CPU
 //! time of each kind of thread, what the store committed and how long the sessions waited for
-//! it, and when the children reached each point of their run.
+//! it, when the children reached each point of their run, and when the parent's steps began and
+//! ended.
 //! `TF_CHILD_MS=200` makes each child's first model call take that long, so that every child
-//! is alive at once; the wall time beyond it is the runtime's own overhead.
+//! is alive at once; the wall time beyond it is the runtime's own overhead. With
+//! `TF_PERF_CTL=<fifo>` it writes `enable` and `disable` to that fifo around the prompt, so that
+//! `perf record --control=fifo:<fifo> -D -1` profiles the fan-out alone.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -52,6 +55,12 @@ fn main() {
         let cpu_before = cpu_by_thread();
         let (user_before, system_before) = cpu_split_ms().unwrap_or((f64::NAN, f64::NAN));
         store_trace.reset();
+        let perf = |what: &str| {
+            if let Ok(path) = std::env::var("TF_PERF_CTL") {
+                let _ = std::fs::write(path, format!("{what}\n"));
+            }
+        };
+        perf("enable");
         let start = Instant::now();
         let started_ms = taskforce::agents::id::now_ms();
         let answer = rt
@@ -59,6 +68,7 @@ fn main() {
             .await
             .unwrap();
         let wall = start.elapsed();
+        perf("disable");
         let (user, system) = cpu_split_ms().unwrap_or((f64::NAN, f64::NAN));
         let (user, system) = (user - user_before, system - system_before);
         let cpu = user + system;
@@ -127,5 +137,23 @@ fn main() {
             "children's timeline after the prompt (first/median/last): {}",
             line.join(", ")
         );
+        // The parent's own steps: when its fan-out step ended (every call answered) and when
+        // its last step began and ended.
+        let after = |t: u64| t.saturating_sub(started_ms);
+        let parent: Vec<String> = rt
+            .messages(&s.id)
+            .await
+            .unwrap()
+            .iter()
+            .filter_map(|m| match &*m.info {
+                Message::Assistant(a) => Some(format!(
+                    "step {}–{} ms",
+                    after(a.time.created),
+                    a.time.completed.map_or(0, after)
+                )),
+                Message::User(_) => None,
+            })
+            .collect();
+        println!("the parent's steps after the prompt: {}", parent.join(", "));
     });
 }
