@@ -15,6 +15,16 @@ pub fn task_call(args: &str) -> Response {
     Response::tool_calls(&[("call_task_1", "task", args)])
 }
 
+/// A model call making the task calls `calls` (call id, arguments as JSON) at once.
+pub fn task_calls(calls: impl IntoIterator<Item = (String, String)>) -> Response {
+    let calls: Vec<(String, String)> = calls.into_iter().collect();
+    let refs: Vec<(&str, &str, &str)> = calls
+        .iter()
+        .map(|(id, args)| (id.as_str(), "task", args.as_str()))
+        .collect();
+    Response::tool_calls(&refs)
+}
+
 /// A call of the `bash` tool running `command`.
 pub fn bash(command: &str) -> Response {
     let args = json!({"command": command, "description": "run it"}).to_string();
@@ -114,17 +124,10 @@ pub fn fan_out(
             return child(n.parse().unwrap_or(0));
         }
         if req.last_role() == Some("user") {
-            let calls: Vec<(String, String)> = (0..children)
-                .map(|i| {
-                    let args = json!({"description": format!("part {i}"), "prompt": format!("child {i}"), "subagent_type": "general"});
-                    (format!("call_{i}"), args.to_string())
-                })
-                .collect();
-            let calls: Vec<(&str, &str, &str)> = calls
-                .iter()
-                .map(|(id, args)| (id.as_str(), "task", args.as_str()))
-                .collect();
-            return Response::tool_calls(&calls);
+            return task_calls((0..children).map(|i| {
+                let args = json!({"description": format!("part {i}"), "prompt": format!("child {i}"), "subagent_type": "general"});
+                (format!("call_{i}"), args.to_string())
+            }));
         }
         Response::text("root heard every child")
     }

@@ -13,7 +13,7 @@ use taskforce_actors::{PromptInput, Runtime};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::{Message, PartKind, ToolState};
 use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
-use taskforce_testkit::script::{is_child, last_content};
+use taskforce_testkit::script::{is_child, last_content, task_calls};
 
 use super::runtime::{Env, tool_parts};
 use super::subagents::nesting_env_with;
@@ -28,16 +28,6 @@ fn fan_out(n: u32) -> Response {
             ),
         )
     }))
-}
-
-/// A model call making the task `calls` (call id, arguments) at once.
-fn task_calls(calls: impl Iterator<Item = (String, String)>) -> Response {
-    let calls: Vec<(String, String)> = calls.collect();
-    let refs: Vec<(&str, &str, &str)> = calls
-        .iter()
-        .map(|(id, a)| (id.as_str(), "task", a.as_str()))
-        .collect();
-    Response::tool_calls(&refs)
 }
 
 /// A fake where parents fan out `n` task calls and children answer slowly.

@@ -1,13 +1,15 @@
 //! Looking after a running background child: `task_status` reports it with its output and
 //! `task_cancel` stops it; a session of another tree is refused, and so is continuing a
-//! background child that runs or is only queued.
+//! background child that runs or is only queued; a root's background children are spread over
+//! the arbiters.
 
 use std::time::Duration;
 
-use taskforce_actors::PromptInput;
+use taskforce_actors::{PromptInput, Runtime};
+use taskforce_agents::id::SessionId;
 use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 use taskforce_testkit::runtime::{until, until_first_child_runs, until_idle};
-use taskforce_testkit::script::{is_child, last_content, task_call, tool_results};
+use taskforce_testkit::script::{is_child, last_content, task_call, task_calls, tool_results};
 
 use super::{BACKGROUND, call, child_in, deliveries, outputs_of, session_in, wait_for_messages};
 use crate::suite::runtime::Env;
@@ -128,10 +130,7 @@ async fn a_running_background_child_cannot_be_continued_by_another_call() {
     })
     .await
     .unwrap();
-    let env = Env::new(&fake.base_url(), "");
-    let rt = env.runtime().await;
-    let parent = rt.create_session(None, None).await.unwrap().id;
-    rt.prompt(&parent, PromptInput::text("go")).await.unwrap();
+    let (_env, rt, parent) = went(&fake, "").await;
     let child = rt.children(&parent).await.unwrap().remove(0).id;
     let outputs = outputs_of(&rt, &parent, "task").await;
     assert_eq!(outputs.len(), 2, "{outputs:?}");
@@ -186,10 +185,7 @@ async fn a_queued_background_child_not_stored_yet_cannot_be_continued() {
     })
     .await
     .unwrap();
-    let env = Env::new(&fake.base_url(), "[subagent]\nmax_total = 1\n");
-    let rt = env.runtime().await;
-    let parent = rt.create_session(None, None).await.unwrap().id;
-    rt.prompt(&parent, PromptInput::text("go")).await.unwrap();
+    let (_env, rt, parent) = went(&fake, "[subagent]\nmax_total = 1\n").await;
     let outputs = outputs_of(&rt, &parent, "task").await;
     assert_eq!(outputs.len(), 3, "{outputs:?}");
     let queued = session_in(&outputs[1]).unwrap();
@@ -208,4 +204,56 @@ async fn a_queued_background_child_not_stored_yet_cannot_be_continued() {
     let children = rt.children(&parent).await.unwrap();
     assert_eq!(children.len(), 1, "{children:?}");
     assert_eq!(children[0].id.to_string(), session_in(&outputs[0]).unwrap());
+}
+
+#[actix_rt::test]
+async fn a_roots_background_children_are_spread_over_the_arbiters() {
+    // Four background children of one step, all stalled in their model calls: with two
+    // arbiters, each runs two of them (the root's arbiter is not left to run them all).
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if is_child(req) {
+            Response::text("digging and never done").stall_after(2)
+        } else if tool_results(req) == 0 {
+            // Four different calls (four identical ones in a row would be asked about as a
+            // loop).
+            task_calls((0..4).map(|i| {
+                let input = format!(
+                    r#"{{"description":"Dig {i}","prompt":"Dig deep","subagent_type":"general","background":true}}"#
+                );
+                (format!("call_{i}"), input)
+            }))
+        } else {
+            Response::text("waiting")
+        }
+    })
+    .await
+    .unwrap();
+    let (_env, rt, parent) = went(&fake, "").await;
+    // A child's row is stored with its first message.
+    until(&rt, "the four children to run", |rt| {
+        let parent = parent.clone();
+        async move {
+            let children = rt.children(&parent).await.unwrap();
+            children.len() == 4 && children.iter().all(|c| rt.statuses().contains_key(&c.id))
+        }
+    })
+    .await;
+    let mut per_arbiter = [0; 2];
+    for child in rt.children(&parent).await.unwrap() {
+        let arbiter = rt.arbiter_of(&child.id).await.unwrap().expect("running");
+        per_arbiter[arbiter] += 1;
+    }
+    assert_eq!(per_arbiter, [2, 2]);
+    rt.cancel(&parent).await.unwrap();
+    until_idle(&rt).await;
+}
+
+/// A runtime on `fake` whose project adds `config`, and a parent session in it that was
+/// prompted `go` and answered.
+async fn went(fake: &FakeOpenAi, config: &str) -> (Env, Runtime, SessionId) {
+    let env = Env::new(&fake.base_url(), config);
+    let rt = env.runtime().await;
+    let parent = rt.create_session(None, None).await.unwrap().id;
+    rt.prompt(&parent, PromptInput::text("go")).await.unwrap();
+    (env, rt, parent)
 }

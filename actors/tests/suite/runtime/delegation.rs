@@ -7,7 +7,7 @@ use std::time::Duration;
 use taskforce_actors::PromptInput;
 use taskforce_agents::model::{Message, PartKind, ToolState, ToolStatus};
 use taskforce_testkit::fake_openai::{FakeOpenAi, Response};
-use taskforce_testkit::script::{delegating, is_child, task_call};
+use taskforce_testkit::script::{delegating, is_child, task_call, task_calls};
 
 use super::{Env, text_of, tool_parts};
 
@@ -103,10 +103,7 @@ async fn parallel_children_overlap_in_time() {
                     format!(r#"{{"description":"part {n}","prompt":"look at part {n}","subagent_type":"explore"}}"#),
                 )
             };
-            let calls: Vec<(String, String)> = (1..=3).map(call).collect();
-            let refs: Vec<(&str, &str, &str)> =
-                calls.iter().map(|(id, a)| (id.as_str(), "task", a.as_str())).collect();
-            Response::tool_calls(&refs)
+            task_calls((1..=3).map(call))
         } else {
             Response::text("merged")
         }

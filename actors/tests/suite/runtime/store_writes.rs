@@ -12,7 +12,7 @@ use taskforce_actors::{PromptInput, Runtime};
 use taskforce_agents::id::{MessageId, PartId, SessionId};
 use taskforce_agents::model::{Message, Part, PartKind, Session, Todo, ToolState};
 use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
-use taskforce_testkit::script::{delegating, is_child};
+use taskforce_testkit::script::{delegating, is_child, task_calls};
 
 use super::{Env, text_of, tool_parts};
 
@@ -338,11 +338,7 @@ async fn concurrent_task_calls_count_a_stored_tree_from_the_store_once() {
         if is_child(req) {
             Response::text("part done")
         } else if req.last_role() == Some("user") {
-            let calls: Vec<(&str, &str, &str)> = args
-                .iter()
-                .map(|(id, a)| (id.as_str(), "task", a.as_str()))
-                .collect();
-            Response::tool_calls(&calls)
+            task_calls(args.iter().cloned())
         } else {
             Response::text("all parts done")
         }
