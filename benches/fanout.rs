@@ -5,8 +5,8 @@
 //! process used meanwhile (all threads, user and system), the process's peak RSS and what the
 //! fan-out added to it per child, how long reading the whole tree afterwards takes, the CPU
 //! time of each kind of thread, what the store committed and how long the sessions waited for
-//! it, when the children reached each point of their run, and when the parent's steps began and
-//! ended.
+//! it, when the children reached each point of their run, when the parent's steps began and
+//! ended, and when its task calls ended.
 //! `TF_CHILD_MS=200` makes each child's first model call take that long, so that every child
 //! is alive at once; the wall time beyond it is the runtime's own overhead. With
 //! `TF_PERF_CTL=<fifo>` it writes `enable` and `disable` to that fifo around the prompt, so that
@@ -25,7 +25,7 @@ use support::{
     switches_by_thread, switches_since,
 };
 use taskforce::actors::PromptInput;
-use taskforce::agents::model::Message;
+use taskforce::agents::model::{Message, ToolState};
 
 fn main() {
     let n: usize = std::env::args()
@@ -155,5 +155,25 @@ fn main() {
             })
             .collect();
         println!("the parent's steps after the prompt: {}", parent.join(", "));
+        // When the parent's task calls ended (their parts' end times).
+        let mut ends: Vec<u64> = rt
+            .messages(&s.id)
+            .await
+            .unwrap()
+            .iter()
+            .flat_map(|m| m.parts.iter())
+            .filter_map(|p| match &p.as_tool()?.state {
+                ToolState::Completed(c) => Some(after(c.time.end)),
+                _ => None,
+            })
+            .collect();
+        ends.sort_unstable();
+        let at = |q: usize| ends.get(ends.len().saturating_sub(1) * q / 100).copied();
+        println!(
+            "the parent's task calls ended after the prompt (first/median/last): {:?}/{:?}/{:?} ms",
+            at(0),
+            at(50),
+            at(100)
+        );
     });
 }
