@@ -168,9 +168,13 @@ fn main() {
             })
             .collect();
         ends.sort_unstable();
-        let at = |q: usize| ends.get(ends.len().saturating_sub(1) * q / 100).copied();
+        let at = |q: usize| {
+            ends.get(ends.len().saturating_sub(1) * q / 100)
+                .copied()
+                .unwrap_or(0)
+        };
         println!(
-            "the parent's task calls ended after the prompt (first/median/last): {:?}/{:?}/{:?} ms",
+            "the parent's task calls ended after the prompt (first/median/last): {}/{}/{} ms",
             at(0),
             at(50),
             at(100)
