@@ -120,17 +120,13 @@ fn main() {
             }
         }
         let names = ["created", "first model call", "its answer", "last answer"];
+        let after = |t: u64| t.saturating_sub(started_ms);
         let line: Vec<String> = names
             .iter()
-            .zip(points.iter_mut())
+            .zip(points)
             .map(|(name, times)| {
-                times.sort_unstable();
-                let at = |q: usize| {
-                    times
-                        .get((times.len().saturating_sub(1)) * q / 100)
-                        .map_or(0, |t| t.saturating_sub(started_ms))
-                };
-                format!("{name} {}/{}/{} ms", at(0), at(50), at(100))
+                let spread = first_median_last(times.into_iter().map(after).collect());
+                format!("{name} {spread} ms")
             })
             .collect();
         println!(
@@ -138,12 +134,9 @@ fn main() {
             line.join(", ")
         );
         // The parent's own steps: when its fan-out step ended (every call answered) and when
-        // its last step began and ended.
-        let after = |t: u64| t.saturating_sub(started_ms);
-        let parent: Vec<String> = rt
-            .messages(&s.id)
-            .await
-            .unwrap()
+        // its last step began and ended; and when its task calls ended (their parts' end times).
+        let parent = rt.messages(&s.id).await.unwrap();
+        let steps: Vec<String> = parent
             .iter()
             .filter_map(|m| match &*m.info {
                 Message::Assistant(a) => Some(format!(
@@ -154,12 +147,8 @@ fn main() {
                 Message::User(_) => None,
             })
             .collect();
-        println!("the parent's steps after the prompt: {}", parent.join(", "));
-        // When the parent's task calls ended (their parts' end times).
-        let mut ends: Vec<u64> = rt
-            .messages(&s.id)
-            .await
-            .unwrap()
+        println!("the parent's steps after the prompt: {}", steps.join(", "));
+        let ends: Vec<u64> = parent
             .iter()
             .flat_map(|m| m.parts.iter())
             .filter_map(|p| match &p.as_tool()?.state {
@@ -167,17 +156,21 @@ fn main() {
                 _ => None,
             })
             .collect();
-        ends.sort_unstable();
-        let at = |q: usize| {
-            ends.get(ends.len().saturating_sub(1) * q / 100)
-                .copied()
-                .unwrap_or(0)
-        };
         println!(
-            "the parent's task calls ended after the prompt (first/median/last): {}/{}/{} ms",
-            at(0),
-            at(50),
-            at(100)
+            "the parent's task calls ended after the prompt (first/median/last): {} ms",
+            first_median_last(ends)
         );
     });
+}
+
+/// `times` as `first/median/last` (0 for none).
+fn first_median_last(mut times: Vec<u64>) -> String {
+    times.sort_unstable();
+    let at = |q: usize| {
+        times
+            .get(times.len().saturating_sub(1) * q / 100)
+            .copied()
+            .unwrap_or(0)
+    };
+    format!("{}/{}/{}", at(0), at(50), at(100))
 }
