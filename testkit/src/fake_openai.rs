@@ -178,6 +178,18 @@ impl Response {
         }
     }
 
+    /// Waits until `gate` opens before the first frame of a stream (a model that answers when
+    /// the test says so).
+    pub fn until(self, gate: &Gate) -> Response {
+        match self {
+            Response::Stream(mut chunks) => {
+                chunks.insert(0, Chunk::Wait(gate.clone()));
+                Response::Stream(chunks)
+            }
+            other => other,
+        }
+    }
+
     /// Waits `delay` before every data frame of a stream.
     pub fn with_delay(self, delay: Duration) -> Response {
         match self {
@@ -240,6 +252,38 @@ pub enum Chunk {
     Stall,
     /// Close the connection at once, without ending the chunked body.
     Hangup,
+    /// Wait until the test opens the gate.
+    Wait(Gate),
+}
+
+/// A gate a test opens when it is ready: streams that wait on it ([`Response::until`]) go on
+/// from then, and at once once it is open.
+#[derive(Debug, Clone, Default)]
+pub struct Gate(std::sync::Arc<tokio::sync::watch::Sender<bool>>);
+
+impl Gate {
+    /// A closed gate.
+    pub fn new() -> Gate {
+        Gate::default()
+    }
+
+    /// Opens the gate for every stream waiting on it now or later.
+    pub fn open(&self) {
+        self.0.send_replace(true);
+    }
+
+    /// Resolves once the gate is open.
+    pub async fn opened(&self) {
+        let mut open = self.0.subscribe();
+        // The sender lives as long as `self`: the wait ends only by opening.
+        let _ = open.wait_for(|o| *o).await;
+    }
+}
+
+impl PartialEq for Gate {
+    fn eq(&self, other: &Gate) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 impl Chunk {

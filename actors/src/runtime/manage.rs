@@ -88,16 +88,23 @@ impl Runtime {
         id: &SessionId,
         patch: SessionPatch,
     ) -> Result<Session, RuntimeError> {
-        let mut session = self.session(id).await?;
-        if let Some(title) = patch.title {
-            session.title = title;
-        }
-        if let Some(archived) = patch.archived {
-            session.time.archived = Some(archived);
-        }
-        self.core.store.put_session(&session).await?;
-        // As stored: a newer time.updated written meanwhile stays.
-        let session = self.core.store.session(id).await?.unwrap_or(session);
+        let edit = Box::new(move |session: &mut Session| {
+            if let Some(title) = patch.title {
+                session.title = title;
+            }
+            if let Some(archived) = patch.archived {
+                session.time.archived = Some(archived);
+            }
+            true
+        });
+        // As stored: a newer time.updated written meanwhile stays; a session deleted meanwhile
+        // is not brought back.
+        let session = self
+            .core
+            .store
+            .update_session(id, edit)
+            .await?
+            .ok_or_else(|| RuntimeError::SessionNotFound(id.to_string()))?;
         self.core.bus.publish(Event::SessionUpdated {
             info: Box::new(session.clone()),
         });

@@ -282,25 +282,39 @@ fn with_hash(patches: &[Patch], hash: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-/// Applies `edit` to the stored session (read afresh, so that a title set meanwhile stays),
-/// stores and publishes it, and makes it what the actor remembers.
+/// Applies `edit` to the stored session in place (so that a title set meanwhile stays, and a
+/// session deleted meanwhile stays deleted), publishes it, and makes it what the actor
+/// remembers. A session the actor knows but has not stored yet is stored whole.
 async fn change(
     core: &Core,
     state: &Mutex<LoopState>,
     id: &SessionId,
-    edit: impl FnOnce(&mut Session),
+    edit: impl FnOnce(&mut Session) + Clone + Send + 'static,
 ) -> Result<Session, RuntimeError> {
-    let mut session = match core.store.session(id).await? {
-        Some(s) => s,
-        None => match lock(state).session.clone() {
-            Some(known) => (*known).clone(),
-            None => return Err(RuntimeError::SessionNotFound(id.to_string())),
-        },
-    };
-    edit(&mut session);
-    core.store.put_session(&session).await?;
+    let edit_stored = edit.clone();
+    let stored = core
+        .store
+        .update_session(
+            id,
+            Box::new(move |s: &mut Session| {
+                edit_stored(s);
+                true
+            }),
+        )
+        .await?;
     // As stored: a newer time.updated written meanwhile stays.
-    let session = core.store.session(id).await?.unwrap_or(session);
+    let session = match stored {
+        Some(s) => s,
+        None => {
+            let Some(known) = lock(state).session.clone() else {
+                return Err(RuntimeError::SessionNotFound(id.to_string()));
+            };
+            let mut session = (*known).clone();
+            edit(&mut session);
+            core.store.put_session(&session).await?;
+            session
+        }
+    };
     lock(state).session = Some(Arc::new(session.clone()));
     core.bus.publish(Event::SessionUpdated {
         info: Box::new(session.clone()),

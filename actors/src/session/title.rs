@@ -164,25 +164,28 @@ async fn name_session(
     last.map_or(Ok(()), Err)
 }
 
-/// Saves `title` unless someone renamed the session meanwhile; `time.updated` stays.
+/// Saves `title` unless someone renamed the session meanwhile; `time.updated` stays. A session
+/// deleted meanwhile stays deleted.
 async fn store_title(
     core: &Core,
     id: &taskforce_agents::id::SessionId,
     title: String,
 ) -> Result<(), crate::RuntimeError> {
-    let Some(mut session) = core.store.session(id).await? else {
-        return Ok(()); // deleted meanwhile
-    };
-    if !is_default_title(&session.title) {
-        return Ok(());
-    }
-    session.title = title;
-    core.store.put_session(&session).await?;
-    // As stored: a newer time.updated written meanwhile stays.
-    let stored = core.store.session(id).await?.unwrap_or(session);
-    core.bus.publish(Event::SessionUpdated {
-        info: Box::new(stored),
+    let ours = title.clone();
+    let edit = Box::new(move |session: &mut Session| {
+        let default = is_default_title(&session.title);
+        if default {
+            session.title = title;
+        }
+        default
     });
+    // As stored: a newer time.updated written meanwhile stays.
+    let stored = core.store.update_session(id, edit).await?;
+    if let Some(stored) = stored.filter(|s| s.title == ours) {
+        core.bus.publish(Event::SessionUpdated {
+            info: Box::new(stored),
+        });
+    }
     Ok(())
 }
 

@@ -142,6 +142,9 @@ pub struct SessionFilter {
     pub project_id: Option<String>,
 }
 
+/// An edit of a stored session: changes it and answers whether to write it back.
+pub type SessionEdit = Box<dyn FnOnce(&mut Session) -> bool + Send>;
+
 /// Persistence of the domain model. Writes are upserts keyed by id.
 #[async_trait]
 pub trait Store: Send + Sync + 'static {
@@ -149,6 +152,25 @@ pub trait Store: Send + Sync + 'static {
     async fn put_session(&self, session: &Session) -> Result<(), StoreError>;
     /// The session with this id.
     async fn session(&self, id: &SessionId) -> Result<Option<Session>, StoreError>;
+    /// Applies `edit` to the session as stored and writes it back when `edit` answers true,
+    /// with no other write of it between the read and the write; never brings back a session
+    /// that is not stored (deleted meanwhile). Answers the session as stored after, `None` when
+    /// it is not stored. Stores that cannot edit in place read and write (a delete may then come
+    /// between).
+    async fn update_session(
+        &self,
+        id: &SessionId,
+        edit: SessionEdit,
+    ) -> Result<Option<Session>, StoreError> {
+        let Some(mut session) = self.session(id).await? else {
+            return Ok(None);
+        };
+        if edit(&mut session) {
+            self.put_session(&session).await?;
+            return self.session(id).await;
+        }
+        Ok(Some(session))
+    }
     /// Moves each session's `time.updated` forward to its time (never back), keeping what
     /// else was stored; answers the sessions as stored after (sessions not stored are left
     /// out). Stores that cannot update in place read and write each session.

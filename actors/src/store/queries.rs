@@ -96,6 +96,12 @@ pub(crate) struct Dialect {
     pub delete_message: &'static str,
     /// Deletes a part (`id`).
     pub delete_part: &'static str,
+    /// One session (`id`) about to be edited, its row held until the transaction ends:
+    /// `id, data, time_updated`.
+    pub session_to_edit: &'static str,
+    /// Rewrites a stored session's row (id, parent, project, title, folded title, created,
+    /// updated, data), its `time_updated` never going back; inserts nothing.
+    pub edit_session: &'static str,
     /// Inserts or replaces a background record (child, parent, delivered, created, data).
     pub put_background: &'static str,
     /// Sets a background record's owner (child, from or NULL, to) if it is still `from`.
@@ -311,6 +317,44 @@ pub(crate) async fn delete_tree<C: Conn>(
         .await
         .map_err(database(context))?;
     Ok(deleted)
+}
+
+/// Applies `edit` to session `id` as stored and writes it back when `edit` answers true, on a
+/// connection inside a transaction the caller commits; answers the session as stored after,
+/// `None` (and nothing written) when it is not stored.
+pub(crate) async fn edit_session<C: Conn>(
+    conn: &mut C,
+    id: &SessionId,
+    edit: super::SessionEdit,
+    context: &str,
+) -> Result<Option<Session>, StoreError> {
+    let rows = conn
+        .fetch(C::SQL.session_to_edit, &[Arg::Text(id.as_str())])
+        .await
+        .map_err(database(context))?;
+    let Some(mut session) = rows.first().map(decode_session).transpose()? else {
+        return Ok(None);
+    };
+    let stored_time = session.time.updated;
+    if !edit(&mut session) {
+        return Ok(Some(session));
+    }
+    let data = encode("session", id.as_str(), &session)?;
+    let args = [
+        Arg::Text(id.as_str()),
+        Arg::MaybeText(session.parent_id.as_ref().map(SessionId::as_str)),
+        Arg::Text(&session.project_id),
+        Arg::Text(&session.title),
+        Arg::Text(&session.title.to_lowercase()),
+        Arg::MaybeInt(Some(to_sql(session.time.created))),
+        Arg::MaybeInt(Some(to_sql(session.time.updated))),
+        Arg::Text(&data),
+    ];
+    conn.run(C::SQL.edit_session, &args)
+        .await
+        .map_err(database(context))?;
+    session.time.updated = session.time.updated.max(stored_time);
+    Ok(Some(session))
 }
 
 /// Deletes message `id` of `session`; its parts go with it.

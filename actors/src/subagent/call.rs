@@ -134,8 +134,18 @@ impl SubagentDelegate {
             let mut callers = Vec::with_capacity(parent.caller_permission.len() + 1);
             callers.push(caller_rules);
             callers.extend(parent.caller_permission.iter().cloned());
-            if existing.bound_by(&callers) {
-                store.put_session(&existing).await.map_err(failed)?;
+            // Bounded by every caller's layers, added in one edit of the stored session so that
+            // two callers continuing it at once both stay.
+            if callers
+                .iter()
+                .any(|l| !existing.caller_permission.contains(l))
+            {
+                let edit = Box::new(move |s: &mut Session| s.bound_by(&callers));
+                existing = store
+                    .update_session(&id, edit)
+                    .await
+                    .map_err(failed)?
+                    .ok_or_else(|| not_continuable(raw, "was deleted"))?;
             }
             return Ok((existing, false));
         }

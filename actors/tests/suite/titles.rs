@@ -12,7 +12,8 @@ use taskforce_testkit::script::{is_child, task_call};
 
 use super::runtime::Env;
 
-fn env(fake: &FakeOpenAi) -> Env {
+/// A runtime's environment on `fake`, with a small model for titles.
+pub(crate) fn env(fake: &FakeOpenAi) -> Env {
     Env::with_config(&format!(
         "model = \"fake/gpt-test\"\nsmall_model = \"fake/small-model\"\n\n[provider.fake]\ntype = \"openai\"\nbase_url = \"{}\"\napi_key = \"sk-test\"\n",
         fake.base_url()

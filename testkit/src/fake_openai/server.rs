@@ -433,6 +433,13 @@ async fn write_stream(
                 }
             }
             Chunk::Hangup => return Outcome::Stopped,
+            Chunk::Wait(gate) => {
+                tokio::select! {
+                    _ = gate.opened() => {}
+                    _ = closed.cancelled() => return Outcome::ClientGone,
+                    _ = shutdown.cancelled() => return Outcome::Stopped,
+                }
+            }
         }
     }
     match writer.write_all(b"0\r\n\r\n").await {

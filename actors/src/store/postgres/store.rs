@@ -12,8 +12,8 @@ use taskforce_agents::model::{Message, Part, Session, Todo};
 
 use crate::store::write::{Upsert, rows};
 use crate::store::{
-    Approval, BackgroundTask, MessageWithParts, SessionFilter, Store, StoreError, TreeCount,
-    TreeSession, Unfinished,
+    Approval, BackgroundTask, MessageWithParts, SessionEdit, SessionFilter, Store, StoreError,
+    TreeCount, TreeSession, Unfinished,
 };
 
 use super::{PostgresStore, writes};
@@ -29,6 +29,20 @@ impl Store for PostgresStore {
     async fn session(&self, id: &SessionId) -> Result<Option<Session>, StoreError> {
         self.writes.unflushed.settled(id.as_str()).await;
         queries::session(&mut *conn(&self.pool).await?, id).await
+    }
+
+    async fn update_session(
+        &self,
+        id: &SessionId,
+        edit: SessionEdit,
+    ) -> Result<Option<Session>, StoreError> {
+        let context = format!("cannot update session {id}");
+        let id = id.clone();
+        self.writes
+            .exclusive(context.clone(), move |w| {
+                Box::pin(edit_session(&w.0, id, edit, context))
+            })
+            .await
     }
 
     async fn touch_sessions(
@@ -290,6 +304,20 @@ impl Store for PostgresStore {
             })
             .await
     }
+}
+
+/// Edits session `id` in one transaction, its row locked from the read to the write (see
+/// [`Store::update_session`]).
+async fn edit_session(
+    pool: &sqlx::PgPool,
+    id: SessionId,
+    edit: SessionEdit,
+    context: String,
+) -> Result<Option<Session>, StoreError> {
+    let mut tx = pool.begin().await.map_err(database(&context))?;
+    let edited = queries::edit_session(&mut *tx, &id, edit, &context).await?;
+    tx.commit().await.map_err(database(&context))?;
+    Ok(edited)
 }
 
 /// Deletes session `id`'s whole subtree in one transaction; descendants come first in the

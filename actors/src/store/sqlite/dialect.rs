@@ -83,6 +83,11 @@ const SQL: Dialect = Dialect {
     delete_sessions: "DELETE FROM session WHERE id IN (SELECT value FROM json_each(?1))",
     delete_message: "DELETE FROM message WHERE id = ?1 AND session_id = ?2",
     delete_part: "DELETE FROM part WHERE id = ?1",
+    // The transaction holds the only write connection: no other write comes between.
+    session_to_edit: "SELECT id, data, time_updated FROM session WHERE id = ?1",
+    edit_session: "UPDATE session SET parent_id = ?2, project_id = ?3, title = ?4, \
+         title_folded = ?5, time_created = ?6, time_updated = max(time_updated, ?7), data = ?8 \
+         WHERE id = ?1",
     put_background: "INSERT INTO background_task \
          (child_id, parent_id, delivered, time_created, data) \
          VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (child_id) DO UPDATE SET \

@@ -9,8 +9,8 @@ use taskforce_agents::id::{MessageId, PartId, SessionId};
 use taskforce_agents::model::{Message, Part, Session, Todo};
 
 use crate::store::{
-    Approval, BackgroundTask, MessageWithParts, SessionFilter, Store, StoreError, TreeSession,
-    Unfinished,
+    Approval, BackgroundTask, MessageWithParts, SessionEdit, SessionFilter, Store, StoreError,
+    TreeSession, Unfinished,
 };
 
 use crate::store::rows::database;
@@ -28,6 +28,20 @@ impl Store for SqliteStore {
     async fn session(&self, id: &SessionId) -> Result<Option<Session>, StoreError> {
         self.writes.unflushed.settled(id.as_str()).await;
         queries::session(&mut *self.readers.get().await, id).await
+    }
+
+    async fn update_session(
+        &self,
+        id: &SessionId,
+        edit: SessionEdit,
+    ) -> Result<Option<Session>, StoreError> {
+        let context = format!("cannot update session {id}");
+        let id = id.clone();
+        self.writes
+            .exclusive(context.clone(), move |conn| {
+                Box::pin(edit_session(conn, id, edit, context))
+            })
+            .await
     }
 
     async fn touch_sessions(
@@ -246,6 +260,20 @@ impl Store for SqliteStore {
             })
             .await
     }
+}
+
+/// Edits session `id` in one transaction (see [`Store::update_session`]).
+async fn edit_session(
+    conn: &mut sqlx::SqliteConnection,
+    id: SessionId,
+    edit: SessionEdit,
+    context: String,
+) -> Result<Option<Session>, StoreError> {
+    use sqlx::Connection;
+    let mut tx = conn.begin().await.map_err(database(&context))?;
+    let edited = queries::edit_session(&mut *tx, &id, edit, &context).await?;
+    tx.commit().await.map_err(database(&context))?;
+    Ok(edited)
 }
 
 /// Deletes session `id`'s whole subtree in one transaction; descendants come first in the

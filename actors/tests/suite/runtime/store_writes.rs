@@ -1,17 +1,17 @@
 //! How the runtime writes to its store and publishes: a step's end committed and published
-//! with the next step's opening, a child whose loop crashes in a commit, and concurrent task
-//! calls reading a stored tree once.
+//! with the next step's opening, a child whose loop crashes in a commit, concurrent task
+//! calls reading a stored tree once, and a late title that finds its session deleted.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use taskforce_actors::store::{
-    Approval, MessageWithParts, SessionFilter, SqliteStore, Store, StoreError,
+    Approval, MessageWithParts, SessionEdit, SessionFilter, SqliteStore, Store, StoreError,
 };
 use taskforce_actors::{PromptInput, Runtime};
 use taskforce_agents::id::{MessageId, PartId, SessionId};
 use taskforce_agents::model::{Message, Part, PartKind, Session, Todo, ToolState};
-use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_testkit::fake_openai::{FakeOpenAi, Gate, RecordedRequest, Response};
 use taskforce_testkit::script::{delegating, is_child, task_calls};
 
 use super::{Env, text_of, tool_parts};
@@ -21,59 +21,114 @@ use super::{Env, text_of, tool_parts};
 type OnCommit = Box<dyn Fn(&[&Session], &[&Message], &[&Part]) + Send + Sync>;
 
 /// A SQLite store that shows each `put_many` commit to a test first (which may panic in it, as a
-/// crashing loop would) and counts its reads of a session's children.
-struct WatchedStore(SqliteStore, OnCommit, std::sync::atomic::AtomicUsize);
+/// crashing loop would), counts its reads of a session's children, and can hold writes of a
+/// whole session (puts and edits) until a gate opens, counting those that arrived and ended.
+struct WatchedStore {
+    inner: SqliteStore,
+    on_commit: OnCommit,
+    children_reads: std::sync::atomic::AtomicUsize,
+    /// The gate that holds writes of a whole session, once set.
+    hold: std::sync::Mutex<Option<Gate>>,
+    /// Writes of a whole session that arrived, and that ended.
+    session_writes: tokio::sync::watch::Sender<(usize, usize)>,
+}
 
 impl WatchedStore {
-    fn new(store: SqliteStore, on_commit: OnCommit) -> Arc<Self> {
-        Arc::new(WatchedStore(store, on_commit, Default::default()))
+    fn new(inner: SqliteStore, on_commit: OnCommit) -> Arc<Self> {
+        Arc::new(WatchedStore {
+            inner,
+            on_commit,
+            children_reads: Default::default(),
+            hold: Default::default(),
+            session_writes: Default::default(),
+        })
     }
 
     /// How many times a session's children were read.
     fn children_reads(&self) -> usize {
-        self.2.load(std::sync::atomic::Ordering::SeqCst)
+        self.children_reads
+            .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Holds every later write of a whole session until `gate` opens.
+    fn hold_session_writes(&self, gate: &Gate) {
+        *self.hold.lock().unwrap() = Some(gate.clone());
+    }
+
+    /// Waits until `arrived` writes of a whole session arrived and `ended` of them ended.
+    async fn session_writes(&self, arrived: usize, ended: usize) {
+        let mut writes = self.session_writes.subscribe();
+        let done = writes.wait_for(|&(a, e)| a >= arrived && e >= ended);
+        tokio::time::timeout(taskforce_testkit::wait::PATIENCE, done)
+            .await
+            .expect("the session writes came")
+            .unwrap();
+    }
+
+    /// Runs a write of a whole session, held while the hold's gate is shut.
+    async fn write_session<T>(&self, write: impl std::future::Future<Output = T>) -> T {
+        self.session_writes.send_modify(|(a, _)| *a += 1);
+        let hold = self.hold.lock().unwrap().clone();
+        if let Some(gate) = hold {
+            gate.opened().await;
+        }
+        let done = write.await;
+        self.session_writes.send_modify(|(_, e)| *e += 1);
+        done
     }
 }
 
 #[async_trait::async_trait]
 impl Store for WatchedStore {
     async fn put_session(&self, s: &Session) -> Result<(), StoreError> {
-        self.0.put_session(s).await
+        self.write_session(self.inner.put_session(s)).await
     }
     async fn session(&self, id: &SessionId) -> Result<Option<Session>, StoreError> {
-        self.0.session(id).await
+        self.inner.session(id).await
+    }
+    async fn update_session(
+        &self,
+        id: &SessionId,
+        edit: SessionEdit,
+    ) -> Result<Option<Session>, StoreError> {
+        self.write_session(self.inner.update_session(id, edit))
+            .await
+    }
+    async fn touch_sessions(&self, t: Vec<(SessionId, u64)>) -> Result<Vec<Session>, StoreError> {
+        self.inner.touch_sessions(t).await
     }
     async fn sessions(&self, f: &SessionFilter) -> Result<Vec<Session>, StoreError> {
-        self.0.sessions(f).await
+        self.inner.sessions(f).await
     }
     async fn children(&self, id: &SessionId) -> Result<Vec<Session>, StoreError> {
-        self.2.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        self.0.children(id).await
+        self.children_reads
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        self.inner.children(id).await
     }
     async fn delete_session(&self, id: &SessionId) -> Result<Vec<Session>, StoreError> {
-        self.0.delete_session(id).await
+        self.inner.delete_session(id).await
     }
     async fn put_message(&self, m: &Message) -> Result<(), StoreError> {
-        self.0.put_message(m).await
+        self.inner.put_message(m).await
     }
     fn queue_message(&self, m: &Message) {
-        self.0.queue_message(m)
+        self.inner.queue_message(m)
     }
     async fn message(
         &self,
         s: &SessionId,
         id: &MessageId,
     ) -> Result<Option<MessageWithParts>, StoreError> {
-        self.0.message(s, id).await
+        self.inner.message(s, id).await
     }
     async fn messages(&self, s: &SessionId) -> Result<Vec<MessageWithParts>, StoreError> {
-        self.0.messages(s).await
+        self.inner.messages(s).await
     }
     async fn remove_message(&self, s: &SessionId, id: &MessageId) -> Result<(), StoreError> {
-        self.0.remove_message(s, id).await
+        self.inner.remove_message(s, id).await
     }
     async fn put_part(&self, p: &Part) -> Result<(), StoreError> {
-        self.0.put_part(p).await
+        self.inner.put_part(p).await
     }
     async fn put_many(
         &self,
@@ -81,30 +136,42 @@ impl Store for WatchedStore {
         m: &[&Message],
         p: &[&Part],
     ) -> Result<(), StoreError> {
-        (self.1)(s, m, p);
-        self.0.put_many(s, m, p).await
+        (self.on_commit)(s, m, p);
+        self.inner.put_many(s, m, p).await
     }
     fn queue_part(&self, p: &Part) {
-        self.0.queue_part(p)
+        self.inner.queue_part(p)
     }
     fn queue_many(&self, s: Vec<Session>, m: Vec<Arc<Message>>, p: Vec<Arc<Part>>) {
-        self.0.queue_many(s, m, p)
+        self.inner.queue_many(s, m, p)
     }
     async fn remove_part(&self, id: &PartId) -> Result<(), StoreError> {
-        self.0.remove_part(id).await
+        self.inner.remove_part(id).await
     }
     async fn todos(&self, s: &SessionId) -> Result<Vec<Todo>, StoreError> {
-        self.0.todos(s).await
+        self.inner.todos(s).await
     }
     async fn put_todos(&self, s: &SessionId, t: &[Todo]) -> Result<(), StoreError> {
-        self.0.put_todos(s, t).await
+        self.inner.put_todos(s, t).await
     }
     async fn approvals(&self, project: &str) -> Result<Vec<Approval>, StoreError> {
-        self.0.approvals(project).await
+        self.inner.approvals(project).await
     }
     async fn add_approvals(&self, project: &str, a: &[Approval]) -> Result<(), StoreError> {
-        self.0.add_approvals(project, a).await
+        self.inner.add_approvals(project, a).await
     }
+}
+
+/// A runtime on `env`'s data in a [`WatchedStore`] that lets every commit through.
+async fn watched_runtime(env: &Env) -> (Arc<WatchedStore>, Runtime) {
+    let store = WatchedStore::new(
+        SqliteStore::open(&env.data()).await.unwrap(),
+        Box::new(|_, _, _| {}),
+    );
+    let rt = Runtime::start_with_store(env.options(), store.clone())
+        .await
+        .unwrap();
+    (store, rt)
 }
 
 #[actix_rt::test]
@@ -350,13 +417,7 @@ async fn concurrent_task_calls_count_a_stored_tree_from_the_store_once() {
     let earlier = env.runtime().await;
     let s = earlier.create_session(None, None).await.unwrap();
     earlier.shutdown().await;
-    let store = WatchedStore::new(
-        SqliteStore::open(&env.data()).await.unwrap(),
-        Box::new(|_, _, _| {}),
-    );
-    let rt = Runtime::start_with_store(env.options(), store.clone())
-        .await
-        .unwrap();
+    let (store, rt) = watched_runtime(&env).await;
     let answer = rt.prompt(&s.id, PromptInput::text("split")).await.unwrap();
     assert_eq!(text_of(&answer), "all parts done");
     // The twenty calls started together; one of them read the stored tree (empty), the
@@ -374,6 +435,44 @@ async fn concurrent_task_calls_count_a_stored_tree_from_the_store_once() {
     // SQLite's one read gives.
     let by_session = Store::tree(&*store, &s.id).await.unwrap();
     assert_eq!(by_session.len(), 21);
-    assert_eq!(by_session, store.0.tree(&s.id).await.unwrap());
+    assert_eq!(by_session, store.inner.tree(&s.id).await.unwrap());
     assert_eq!(rt.tree(&s.id).await.unwrap().children.len(), 20);
+}
+
+#[actix_rt::test]
+async fn a_title_that_comes_after_its_session_was_deleted_does_not_bring_it_back() {
+    let gate = Gate::new();
+    let title_gate = gate.clone();
+    let fake = FakeOpenAi::start(move |req: &RecordedRequest| {
+        if req.body["model"] == "small-model" {
+            Response::text("Too late").until(&title_gate)
+        } else {
+            Response::text("done")
+        }
+    })
+    .await
+    .unwrap();
+    let env = crate::suite::titles::env(&fake);
+    let (store, rt) = watched_runtime(&env).await;
+    let s = rt.create_session(None, None).await.unwrap();
+    rt.prompt(&s.id, PromptInput::text("hello")).await.unwrap();
+    // The title comes and its write is held; meanwhile the session is deleted.
+    let (_, before) = *store.session_writes.borrow();
+    let writes = Gate::new();
+    store.hold_session_writes(&writes);
+    gate.open();
+    store.session_writes(before + 1, before).await;
+    rt.delete_session(&s.id).await.unwrap();
+    writes.open();
+    store.session_writes(before + 1, before + 1).await;
+    assert!(
+        rt.session(&s.id).await.is_err(),
+        "the session stays deleted"
+    );
+    assert!(
+        rt.sessions(&SessionFilter::default())
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }

@@ -1,4 +1,5 @@
-//! Sessions: listing filters and order, children, deleting subtrees, update times.
+//! Sessions: listing filters and order, children, deleting subtrees, update times, edits in
+//! place.
 
 use super::*;
 
@@ -9,6 +10,7 @@ both!(
     delete_removes_the_whole_subtree_descendants_first,
     a_sessions_update_time_only_moves_forward_whoever_writes_it,
     touching_more_sessions_than_one_statement_holds_moves_every_one,
+    an_edit_changes_a_stored_session_and_never_brings_back_a_deleted_one,
 );
 
 async fn sessions_filter_and_order_in_sql(db: Db) {
@@ -381,4 +383,99 @@ async fn touching_more_sessions_than_one_statement_holds_moves_every_one(db: Db)
         let stored = store.session(&s.id).await.unwrap().unwrap();
         assert_eq!(stored.time.updated, 2_000 + i as u64, "{}", stored.title);
     }
+}
+
+async fn an_edit_changes_a_stored_session_and_never_brings_back_a_deleted_one(db: Db) {
+    let store = db.open().await;
+    let s = root("New session - 2026", 1_000);
+    store.put_session(&s).await.unwrap();
+    store
+        .touch_sessions(vec![(s.id.clone(), 4_000)])
+        .await
+        .unwrap();
+
+    // The edit sees the session as stored (its moved time) and what it changes is stored,
+    // the time never going back.
+    let edited = store
+        .update_session(
+            &s.id,
+            Box::new(|s: &mut Session| {
+                assert_eq!(s.time.updated, 4_000);
+                s.title = "Login Fix".into();
+                s.time.updated = 2_000;
+                true
+            }),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        (edited.title.as_str(), edited.time.updated),
+        ("Login Fix", 4_000)
+    );
+    let stored = store.session(&s.id).await.unwrap().unwrap();
+    assert_eq!(
+        (stored.title.as_str(), stored.time.updated),
+        ("Login Fix", 4_000)
+    );
+    // Searching goes by the new title.
+    let found = store
+        .sessions(&SessionFilter {
+            search: Some("login".into()),
+            ..SessionFilter::default()
+        })
+        .await
+        .unwrap();
+    assert_eq!(ids(&found), vec![s.id.clone()]);
+
+    // An edit that answers false writes nothing.
+    let kept = store
+        .update_session(
+            &s.id,
+            Box::new(|s: &mut Session| {
+                s.title = "not this".into();
+                false
+            }),
+        )
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(kept.title, "not this", "the edit's copy, as it left it");
+    assert_eq!(
+        store.session(&s.id).await.unwrap().unwrap().title,
+        "Login Fix"
+    );
+
+    // Edits made at once each see the one before: none is lost.
+    let edits = (0..16).map(|i| {
+        let store = store.clone();
+        let id = s.id.clone();
+        tokio::spawn(async move {
+            let edit = Box::new(move |s: &mut Session| {
+                s.title.push_str(&format!(" {i}"));
+                true
+            });
+            store.update_session(&id, edit).await.unwrap().unwrap()
+        })
+    });
+    for edit in futures::future::join_all(edits).await {
+        edit.unwrap();
+    }
+    let title = store.session(&s.id).await.unwrap().unwrap().title;
+    let mut added: Vec<u32> = title
+        .split(' ')
+        .skip(2)
+        .map(|n| n.parse().unwrap())
+        .collect();
+    added.sort_unstable();
+    assert_eq!(added, (0..16).collect::<Vec<u32>>(), "{title}");
+
+    // A deleted session (and one never stored) stays away: the edit is not even run.
+    store.delete_session(&s.id).await.unwrap();
+    for id in [s.id.clone(), SessionId::new()] {
+        let edit = Box::new(|_: &mut Session| -> bool { panic!("edited a session not stored") });
+        assert!(store.update_session(&id, edit).await.unwrap().is_none());
+        assert!(store.session(&id).await.unwrap().is_none());
+    }
+    assert_eq!(db.count("session").await, 0);
 }
