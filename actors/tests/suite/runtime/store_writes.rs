@@ -21,13 +21,14 @@ use super::{Env, text_of, tool_parts};
 type OnCommit = Box<dyn Fn(&[&Session], &[&Message], &[&Part]) + Send + Sync>;
 
 /// A SQLite store that shows each `put_many` commit to a test first (which may panic in it, as a
-/// crashing loop would), counts its reads of a session's children, and can hold writes of a
-/// whole session (puts and edits) until a gate opens, counting those that arrived and ended.
+/// crashing loop would), counts its reads of a session's children, and can hold the next write
+/// of a whole session (a put or an edit) until a gate opens, counting those that arrived and
+/// ended.
 struct WatchedStore {
     inner: SqliteStore,
     on_commit: OnCommit,
     children_reads: std::sync::atomic::AtomicUsize,
-    /// The gate that holds writes of a whole session, once set.
+    /// The gate that holds the next write of a whole session, once set.
     hold: std::sync::Mutex<Option<Gate>>,
     /// Writes of a whole session that arrived, and that ended.
     session_writes: tokio::sync::watch::Sender<(usize, usize)>,
@@ -50,8 +51,8 @@ impl WatchedStore {
             .load(std::sync::atomic::Ordering::SeqCst)
     }
 
-    /// Holds every later write of a whole session until `gate` opens.
-    fn hold_session_writes(&self, gate: &Gate) {
+    /// Holds the next write of a whole session until `gate` opens.
+    fn hold_next_session_write(&self, gate: &Gate) {
         *self.hold.lock().unwrap() = Some(gate.clone());
     }
 
@@ -65,10 +66,11 @@ impl WatchedStore {
             .unwrap();
     }
 
-    /// Runs a write of a whole session, held while the hold's gate is shut.
+    /// Runs a write of a whole session, held while the gate set for it is shut.
     async fn write_session<T>(&self, write: impl std::future::Future<Output = T>) -> T {
+        // Taken before the write counts as arrived: whoever sees it arrive knows it is held.
+        let hold = self.hold.lock().unwrap().take();
         self.session_writes.send_modify(|(a, _)| *a += 1);
-        let hold = self.hold.lock().unwrap().clone();
         if let Some(gate) = hold {
             gate.opened().await;
         }
@@ -439,13 +441,14 @@ async fn concurrent_task_calls_count_a_stored_tree_from_the_store_once() {
     assert_eq!(rt.tree(&s.id).await.unwrap().children.len(), 20);
 }
 
-#[actix_rt::test]
-async fn a_title_that_comes_after_its_session_was_deleted_does_not_bring_it_back() {
+/// A runtime whose title model answers "Generated" once the returned gate opens, and a
+/// session of it that was prompted (its title asked for and waiting).
+async fn titled_late() -> (Gate, FakeOpenAi, Env, Arc<WatchedStore>, Runtime, Session) {
     let gate = Gate::new();
     let title_gate = gate.clone();
     let fake = FakeOpenAi::start(move |req: &RecordedRequest| {
         if req.body["model"] == "small-model" {
-            Response::text("Too late").until(&title_gate)
+            Response::text("Generated").until(&title_gate)
         } else {
             Response::text("done")
         }
@@ -456,15 +459,37 @@ async fn a_title_that_comes_after_its_session_was_deleted_does_not_bring_it_back
     let (store, rt) = watched_runtime(&env).await;
     let s = rt.create_session(None, None).await.unwrap();
     rt.prompt(&s.id, PromptInput::text("hello")).await.unwrap();
-    // The title comes and its write is held; meanwhile the session is deleted.
-    let (_, before) = *store.session_writes.borrow();
-    let writes = Gate::new();
-    store.hold_session_writes(&writes);
-    gate.open();
-    store.session_writes(before + 1, before).await;
-    rt.delete_session(&s.id).await.unwrap();
-    writes.open();
-    store.session_writes(before + 1, before + 1).await;
+    (gate, fake, env, store, rt, s)
+}
+
+/// Lets the title in with its write held, runs `meanwhile`, then lets the write go and waits
+/// for its end.
+async fn while_the_title_is_written(
+    title: &Gate,
+    store: &WatchedStore,
+    meanwhile: impl std::future::Future<Output = ()>,
+) {
+    let (_, ended) = *store.session_writes.borrow();
+    let write = Gate::new();
+    store.hold_next_session_write(&write);
+    title.open();
+    store.session_writes(ended + 1, ended).await;
+    tokio::time::timeout(taskforce_testkit::wait::PATIENCE, meanwhile)
+        .await
+        .expect("what came meanwhile ended");
+    // What `meanwhile` wrote has ended; the title's write is still held.
+    let (arrived, ended) = *store.session_writes.borrow();
+    write.open();
+    store.session_writes(arrived, ended + 1).await;
+}
+
+#[actix_rt::test]
+async fn a_title_that_comes_after_its_session_was_deleted_does_not_bring_it_back() {
+    let (title, _fake, _env, store, rt, s) = titled_late().await;
+    while_the_title_is_written(&title, &store, async {
+        rt.delete_session(&s.id).await.unwrap();
+    })
+    .await;
     assert!(
         rt.session(&s.id).await.is_err(),
         "the session stays deleted"
@@ -475,4 +500,18 @@ async fn a_title_that_comes_after_its_session_was_deleted_does_not_bring_it_back
             .unwrap()
             .is_empty()
     );
+}
+
+#[actix_rt::test]
+async fn a_renamed_session_keeps_the_users_title() {
+    let (title, _fake, _env, store, rt, s) = titled_late().await;
+    while_the_title_is_written(&title, &store, async {
+        let patch = taskforce_actors::SessionPatch {
+            title: Some("Chosen by the user".into()),
+            archived: None,
+        };
+        rt.update_session(&s.id, patch).await.unwrap();
+    })
+    .await;
+    assert_eq!(rt.session(&s.id).await.unwrap().title, "Chosen by the user");
 }
