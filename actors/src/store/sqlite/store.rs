@@ -262,6 +262,11 @@ impl Store for SqliteStore {
     }
 }
 
+/// Begins a transaction that reads before it writes: it holds the database's write lock from
+/// its start, so that no other connection (another runtime on the same file) writes between
+/// its read and its write.
+const WRITE_FIRST: &str = "BEGIN IMMEDIATE";
+
 /// Edits session `id` in one transaction (see [`Store::update_session`]).
 async fn edit_session(
     conn: &mut sqlx::SqliteConnection,
@@ -270,7 +275,10 @@ async fn edit_session(
     context: String,
 ) -> Result<Option<Session>, StoreError> {
     use sqlx::Connection;
-    let mut tx = conn.begin().await.map_err(database(&context))?;
+    let mut tx = conn
+        .begin_with(WRITE_FIRST)
+        .await
+        .map_err(database(&context))?;
     let edited = queries::edit_session(&mut *tx, &id, edit, &context).await?;
     tx.commit().await.map_err(database(&context))?;
     Ok(edited)
@@ -284,7 +292,10 @@ async fn delete_tree(
     context: String,
 ) -> Result<Vec<Session>, StoreError> {
     use sqlx::Connection;
-    let mut tx = conn.begin().await.map_err(database(&context))?;
+    let mut tx = conn
+        .begin_with(WRITE_FIRST)
+        .await
+        .map_err(database(&context))?;
     let deleted = queries::delete_tree(&mut *tx, &id, &context).await?;
     tx.commit().await.map_err(database(&context))?;
     Ok(deleted)

@@ -446,9 +446,15 @@ async fn an_edit_changes_a_stored_session_and_never_brings_back_a_deleted_one(db
         "Login Fix"
     );
 
-    // Edits made at once each see the one before: none is lost.
+    // Edits made at once, through this store and a second one on the same database (another
+    // runtime), each see the one before: none is lost, none fails.
+    let second = db.open().await;
     let edits = (0..16).map(|i| {
-        let store = store.clone();
+        let store = if i % 2 == 0 {
+            store.clone()
+        } else {
+            second.clone()
+        };
         let id = s.id.clone();
         tokio::spawn(async move {
             let edit = Box::new(move |s: &mut Session| {
