@@ -14,6 +14,7 @@ use super::rows::{
     TextRow, assemble, database, decode_approval, decode_background, decode_message,
     decode_session, decode_todo, decode_unfinished, doomed, encode, to_sql,
 };
+use super::write::fold_title;
 use super::{
     Approval, BackgroundTask, MessageWithParts, SessionFilter, StoreError, TreeSession, Unfinished,
 };
@@ -130,7 +131,7 @@ pub(crate) async fn sessions<C: Conn>(
     conn: &mut C,
     filter: &SessionFilter,
 ) -> Result<Vec<Session>, StoreError> {
-    let search = filter.search.as_deref().map(str::to_lowercase);
+    let search = filter.search.as_deref().map(fold_title);
     let args = [
         Arg::Bool(filter.roots),
         Arg::MaybeInt(filter.start.map(to_sql)),
@@ -345,7 +346,7 @@ pub(crate) async fn edit_session<C: Conn>(
         Arg::MaybeText(session.parent_id.as_ref().map(SessionId::as_str)),
         Arg::Text(&session.project_id),
         Arg::Text(&session.title),
-        Arg::Text(&session.title.to_lowercase()),
+        Arg::Text(&fold_title(&session.title)),
         Arg::MaybeInt(Some(to_sql(session.time.created))),
         Arg::MaybeInt(Some(to_sql(session.time.updated))),
         Arg::Text(&data),

@@ -136,10 +136,7 @@ impl SubagentDelegate {
             callers.extend(parent.caller_permission.iter().cloned());
             // Bounded by every caller's layers, added in one edit of the stored session so that
             // two callers continuing it at once both stay.
-            if callers
-                .iter()
-                .any(|l| !existing.caller_permission.contains(l))
-            {
+            if !existing.is_bound_by(&callers) {
                 let edit = Box::new(move |s: &mut Session| s.bound_by(&callers));
                 existing = store
                     .update_session(&id, edit)

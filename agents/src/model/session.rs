@@ -194,6 +194,14 @@ impl Session {
         added
     }
 
+    /// Whether the session is bounded by every layer of `callers` already (so that
+    /// [`bound_by`](Self::bound_by) would add none).
+    pub fn is_bound_by(&self, callers: &[Vec<Rule>]) -> bool {
+        callers
+            .iter()
+            .all(|layer| self.caller_permission.contains(layer))
+    }
+
     /// Whether the session has no parent.
     pub fn is_root(&self) -> bool {
         self.parent_id.is_none()
@@ -280,6 +288,24 @@ mod tests {
             v["time"],
             serde_json::json!({"created": 2000, "updated": 2000})
         );
+    }
+
+    #[test]
+    fn a_session_is_bound_by_each_callers_layer_once() {
+        let mut s = Session::new("proj", "/srv/p", "t", 1);
+        let one = vec![Rule::new("bash", "*", Action::Deny)];
+        let two = vec![Rule::new("edit", "*", Action::Ask)];
+        assert!(s.is_bound_by(&[]));
+        assert!(!s.is_bound_by(std::slice::from_ref(&one)));
+        assert!(s.bound_by(std::slice::from_ref(&one)));
+        assert!(s.is_bound_by(std::slice::from_ref(&one)));
+        // Only the missing layer is added.
+        let both = [one.clone(), two.clone()];
+        assert!(!s.is_bound_by(&both));
+        assert!(s.bound_by(&both));
+        assert!(!s.bound_by(&both));
+        assert!(s.is_bound_by(&both));
+        assert_eq!(s.caller_permission, both);
     }
 
     #[test]

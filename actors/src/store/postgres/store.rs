@@ -40,7 +40,12 @@ impl Store for PostgresStore {
         let id = id.clone();
         self.writes
             .exclusive(context.clone(), move |w| {
-                Box::pin(edit_session(&w.0, id, edit, context))
+                Box::pin(async move {
+                    in_transaction(&w.0, &context, async |tx| {
+                        queries::edit_session(tx, &id, edit, &context).await
+                    })
+                    .await
+                })
             })
             .await
     }
@@ -76,7 +81,12 @@ impl Store for PostgresStore {
         let id = id.clone();
         self.writes
             .exclusive(context.clone(), move |w| {
-                Box::pin(delete_tree(&w.0, id, context))
+                Box::pin(async move {
+                    in_transaction(&w.0, &context, async |tx| {
+                        queries::delete_tree(tx, &id, &context).await
+                    })
+                    .await
+                })
             })
             .await
     }
@@ -306,31 +316,17 @@ impl Store for PostgresStore {
     }
 }
 
-/// Edits session `id` in one transaction, its row locked from the read to the write (see
-/// [`Store::update_session`]).
-async fn edit_session(
+/// Runs `work` in one transaction of `pool` (its reads that lock rows hold them until the
+/// commit); `context` prefixes its errors.
+async fn in_transaction<T>(
     pool: &sqlx::PgPool,
-    id: SessionId,
-    edit: SessionEdit,
-    context: String,
-) -> Result<Option<Session>, StoreError> {
-    let mut tx = pool.begin().await.map_err(database(&context))?;
-    let edited = queries::edit_session(&mut *tx, &id, edit, &context).await?;
-    tx.commit().await.map_err(database(&context))?;
-    Ok(edited)
-}
-
-/// Deletes session `id`'s whole subtree in one transaction; descendants come first in the
-/// result.
-async fn delete_tree(
-    pool: &sqlx::PgPool,
-    id: SessionId,
-    context: String,
-) -> Result<Vec<Session>, StoreError> {
-    let mut tx = pool.begin().await.map_err(database(&context))?;
-    let deleted = queries::delete_tree(&mut *tx, &id, &context).await?;
-    tx.commit().await.map_err(database(&context))?;
-    Ok(deleted)
+    context: &str,
+    work: impl AsyncFnOnce(&mut sqlx::PgConnection) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    let mut tx = pool.begin().await.map_err(database(context))?;
+    let done = work(&mut tx).await?;
+    tx.commit().await.map_err(database(context))?;
+    Ok(done)
 }
 
 /// A connection of `pool`, for the statement at hand.

@@ -39,7 +39,12 @@ impl Store for SqliteStore {
         let id = id.clone();
         self.writes
             .exclusive(context.clone(), move |conn| {
-                Box::pin(edit_session(conn, id, edit, context))
+                Box::pin(async move {
+                    read_then_write(conn, &context, async |tx| {
+                        queries::edit_session(tx, &id, edit, &context).await
+                    })
+                    .await
+                })
             })
             .await
     }
@@ -75,7 +80,12 @@ impl Store for SqliteStore {
         let id = id.clone();
         self.writes
             .exclusive(context.clone(), move |conn| {
-                Box::pin(delete_tree(conn, id, context))
+                Box::pin(async move {
+                    read_then_write(conn, &context, async |tx| {
+                        queries::delete_tree(tx, &id, &context).await
+                    })
+                    .await
+                })
             })
             .await
     }
@@ -262,41 +272,20 @@ impl Store for SqliteStore {
     }
 }
 
-/// Begins a transaction that reads before it writes: it holds the database's write lock from
-/// its start, so that no other connection (another runtime on the same file) writes between
-/// its read and its write.
-const WRITE_FIRST: &str = "BEGIN IMMEDIATE";
-
-/// Edits session `id` in one transaction (see [`Store::update_session`]).
-async fn edit_session(
+/// Runs `work` (which reads, then writes) in one transaction that holds the database's write
+/// lock from its start (`BEGIN IMMEDIATE`), so that no other connection (another runtime on the
+/// same file) writes between its read and its write; `context` prefixes its errors.
+async fn read_then_write<T>(
     conn: &mut sqlx::SqliteConnection,
-    id: SessionId,
-    edit: SessionEdit,
-    context: String,
-) -> Result<Option<Session>, StoreError> {
+    context: &str,
+    work: impl AsyncFnOnce(&mut sqlx::SqliteConnection) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
     use sqlx::Connection;
     let mut tx = conn
-        .begin_with(WRITE_FIRST)
+        .begin_with("BEGIN IMMEDIATE")
         .await
-        .map_err(database(&context))?;
-    let edited = queries::edit_session(&mut *tx, &id, edit, &context).await?;
-    tx.commit().await.map_err(database(&context))?;
-    Ok(edited)
-}
-
-/// Deletes session `id`'s whole subtree in one transaction; descendants come first in the
-/// result.
-async fn delete_tree(
-    conn: &mut sqlx::SqliteConnection,
-    id: SessionId,
-    context: String,
-) -> Result<Vec<Session>, StoreError> {
-    use sqlx::Connection;
-    let mut tx = conn
-        .begin_with(WRITE_FIRST)
-        .await
-        .map_err(database(&context))?;
-    let deleted = queries::delete_tree(&mut *tx, &id, &context).await?;
-    tx.commit().await.map_err(database(&context))?;
-    Ok(deleted)
+        .map_err(database(context))?;
+    let done = work(&mut tx).await?;
+    tx.commit().await.map_err(database(context))?;
+    Ok(done)
 }

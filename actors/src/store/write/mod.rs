@@ -35,7 +35,7 @@ mod writer;
 
 pub(crate) use jobs::Job;
 pub(crate) use unflushed::Unflushed;
-pub(crate) use upsert::{Table, Upsert, rows};
+pub(crate) use upsert::{Table, Upsert, fold_title, rows};
 #[cfg(test)]
 pub(crate) use writer::MAX_BATCH;
 

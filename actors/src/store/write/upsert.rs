@@ -51,6 +51,11 @@ pub(crate) enum Upsert {
     },
 }
 
+/// A title as the `title_folded` column holds it, which searches compare case-insensitively.
+pub(crate) fn fold_title(title: &str) -> String {
+    title.to_lowercase()
+}
+
 impl Upsert {
     /// A session's row.
     pub(crate) fn of_session(session: &Session) -> Result<Upsert, StoreError> {
@@ -59,7 +64,7 @@ impl Upsert {
             parent: session.parent_id.as_ref().map(ToString::to_string),
             project: session.project_id.clone(),
             title: session.title.clone(),
-            folded: session.title.to_lowercase(),
+            folded: fold_title(&session.title),
             created: to_sql(session.time.created),
             updated: to_sql(session.time.updated),
             data: encode("session", session.id.as_str(), session)?,
