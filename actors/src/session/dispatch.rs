@@ -242,6 +242,7 @@ impl ToolCalls {
             .then(|| self.snapshot.clone());
         let flush_every = turn.core.flush_every;
         let agent = turn.agent.clone();
+        let writer = turn.writer.clone();
         // Boxed, so that ending the call copies no large state machine (see `start_loop`).
         tokio::spawn(Box::pin(async move {
             let outcome = match (tool, parsed) {
@@ -253,10 +254,13 @@ impl ToolCalls {
                     message,
                 }),
                 (Some(tool), Ok(args)) => {
-                    let allowed = if doom {
-                        host.ask_doom_loop(&ctx, &agent, tool.id(), &args).await
-                    } else {
-                        Ok(())
+                    // Nothing runs before its step's opening is on disk (and published).
+                    let allowed = match writer.settle().await {
+                        Err(e) => Err(ToolError::Failed(format!(
+                            "the step could not be stored, so the call did not run: {e}"
+                        ))),
+                        Ok(()) if doom => host.ask_doom_loop(&ctx, &agent, tool.id(), &args).await,
+                        Ok(()) => Ok(()),
                     };
                     match allowed {
                         Ok(()) => {
@@ -270,7 +274,7 @@ impl ToolCalls {
                                 () = tokio::time::sleep(flush_every) => {
                                     // A call that lasts is on disk as running, so a crash
                                     // leaves it visible as interrupted.
-                                    core.store.queue_part(&part.lock());
+                                    writer.queue_part(part.lock());
                                     call.await
                                 }
                             }
@@ -323,7 +327,8 @@ async fn write_ends(turn: &Turn, ended: Vec<Arc<Part>>) {
     if turn.token.is_cancelled() {
         turn.writer.save_behind(Vec::new(), ended);
     } else {
+        // Committed and published in the background; a failure fails the run at its end.
         let items: Vec<Item<'_>> = ended.iter().map(Item::Part).collect();
-        let _ = turn.writer.save(&items).await;
+        turn.writer.save_later(&items);
     }
 }

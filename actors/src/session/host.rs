@@ -208,7 +208,7 @@ impl ToolHost for SessionToolHost {
             .put_todos(session, &todos)
             .await
             .map_err(|e| ToolError::Failed(e.to_string()))?;
-        self.core.bus.publish(Event::TodoUpdated {
+        self.writer.publish_event(Event::TodoUpdated {
             session_id: session.clone(),
             todos,
         });

@@ -3,6 +3,7 @@
 mod actor;
 mod call;
 mod compaction;
+mod crash;
 mod dispatch;
 mod environment;
 mod exclusive;
@@ -14,6 +15,7 @@ mod part_edit;
 mod processor;
 mod recover;
 mod relay;
+mod release;
 mod retry;
 mod revert;
 mod run;

@@ -86,21 +86,14 @@ impl Processor {
         opening: Arc<Message>,
     ) -> StepResult {
         let mut result = StepResult::default();
-        // The answer's first state and its step-start part, in one commit.
+        // The answer's first state and its step-start part, in one commit, which the model
+        // call does not wait for (a tool call does: see `ToolCalls::start`).
         let start = self.turn.new_part(StepStartPart::default().into());
-        let opened = self
-            .turn
-            .writer
-            .save_after(
-                &mut self.turn.held,
-                &[Item::Message(&opening), Item::Part(&start.lock())],
-            )
-            .await;
+        self.turn.writer.save_later_after(
+            &mut self.turn.held,
+            &[Item::Message(&opening), Item::Part(&start.lock())],
+        );
         drop(opening);
-        if let Err(e) = opened {
-            result.error = Some(AssistantError::unknown(e.to_string()));
-            return result;
-        }
         let mut live = Live::default();
         let mut aborted_now = false;
         let mut attempts = Attempts::default();

@@ -115,12 +115,16 @@ impl Attempts {
 /// write of them, and from the bus's listeners with `message.part.removed`.
 async fn discard_from(turn: &mut Turn, start: usize) {
     let parts: Vec<SharedPart> = turn.parts.drain(start.min(turn.parts.len())..).collect();
+    // The writes of them still on their way to the store go first.
+    if let Err(error) = turn.writer.settle().await {
+        tracing::warn!(%error, "a failed attempt's parts may not all be stored");
+    }
     for part in parts {
         let part = part.lock();
         if let Err(error) = turn.core.store.remove_part(&part.id).await {
             tracing::warn!(%error, part = %part.id, "a failed attempt's part was not removed");
         }
-        turn.core.bus.publish(Event::PartRemoved {
+        turn.writer.publish_event(Event::PartRemoved {
             session_id: part.session_id.clone(),
             message_id: part.message_id.clone(),
             part_id: part.id.clone(),

@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::compaction::{CONTINUE, needs_compaction, pending_compaction, prune};
+use super::crash::panic_text;
 use super::input::{PartInput, PromptInput, create_user_message, hold_user_message};
 use super::revert::{drop_reverted, patch_count, publish_session_diff};
 use super::state::{LoopState, Run, load, lock};
@@ -53,15 +54,6 @@ pub(crate) async fn run_loops(
             None => return,
         }
     }
-}
-
-/// The message a panic was raised with, when it has one.
-fn panic_text(panic: &(dyn std::any::Any + Send)) -> &str {
-    panic
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("a panic without a message")
 }
 
 /// Runs the loop until the model is done with every queued prompt, then answers the waiters.
@@ -107,11 +99,9 @@ async fn run_loop(
                 token: &token,
             };
             let result = drive(&run, &mut messages, &mut unsaved, &mut held).await;
-            // The last step's end (or a user message no step took) has no commit to go with.
-            let result = match (result, writer.flush(&mut held).await) {
-                (Ok(_), Err(e)) => Err(e.into()),
-                (result, _) => result,
-            };
+            // The last step's end (or a user message no step took) has no commit to go with;
+            // it is committed in the background, and the run's end waits for it.
+            writer.flush_later(&mut held);
             if token.is_cancelled() {
                 // Keep what the user sent while the loop was being cancelled.
                 let leftover: Vec<PromptInput> = lock(&state).queue.drain(..).collect();
@@ -140,6 +130,11 @@ async fn run_loop(
     }
     .instrument(span)
     .await;
+    // Everything the run queued is on disk and published before its end is heard of.
+    let result = match (result, writer.settle().await) {
+        (Ok(_), Err(e)) => Err(e.into()),
+        (result, _) => result,
+    };
     // The final message is copied only for the prompts waiting on it.
     let result = result.map(|i| {
         if lock(&state).waiters.is_empty() {
@@ -154,7 +149,7 @@ async fn run_loop(
     if let Err(e) = &result
         && !matches!(e, RuntimeError::Cancelled)
     {
-        core.bus.publish(Event::SessionError {
+        writer.publish_event(Event::SessionError {
             session_id: Some(session.id.clone()),
             error: Some(Box::new(AssistantError::unknown(e.to_string()))),
         });
@@ -189,7 +184,8 @@ async fn run_loop(
         core.broker.drop_session(&id);
         core.questions.drop_session(&id);
     }
-    // The turn's end moves the session's time before anyone hears of the end.
+    // The turn's end moves the session's time before anyone hears of the end (after the
+    // session's own row, which may have gone with the run's last commit).
     core.toucher
         .touch_and_wait(&session.id, taskforce_agents::id::now_ms())
         .await;
@@ -264,6 +260,10 @@ async fn drive(
         if token.is_cancelled() {
             return Err(RuntimeError::Cancelled);
         }
+        // A commit that failed behind the loop stops it: its state is not on disk.
+        if let Some(e) = writer.failure() {
+            return Err(e.into());
+        }
         let last_user = messages
             .iter()
             .rposition(|m| matches!(*m.info, Message::User(_)));
@@ -298,7 +298,7 @@ async fn drive(
             messages.push(summary);
             let summary = messages.len() - 1;
             if ok {
-                core.bus.publish(Event::SessionCompacted {
+                writer.publish_event(Event::SessionCompacted {
                     session_id: session.id.clone(),
                 });
             }

@@ -245,7 +245,7 @@ async fn fail(
     error: AssistantError,
     cancelled: bool,
 ) -> Result<(MessageWithParts, StepOutcome), RuntimeError> {
-    let Run { core, writer, .. } = *run;
+    let Run { writer, .. } = *run;
     assistant.error = Some(error.clone());
     assistant.time.completed.get_or_insert_with(now_ms);
     let session_id = assistant.session_id.clone();
@@ -258,7 +258,7 @@ async fn fail(
         items.push(Item::Message(&info));
         writer.save(&items).await?;
     }
-    core.bus.publish(Event::SessionError {
+    writer.publish_event(Event::SessionError {
         session_id: Some(session_id),
         error: Some(Box::new(error)),
     });

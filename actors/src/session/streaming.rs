@@ -84,7 +84,7 @@ impl Streaming {
             _ => {}
         });
         if self.flushed.elapsed() >= core.flush_every {
-            core.store.queue_part(&part);
+            writer.queue_part(part.clone());
             self.flushed = Instant::now();
             self.dirty = false;
         } else {
@@ -125,7 +125,7 @@ impl Streaming {
             return;
         };
         if s.dirty && s.flushed.elapsed() >= core.flush_every {
-            core.store.queue_part(&s.part.lock());
+            writer.queue_part(s.part.lock());
             s.flushed = Instant::now();
             s.dirty = false;
         }

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use taskforce_agents::model::{Message, Part, Session};
 
+use super::release::{Release, Saved};
 use crate::bus::{Event, SessionStatus};
 use crate::core::Core;
 use crate::store::StoreError;
@@ -11,8 +12,6 @@ use crate::store::StoreError;
 /// Something to save.
 #[derive(Clone, Copy)]
 pub(crate) enum Item<'a> {
-    /// A session stored for the first time (published as created, then updated).
-    NewSession(&'a Session),
     /// A message, published as the shared copy it is.
     Message(&'a Arc<Message>),
     Part(&'a Arc<Part>),
@@ -23,153 +22,92 @@ pub(crate) enum Item<'a> {
 /// prompt commits 5 times instead of 9). Nothing held is published before it is on disk; what
 /// no commit follows is written by [`Writer::flush`].
 #[derive(Default)]
-pub(crate) struct Held(Vec<HeldItem>);
-
-/// One held item (owned, where [`Item`] borrows).
-enum HeldItem {
-    NewSession(Arc<Session>),
-    Message(Arc<Message>),
-    Part(Arc<Part>),
-}
+pub(crate) struct Held(Vec<Saved>);
 
 impl Held {
     /// Holds a session stored for the first time.
     pub fn session(&mut self, session: Arc<Session>) {
-        self.0.push(HeldItem::NewSession(session));
+        self.0.push(Saved::NewSession(session));
     }
 
     /// Holds a message.
     pub fn message(&mut self, message: Arc<Message>) {
-        self.0.push(HeldItem::Message(message));
+        self.0.push(Saved::Message(message));
     }
 
     /// Holds parts, in order.
     pub fn parts(&mut self, parts: impl IntoIterator<Item = Arc<Part>>) {
-        self.0.extend(parts.into_iter().map(HeldItem::Part));
-    }
-
-    /// Nothing is held.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    fn items(&self) -> impl Iterator<Item = Item<'_>> {
-        self.0.iter().map(|held| match held {
-            HeldItem::NewSession(s) => Item::NewSession(s),
-            HeldItem::Message(m) => Item::Message(m),
-            HeldItem::Part(p) => Item::Part(p),
-        })
+        self.0.extend(parts.into_iter().map(Saved::Part));
     }
 }
 
-/// Persists and publishes messages, parts and status of sessions.
+/// Persists and publishes messages, parts and status of sessions, in one order per writer (see
+/// `release.rs`): its clones share the order.
 #[derive(Clone)]
 pub(crate) struct Writer {
     core: Arc<Core>,
+    release: Arc<Release>,
 }
 
 impl Writer {
     pub fn new(core: Arc<Core>) -> Self {
-        Writer { core }
+        Writer {
+            release: Arc::new(Release::new(core.clone())),
+            core,
+        }
     }
 
     /// Stores several messages and parts in one go, then publishes them in order: all are on
-    /// disk before any event goes out.
+    /// disk before any event goes out; returns once they are (and what was queued before).
     pub async fn save(&self, items: &[Item<'_>]) -> Result<(), StoreError> {
-        let (sessions, messages, parts) = split(items);
-        let began = std::time::Instant::now();
-        self.core
-            .store
-            .put_many(&sessions, &messages, &parts)
-            .await?;
-        // How long the run waited for its commit, for the benchmarks.
-        tracing::debug!(
-            target: "taskforce_actors::session::save",
-            micros = u64::try_from(began.elapsed().as_micros()).unwrap_or(u64::MAX),
-            "saved"
-        );
-        self.publish(items);
-        // A prompt moves its session's `time.updated` (the end of the answer does too), unless
-        // the session was stored with it at that time already.
-        for m in &messages {
-            if let Message::User(u) = m
-                && !sessions
-                    .iter()
-                    .any(|s| s.id == u.session_id && s.time.updated >= u.time.created)
-            {
-                self.core.toucher.touch(&u.session_id, u.time.created);
-            }
-        }
-        Ok(())
+        self.save_later(items);
+        self.settle().await
     }
 
-    /// Stores what `held` holds, then `items`, in one commit, and publishes them in that
-    /// order; `held` is emptied either way (a failed commit fails the loop).
-    pub async fn save_after(&self, held: &mut Held, items: &[Item<'_>]) -> Result<(), StoreError> {
-        if held.is_empty() {
-            return self.save(items).await;
-        }
-        let held = std::mem::take(held);
-        let all: Vec<Item<'_>> = held.items().chain(items.iter().copied()).collect();
-        self.save(&all).await
+    /// Like [`save`](Self::save) without waiting: the commit and the events follow in the
+    /// background, in order; a failure is reported by the next [`settle`](Self::settle).
+    pub fn save_later(&self, items: &[Item<'_>]) {
+        self.release.save(items.iter().map(owned).collect());
     }
 
-    /// Stores and publishes what `held` holds (when no commit of its own follows).
+    /// Like [`save_later`](Self::save_later) for what `held` holds, then `items`, in one
+    /// commit; `held` is emptied.
+    pub fn save_later_after(&self, held: &mut Held, items: &[Item<'_>]) {
+        let mut rows = std::mem::take(&mut held.0);
+        rows.extend(items.iter().map(owned));
+        self.release.save(rows);
+    }
+
+    /// Stores and publishes what `held` holds (when no commit of its own follows), and waits
+    /// for everything queued.
     pub async fn flush(&self, held: &mut Held) -> Result<(), StoreError> {
-        if held.is_empty() {
-            return Ok(());
-        }
-        self.save_after(held, &[]).await
+        self.flush_later(held);
+        self.settle().await
+    }
+
+    /// Queues what `held` holds, without waiting.
+    pub fn flush_later(&self, held: &mut Held) {
+        self.release.save(std::mem::take(&mut held.0));
+    }
+
+    /// Returns once everything queued is on disk and published; answers the first failed
+    /// commit of this writer, if one failed.
+    pub async fn settle(&self) -> Result<(), StoreError> {
+        self.release.settle().await
+    }
+
+    /// The first commit of this writer that failed so far (without waiting for any).
+    pub fn failure(&self) -> Option<StoreError> {
+        self.release.failure()
     }
 
     /// Queues messages and parts to be stored in one go and publishes them at once: for the
     /// end of a cancelled run, which must not wait for the disk (nor spend its time encoding:
     /// the store's writer does that). Reads of the session wait for the queued write, so nobody
     /// who heard of the state reads an older one. Parts are published before the messages.
+    /// Behind saves still committing, it takes its turn after them.
     pub fn save_behind(&self, messages: Vec<Arc<Message>>, parts: Vec<Arc<Part>>) {
-        let events: Vec<Event> = parts
-            .iter()
-            .map(|p| Event::PartUpdated { part: p.clone() })
-            .chain(messages.iter().map(|m| Event::MessageUpdated {
-                info: Arc::clone(m),
-            }))
-            .collect();
-        self.core.store.queue_many(Vec::new(), messages, parts);
-        self.core.bus.publish_all(events);
-    }
-
-    /// Publishes saved items in order.
-    fn publish(&self, items: &[Item<'_>]) {
-        // Built before the bus's ordering lock is taken, so that the lock is held briefly.
-        let events: Vec<Event> = items
-            .iter()
-            .flat_map(|item| {
-                let (first, second) = match item {
-                    Item::NewSession(s) => (
-                        Event::SessionCreated {
-                            info: Box::new((*s).clone()),
-                        },
-                        Some(Event::SessionUpdated {
-                            info: Box::new((*s).clone()),
-                        }),
-                    ),
-                    Item::Message(m) => (
-                        Event::MessageUpdated {
-                            info: Arc::clone(m),
-                        },
-                        None,
-                    ),
-                    Item::Part(p) => (
-                        Event::PartUpdated {
-                            part: Arc::clone(p),
-                        },
-                        None,
-                    ),
-                };
-                std::iter::once(first).chain(second)
-            })
-            .collect();
-        self.core.bus.publish_all(events);
+        self.release.save_behind(messages, parts);
     }
 
     /// Stores a part, then publishes `message.part.updated` (the part is on disk first).
@@ -177,15 +115,20 @@ impl Writer {
         self.save(&[Item::Part(part)]).await
     }
 
-    /// Publishes an event that writes nothing (a streaming part's delta).
+    /// Writes a part that is still changing without publishing it (its state went out live).
+    pub fn queue_part(&self, part: Arc<Part>) {
+        self.release.write(part);
+    }
+
+    /// Publishes an event that writes nothing (a streaming part's delta, a todo list).
     pub fn publish_event(&self, event: Event) {
-        self.core.bus.publish(event);
+        self.release.publish(vec![event]);
     }
 
     /// Publishes a part update without writing it (live metadata of a running tool, a
     /// streaming part's state).
     pub fn part_live(&self, part: Arc<Part>) {
-        self.core.bus.publish(Event::PartUpdated { part });
+        self.release.publish(vec![Event::PartUpdated { part }]);
     }
 
     /// Publishes the session's status (and `session.idle` after an idle status).
@@ -206,22 +149,17 @@ impl Writer {
             let idle = Event::SessionIdle {
                 session_id: session.id.clone(),
             };
-            self.core.bus.publish_all([status, idle]);
+            self.release.publish(vec![status, idle]);
         } else {
-            self.core.bus.publish(status);
+            self.release.publish(vec![status]);
         }
     }
 }
 
-/// The sessions, messages and parts among `items`.
-fn split<'a>(items: &[Item<'a>]) -> (Vec<&'a Session>, Vec<&'a Message>, Vec<&'a Part>) {
-    let (mut sessions, mut messages, mut parts) = (Vec::new(), Vec::new(), Vec::new());
-    for item in items {
-        match item {
-            Item::NewSession(s) => sessions.push(*s),
-            Item::Message(m) => messages.push(&***m),
-            Item::Part(p) => parts.push(&***p),
-        }
+/// An item as the queue keeps it.
+fn owned(item: &Item<'_>) -> Saved {
+    match item {
+        Item::Message(m) => Saved::Message(Arc::clone(m)),
+        Item::Part(p) => Saved::Part(Arc::clone(p)),
     }
-    (sessions, messages, parts)
 }

@@ -4,10 +4,12 @@
 //! prompting in the background, and readers of a session's tool parts and task outputs.
 
 mod child_sessions;
+mod commits_behind;
 mod delegation;
 mod sessions;
 mod steps;
 mod store_writes;
+mod watched_store;
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

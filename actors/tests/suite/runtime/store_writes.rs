@@ -5,179 +5,17 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use taskforce_actors::store::{
-    Approval, MessageWithParts, SessionEdit, SessionFilter, SqliteStore, Store, StoreError,
-};
+use taskforce_actors::store::{SessionFilter, SqliteStore, Store};
 use taskforce_actors::{PromptInput, Runtime};
-use taskforce_agents::id::{MessageId, PartId, SessionId};
-use taskforce_agents::model::{Message, Part, PartKind, Session, Todo, ToolState};
+use taskforce_agents::model::{Message, Part, PartKind, Session, ToolState};
 use taskforce_testkit::fake_openai::{FakeOpenAi, Gate, RecordedRequest, Response};
 use taskforce_testkit::script::{delegating, is_child, task_calls};
 
+use super::watched_store::{OnCommit, WatchedStore, watched_runtime};
 use super::{Env, text_of, tool_parts};
 
-/// What a [`WatchedStore`] is told of each commit of sessions, messages and parts, before it
-/// is made.
-type OnCommit = Box<dyn Fn(&[&Session], &[&Message], &[&Part]) + Send + Sync>;
-
-/// A SQLite store that shows each `put_many` commit to a test first (which may panic in it, as a
-/// crashing loop would), counts its reads of a session's children, and can hold the next write
-/// of a whole session (a put or an edit) until a gate opens, counting those that arrived and
-/// ended.
-struct WatchedStore {
-    inner: SqliteStore,
-    on_commit: OnCommit,
-    children_reads: std::sync::atomic::AtomicUsize,
-    /// The gate that holds the next write of a whole session, once set.
-    hold: std::sync::Mutex<Option<Gate>>,
-    /// Writes of a whole session that arrived, and that ended.
-    session_writes: tokio::sync::watch::Sender<(usize, usize)>,
-}
-
-impl WatchedStore {
-    fn new(inner: SqliteStore, on_commit: OnCommit) -> Arc<Self> {
-        Arc::new(WatchedStore {
-            inner,
-            on_commit,
-            children_reads: Default::default(),
-            hold: Default::default(),
-            session_writes: Default::default(),
-        })
-    }
-
-    /// How many times a session's children were read.
-    fn children_reads(&self) -> usize {
-        self.children_reads
-            .load(std::sync::atomic::Ordering::SeqCst)
-    }
-
-    /// Holds the next write of a whole session until `gate` opens.
-    fn hold_next_session_write(&self, gate: &Gate) {
-        *self.hold.lock().unwrap() = Some(gate.clone());
-    }
-
-    /// Waits until `arrived` writes of a whole session arrived and `ended` of them ended.
-    async fn session_writes(&self, arrived: usize, ended: usize) {
-        let mut writes = self.session_writes.subscribe();
-        let done = writes.wait_for(|&(a, e)| a >= arrived && e >= ended);
-        tokio::time::timeout(taskforce_testkit::wait::PATIENCE, done)
-            .await
-            .expect("the session writes came")
-            .unwrap();
-    }
-
-    /// Runs a write of a whole session, held while the gate set for it is shut.
-    async fn write_session<T>(&self, write: impl std::future::Future<Output = T>) -> T {
-        // Taken before the write counts as arrived: whoever sees it arrive knows it is held.
-        let hold = self.hold.lock().unwrap().take();
-        self.session_writes.send_modify(|(a, _)| *a += 1);
-        if let Some(gate) = hold {
-            gate.opened().await;
-        }
-        let done = write.await;
-        self.session_writes.send_modify(|(_, e)| *e += 1);
-        done
-    }
-}
-
-#[async_trait::async_trait]
-impl Store for WatchedStore {
-    async fn put_session(&self, s: &Session) -> Result<(), StoreError> {
-        self.write_session(self.inner.put_session(s)).await
-    }
-    async fn session(&self, id: &SessionId) -> Result<Option<Session>, StoreError> {
-        self.inner.session(id).await
-    }
-    async fn update_session(
-        &self,
-        id: &SessionId,
-        edit: SessionEdit,
-    ) -> Result<Option<Session>, StoreError> {
-        self.write_session(self.inner.update_session(id, edit))
-            .await
-    }
-    async fn touch_sessions(&self, t: Vec<(SessionId, u64)>) -> Result<Vec<Session>, StoreError> {
-        self.inner.touch_sessions(t).await
-    }
-    async fn sessions(&self, f: &SessionFilter) -> Result<Vec<Session>, StoreError> {
-        self.inner.sessions(f).await
-    }
-    async fn children(&self, id: &SessionId) -> Result<Vec<Session>, StoreError> {
-        self.children_reads
-            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-        self.inner.children(id).await
-    }
-    async fn delete_session(&self, id: &SessionId) -> Result<Vec<Session>, StoreError> {
-        self.inner.delete_session(id).await
-    }
-    async fn put_message(&self, m: &Message) -> Result<(), StoreError> {
-        self.inner.put_message(m).await
-    }
-    fn queue_message(&self, m: &Message) {
-        self.inner.queue_message(m)
-    }
-    async fn message(
-        &self,
-        s: &SessionId,
-        id: &MessageId,
-    ) -> Result<Option<MessageWithParts>, StoreError> {
-        self.inner.message(s, id).await
-    }
-    async fn messages(&self, s: &SessionId) -> Result<Vec<MessageWithParts>, StoreError> {
-        self.inner.messages(s).await
-    }
-    async fn remove_message(&self, s: &SessionId, id: &MessageId) -> Result<(), StoreError> {
-        self.inner.remove_message(s, id).await
-    }
-    async fn put_part(&self, p: &Part) -> Result<(), StoreError> {
-        self.inner.put_part(p).await
-    }
-    async fn put_many(
-        &self,
-        s: &[&Session],
-        m: &[&Message],
-        p: &[&Part],
-    ) -> Result<(), StoreError> {
-        (self.on_commit)(s, m, p);
-        self.inner.put_many(s, m, p).await
-    }
-    fn queue_part(&self, p: &Part) {
-        self.inner.queue_part(p)
-    }
-    fn queue_many(&self, s: Vec<Session>, m: Vec<Arc<Message>>, p: Vec<Arc<Part>>) {
-        self.inner.queue_many(s, m, p)
-    }
-    async fn remove_part(&self, id: &PartId) -> Result<(), StoreError> {
-        self.inner.remove_part(id).await
-    }
-    async fn todos(&self, s: &SessionId) -> Result<Vec<Todo>, StoreError> {
-        self.inner.todos(s).await
-    }
-    async fn put_todos(&self, s: &SessionId, t: &[Todo]) -> Result<(), StoreError> {
-        self.inner.put_todos(s, t).await
-    }
-    async fn approvals(&self, project: &str) -> Result<Vec<Approval>, StoreError> {
-        self.inner.approvals(project).await
-    }
-    async fn add_approvals(&self, project: &str, a: &[Approval]) -> Result<(), StoreError> {
-        self.inner.add_approvals(project, a).await
-    }
-}
-
-/// A runtime on `env`'s data in a [`WatchedStore`] that lets every commit through.
-async fn watched_runtime(env: &Env) -> (Arc<WatchedStore>, Runtime) {
-    let store = WatchedStore::new(
-        SqliteStore::open(&env.data()).await.unwrap(),
-        Box::new(|_, _, _| {}),
-    );
-    let rt = Runtime::start_with_store(env.options(), store.clone())
-        .await
-        .unwrap();
-    (store, rt)
-}
-
 #[actix_rt::test]
-async fn a_crashed_child_becomes_an_error_result_for_its_parent() {
+async fn a_child_whose_commit_crashes_becomes_an_error_result_for_its_parent() {
     let fake = FakeOpenAi::start(delegating(
         r#"{"description":"Crash","prompt":"p","subagent_type":"general"}"#,
         "never stored",
@@ -190,14 +28,16 @@ async fn a_crashed_child_becomes_an_error_result_for_its_parent() {
     let store = taskforce_actors::store::SqliteStore::open(&env.data())
         .await
         .unwrap();
-    // A store that panics when asked to save a `general` agent's answer: a child that crashes.
+    // A store that panics when asked to save a `general` agent's answer: a child whose writes
+    // crash.
     let crashing: OnCommit = Box::new(|_, messages, _| {
         if messages
             .iter()
             .any(|m| matches!(m, Message::Assistant(a) if a.agent == "general"))
         {
-            panic!("simulated crash of the child's loop");
+            panic!("simulated crash of the child's commit");
         }
+        Ok(())
     });
     let rt = Runtime::start_with_store(options, WatchedStore::new(store, crashing))
         .await
@@ -214,7 +54,13 @@ async fn a_crashed_child_becomes_an_error_result_for_its_parent() {
     let ToolState::Error(e) = &tool_parts(&rt, &s.id).await[0].1 else {
         panic!("the task part is an error")
     };
-    assert!(e.error.contains("stopped unexpectedly"), "{}", e.error);
+    assert!(e.error.starts_with("SUBAGENT_FAILED: "), "{}", e.error);
+    assert!(
+        e.error
+            .contains("a commit of the session crashed: simulated crash of the child's commit"),
+        "{}",
+        e.error
+    );
 }
 
 /// A short name for a stored or published state: `session`, `user`, `open` (an answer's first
@@ -263,6 +109,7 @@ async fn a_delegated_prompt_commits_a_steps_end_with_the_next_steps_opening() {
         labels.extend(parts.iter().map(|p| label_part(p)));
         labels.sort();
         seen.lock().unwrap().push(labels);
+        Ok(())
     });
     let rt = Runtime::start_with_store(env.options(), WatchedStore::new(store, watch))
         .await

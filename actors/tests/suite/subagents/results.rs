@@ -1,14 +1,19 @@
 //! What a parent's task call records once its child is done: the envelope with the child's
-//! output, tool summary and usage; and the error code and exit code of a child that failed, or
-//! that was cancelled on its own while the parent carried on.
+//! output, tool summary and usage; and the error code and exit code of a child that failed,
+//! whose loop crashed, or that was cancelled on its own while the parent carried on.
 
+use std::sync::Arc;
 use std::time::Duration;
+
+use taskforce_actors::Hooks;
+use taskforce_agents::id::SessionId;
+use taskforce_agents::provider::ModelRequest;
 
 use taskforce_agents::model::{Message, ToolState};
 use taskforce_agents::tool::{TaskEnvelope, TaskErrorCode, TaskMode};
 use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
 use taskforce_testkit::runtime::until_first_child_runs;
-use taskforce_testkit::script::{is_child, task_call};
+use taskforce_testkit::script::{delegating, is_child, task_call};
 
 use super::{GENERAL, error_of, metadata_of, prompt, task_result_seen, task_state};
 use crate::suite::runtime::{Env, prompt_in_background};
@@ -123,6 +128,36 @@ async fn a_failed_child_is_subagent_failed_with_exit_code_1() {
     assert!(r.error.as_deref().unwrap().contains("child exploded"));
     assert_eq!(r.usage.turns, 1);
     assert!(task_result_seen(&fake).starts_with("SUBAGENT_FAILED: "));
+}
+
+/// Hooks that panic before a `general` agent's model call: a child whose loop crashes.
+struct CrashingChild;
+
+#[async_trait::async_trait]
+impl Hooks for CrashingChild {
+    fn chat_request(&self, _: &SessionId, agent: &str, _: &mut ModelRequest) {
+        assert_ne!(agent, "general", "simulated crash of the child's loop");
+    }
+}
+
+#[actix_rt::test]
+async fn a_child_whose_loop_crashes_becomes_an_error_result_for_its_parent() {
+    let fake = FakeOpenAi::start(delegating(GENERAL, "never asked", "the parent carried on"))
+        .await
+        .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    rt.add_hooks(Arc::new(CrashingChild));
+    let parent = tokio::time::timeout(Duration::from_secs(5), prompt(&rt, "go"))
+        .await
+        .expect("the parent never waits forever");
+    let text = error_of(&task_state(&rt, &parent).await);
+    assert!(text.starts_with("SUBAGENT_FAILED: "), "{text}");
+    assert!(text.contains("stopped unexpectedly"), "{text}");
+    assert!(
+        !fake.requests().iter().any(is_child),
+        "the child crashed before its model call"
+    );
 }
 
 #[actix_rt::test]

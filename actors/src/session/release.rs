@@ -1,0 +1,309 @@
+//! The order in which a session's writes reach the disk and its events the bus. A save is
+//! committed in the background and its events go out once it is committed; an event that
+//! writes nothing goes out after everything queued before it. The session's loop goes on while
+//! its saves commit and waits for the disk only where it must ([`Release::settle`]): before a
+//! tool runs and before its run ends.
+
+use std::panic::AssertUnwindSafe;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use futures::FutureExt;
+
+use taskforce_agents::model::{Message, Part, Session};
+use tokio::sync::oneshot;
+
+use super::crash::panic_text;
+use crate::bus::Event;
+use crate::core::Core;
+use crate::store::StoreError;
+
+/// A row to save, owned (see `writer::Item` for the borrowed form).
+pub(crate) enum Saved {
+    /// A session stored for the first time (published as created, then updated).
+    NewSession(Arc<Session>),
+    /// A message, published as the shared copy it is.
+    Message(Arc<Message>),
+    Part(Arc<Part>),
+}
+
+/// What waits for its turn.
+enum Entry {
+    /// Rows committed together, then published in order.
+    Save(Vec<Saved>),
+    /// A part written with the next commit but not published (a streaming part's text, a
+    /// long call's running state: their events went out live).
+    Write(Arc<Part>),
+    /// Events that write nothing.
+    Publish(Vec<Event>),
+    /// A waiter, answered once everything before it is committed and published.
+    Settled(oneshot::Sender<()>),
+}
+
+/// The entries queued and whether a drain is under way.
+#[derive(Default)]
+struct Queue {
+    waiting: Vec<Entry>,
+    /// A drain task is committing and publishing; what comes meanwhile waits for it.
+    draining: bool,
+    /// The first commit that failed: every settle from then on reports it.
+    failed: Option<StoreError>,
+}
+
+/// A session's queue of writes and events, shared by the clones of its writer.
+pub(crate) struct Release {
+    core: Arc<Core>,
+    queue: Mutex<Queue>,
+}
+
+impl Release {
+    pub fn new(core: Arc<Core>) -> Self {
+        Release {
+            core,
+            queue: Mutex::new(Queue::default()),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Queue> {
+        self.queue.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues `rows` to be committed together after everything queued before them, and
+    /// published once committed.
+    pub fn save(self: &Arc<Self>, rows: Vec<Saved>) {
+        if rows.is_empty() {
+            return;
+        }
+        self.push(Entry::Save(rows));
+    }
+
+    /// Queues a part to be written (not published) in order with the saves.
+    pub fn write(self: &Arc<Self>, part: Arc<Part>) {
+        {
+            let queue = self.lock();
+            if !queue.draining {
+                // Nothing of this session waits for the store: the store's own queue keeps the
+                // order from here.
+                self.core.store.queue_part(&part);
+                return;
+            }
+        }
+        self.push(Entry::Write(part));
+    }
+
+    /// Publishes `events` now, or after what is queued before them.
+    pub fn publish(&self, events: Vec<Event>) {
+        let mut queue = self.lock();
+        if queue.draining {
+            queue.waiting.push(Entry::Publish(events));
+        } else {
+            // Under the lock, so that no drain starts publishing in between.
+            self.core.bus.publish_all(events);
+        }
+    }
+
+    /// Queues messages and parts for the store without waiting for their commit and publishes
+    /// them at once, unless something queued before them waits for its commit (then they take
+    /// their turn as a save).
+    pub fn save_behind(self: &Arc<Self>, messages: Vec<Arc<Message>>, parts: Vec<Arc<Part>>) {
+        {
+            let queue = self.lock();
+            if !queue.draining {
+                let events: Vec<Event> = parts
+                    .iter()
+                    .map(|p| Event::PartUpdated { part: p.clone() })
+                    .chain(messages.iter().map(|m| Event::MessageUpdated {
+                        info: Arc::clone(m),
+                    }))
+                    .collect();
+                self.core.store.queue_many(Vec::new(), messages, parts);
+                self.core.bus.publish_all(events);
+                return;
+            }
+        }
+        let rows = parts
+            .into_iter()
+            .map(Saved::Part)
+            .chain(messages.into_iter().map(Saved::Message))
+            .collect();
+        self.push(Entry::Save(rows));
+    }
+
+    /// Returns once everything queued so far is committed and published; answers the first
+    /// commit of this queue that failed, if one did.
+    pub async fn settle(&self) -> Result<(), StoreError> {
+        let waiting = {
+            let mut queue = self.lock();
+            if queue.draining {
+                let (tx, rx) = oneshot::channel();
+                queue.waiting.push(Entry::Settled(tx));
+                Some(rx)
+            } else {
+                None
+            }
+        };
+        // Dropped unanswered only when the drain stopped half-way (a crash, or the runtime
+        // going away); its failure may not be recorded yet.
+        if let Some(rx) = waiting
+            && rx.await.is_err()
+        {
+            return Err(self.failure().unwrap_or_else(stopped));
+        }
+        match &self.lock().failed {
+            Some(e) => Err(e.clone()),
+            None => Ok(()),
+        }
+    }
+
+    /// The first commit of this queue that failed so far, without waiting for those under way.
+    pub fn failure(&self) -> Option<StoreError> {
+        self.lock().failed.clone()
+    }
+
+    /// Queues an entry and starts a drain when none is under way.
+    fn push(self: &Arc<Self>, entry: Entry) {
+        let mut queue = self.lock();
+        if queue.draining {
+            queue.waiting.push(entry);
+            return;
+        }
+        queue.draining = true;
+        drop(queue);
+        tokio::spawn(Arc::clone(self).drain(vec![entry]));
+    }
+
+    /// Commits and publishes `batch`, then whatever was queued meanwhile, until nothing is.
+    async fn drain(self: Arc<Self>, mut batch: Vec<Entry>) {
+        let guard = Draining(&self);
+        loop {
+            // A commit that panics fails this queue instead of leaving it stuck.
+            if let Err(panic) = AssertUnwindSafe(self.release(batch)).catch_unwind().await {
+                let text = panic_text(&*panic);
+                tracing::error!("a session's commit crashed: {text}");
+                self.lock().failed.get_or_insert_with(|| {
+                    StoreError::Database(format!("a commit of the session crashed: {text}"))
+                });
+            }
+            let mut queue = self.lock();
+            if queue.waiting.is_empty() {
+                queue.draining = false;
+                std::mem::forget(guard);
+                return;
+            }
+            batch = std::mem::take(&mut queue.waiting);
+        }
+    }
+
+    /// Commits the rows of `batch` in one go, then publishes its events in order (those of its
+    /// saves only when the commit went through) and answers its waiters.
+    async fn release(&self, batch: Vec<Entry>) {
+        let (mut sessions, mut messages, mut parts) = (Vec::new(), Vec::new(), Vec::new());
+        for entry in &batch {
+            match entry {
+                Entry::Save(rows) => {
+                    for row in rows {
+                        match row {
+                            Saved::NewSession(s) => sessions.push(&**s),
+                            Saved::Message(m) => messages.push(&**m),
+                            Saved::Part(p) => parts.push(&**p),
+                        }
+                    }
+                }
+                Entry::Write(p) => parts.push(&**p),
+                Entry::Publish(_) | Entry::Settled(_) => {}
+            }
+        }
+        let committed = if sessions.is_empty() && messages.is_empty() && parts.is_empty() {
+            Ok(())
+        } else {
+            let began = std::time::Instant::now();
+            let result = self.core.store.put_many(&sessions, &messages, &parts).await;
+            // How long the commit took, for the benchmarks.
+            tracing::debug!(
+                target: "taskforce_actors::session::save",
+                micros = u64::try_from(began.elapsed().as_micros()).unwrap_or(u64::MAX),
+                "saved"
+            );
+            result
+        };
+        // A prompt moves its session's `time.updated` (the end of the answer does too), unless
+        // the session was stored with it at that time already.
+        if committed.is_ok() {
+            for m in &messages {
+                if let Message::User(u) = m
+                    && !sessions
+                        .iter()
+                        .any(|s| s.id == u.session_id && s.time.updated >= u.time.created)
+                {
+                    self.core.toucher.touch(&u.session_id, u.time.created);
+                }
+            }
+        }
+        drop((sessions, messages, parts));
+        let saved = committed.is_ok();
+        if let Err(e) = committed {
+            tracing::warn!(error = %e, "a session's save failed");
+            self.lock().failed.get_or_insert(e);
+        }
+        let mut events = Vec::new();
+        let mut settled = Vec::new();
+        for entry in batch {
+            match entry {
+                Entry::Save(rows) if saved => events.extend(rows.iter().flat_map(events_of)),
+                Entry::Save(_) | Entry::Write(_) => {}
+                Entry::Publish(e) => events.extend(e),
+                Entry::Settled(tx) => settled.push(tx),
+            }
+        }
+        if !events.is_empty() {
+            self.core.bus.publish_all(events);
+        }
+        for tx in settled {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// A drain under way: when it stops half-way (its task dropped with the runtime, or a panic),
+/// the queue is left to the next save and its waiters are let go rather than kept forever.
+struct Draining<'a>(&'a Release);
+
+impl Drop for Draining<'_> {
+    fn drop(&mut self) {
+        let mut queue = self.0.lock();
+        queue.draining = false;
+        queue.waiting.clear();
+        queue.failed.get_or_insert_with(stopped);
+    }
+}
+
+/// The failure of writes whose drain stopped before they were committed.
+fn stopped() -> StoreError {
+    StoreError::Database("a session's writes stopped before they were committed".into())
+}
+
+/// The events that publish a saved row.
+pub(crate) fn events_of(row: &Saved) -> impl Iterator<Item = Event> + use<> {
+    let (first, second) = match row {
+        Saved::NewSession(s) => (
+            Event::SessionCreated {
+                info: Box::new((**s).clone()),
+            },
+            Some(Event::SessionUpdated {
+                info: Box::new((**s).clone()),
+            }),
+        ),
+        Saved::Message(m) => (
+            Event::MessageUpdated {
+                info: Arc::clone(m),
+            },
+            None,
+        ),
+        Saved::Part(p) => (
+            Event::PartUpdated {
+                part: Arc::clone(p),
+            },
+            None,
+        ),
+    };
+    std::iter::once(first).chain(second)
+}

@@ -1,0 +1,113 @@
+//! A step's commits go on behind it: the model is asked while the step's opening is still on
+//! its way to the disk, but a tool call runs only once it is there, and a commit that fails
+//! stops the run with the store's error.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+use taskforce_actors::store::{SqliteStore, StoreError};
+use taskforce_actors::{PromptInput, Runtime, RuntimeError};
+use taskforce_agents::model::Message;
+use taskforce_testkit::fake_openai::{FakeOpenAi, Gate, RecordedRequest, Response};
+use taskforce_testkit::wait::PATIENCE;
+
+use super::watched_store::{WatchedStore, watched_runtime};
+use super::{Env, prompt_in_background, text_of};
+
+#[actix_rt::test]
+async fn a_step_asks_its_model_while_its_opening_is_being_committed() {
+    let asked = Gate::new();
+    let seen = asked.clone();
+    let fake = FakeOpenAi::start(move |_: &RecordedRequest| {
+        seen.open();
+        Response::text("answered")
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let (store, rt) = watched_runtime(&env).await;
+    let s = rt.create_session(None, None).await.unwrap();
+    let commit = Gate::new();
+    store.hold_next_opening(&commit);
+    let running = prompt_in_background(&rt, &s.id, "go");
+    tokio::time::timeout(PATIENCE, asked.opened())
+        .await
+        .expect("the model is asked while the step's opening is held");
+    // Nothing of the turn is on disk yet: the prompt goes with the opening.
+    assert!(rt.messages(&s.id).await.unwrap().is_empty());
+    commit.open();
+    let answer = tokio::time::timeout(PATIENCE, running)
+        .await
+        .expect("the run ends once its opening is committed")
+        .unwrap()
+        .unwrap();
+    assert_eq!(text_of(&answer), "answered");
+    assert_eq!(rt.messages(&s.id).await.unwrap().len(), 2);
+}
+
+/// A runtime whose model writes `made.txt` with a tool call, then answers; the store fails
+/// the first commit of an answer's opening ("disk full") once. Also answers how many times
+/// the model was asked.
+async fn failing_once() -> (FakeOpenAi, Env, Runtime, Arc<AtomicUsize>) {
+    let asked = Arc::new(AtomicUsize::new(0));
+    let count = asked.clone();
+    let fake = FakeOpenAi::start(move |req: &RecordedRequest| {
+        count.fetch_add(1, Ordering::SeqCst);
+        if req.last_role() == Some("user") {
+            Response::tool_calls(&[(
+                "call_write",
+                "write",
+                r#"{"filePath":"made.txt","content":"written"}"#,
+            )])
+        } else {
+            Response::text("wrote it")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "\n[permission]\nedit = \"allow\"\n");
+    let failed = AtomicBool::new(false);
+    let store = WatchedStore::new(
+        SqliteStore::open(&env.data()).await.unwrap(),
+        Box::new(move |_, messages, _| {
+            let opening = messages
+                .iter()
+                .any(|m| matches!(m, Message::Assistant(a) if a.time.completed.is_none()));
+            if opening && !failed.swap(true, Ordering::SeqCst) {
+                return Err(StoreError::Database("disk full".into()));
+            }
+            Ok(())
+        }),
+    );
+    let rt = Runtime::start_with_store(env.options(), store)
+        .await
+        .unwrap();
+    (fake, env, rt, asked)
+}
+
+#[actix_rt::test]
+async fn a_tool_call_does_not_run_when_its_steps_opening_could_not_be_stored() {
+    let (_fake, env, rt, asked) = failing_once().await;
+    let s = rt.create_session(None, None).await.unwrap();
+    let result = rt.prompt(&s.id, PromptInput::text("write it")).await;
+    let Err(RuntimeError::Store(e)) = &result else {
+        panic!("the run fails with the store's error: {result:?}")
+    };
+    assert!(e.to_string().contains("disk full"), "{e}");
+    assert!(
+        !env.project().join("made.txt").exists(),
+        "the tool did not run"
+    );
+    // The run stopped at the failure: the model was not asked again.
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+    // The store is fine again: the session goes on, and the call runs this time.
+    let answer = rt
+        .prompt(&s.id, PromptInput::text("write it"))
+        .await
+        .unwrap();
+    assert_eq!(text_of(&answer), "wrote it");
+    assert_eq!(
+        std::fs::read_to_string(env.project().join("made.txt")).unwrap(),
+        "written"
+    );
+}
