@@ -1,5 +1,6 @@
 //! What the store reported while a benchmark ran: the writer's commits (rows, time) and how
-//! long the sessions waited for their saves, gathered from the runtime's trace events.
+//! long the sessions' batches of saves took to commit, gathered from the runtime's trace
+//! events.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -12,7 +13,8 @@ use tracing_subscriber::layer::{Context, SubscriberExt};
 /// The writer's event for each commit (`rows`, `micros`) and each exclusive write
 /// (`exclusive`, `micros`).
 const COMMIT: &str = "taskforce_actors::store::commit";
-/// A session's event for each save it waited for (`micros`).
+/// A session's event for each batch of its saves committed (`micros`: from its hand-over to the
+/// store to its commit).
 const SAVE: &str = "taskforce_actors::session::save";
 
 /// Counts gathered from the store's trace events; see [`StoreTrace::install`].
@@ -59,13 +61,13 @@ impl StoreTrace {
         ]
     }
 
-    /// One line: the commits, their rows and time, the exclusive writes, and the saves waited
-    /// for (per child of `n`).
+    /// One line: the commits, their rows and time, the exclusive writes, and the sessions'
+    /// batches of saves (per child of `n`).
     pub fn summary(&self, n: usize) -> String {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
         let (batches, rows, saves) = (get(&self.batches), get(&self.rows), get(&self.saves));
         format!(
-            "store: {batches} commits of {:.0} rows on average ({:.1} ms committing, {:.0} rows per child), {} exclusive writes ({:.1} ms); {saves} saves waited for ({:.1} per child), {:.2} ms on average, {:.1} ms at most",
+            "store: {batches} commits of {:.0} rows on average ({:.1} ms committing, {:.0} rows per child), {} exclusive writes ({:.1} ms); {saves} batches of sessions' saves ({:.1} per child), each committed in {:.2} ms on average, {:.1} ms at most",
             rows as f64 / batches.max(1) as f64,
             get(&self.batch_micros) as f64 / 1000.0,
             rows as f64 / n as f64,

@@ -4,6 +4,7 @@
 //! its saves commit and waits for the disk only where it must ([`Release::settle`]): before a
 //! tool runs and before its run ends.
 
+use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
 
@@ -47,6 +48,8 @@ struct Queue {
     draining: bool,
     /// The first commit that failed: every settle from then on reports it.
     failed: Option<StoreError>,
+    /// Sessions' first rows queued and not yet committed.
+    new_sessions: usize,
 }
 
 /// A session's queue of writes and events, shared by the clones of its writer.
@@ -72,6 +75,13 @@ impl Release {
     pub fn save(self: &Arc<Self>, rows: Vec<Saved>) {
         if rows.is_empty() {
             return;
+        }
+        let new = rows
+            .iter()
+            .filter(|r| matches!(r, Saved::NewSession(_)))
+            .count();
+        if new > 0 {
+            self.lock().new_sessions += new;
         }
         self.push(Entry::Save(rows));
     }
@@ -154,6 +164,11 @@ impl Release {
         }
     }
 
+    /// Whether a session's first row is queued and not yet committed.
+    pub fn stores_a_session(&self) -> bool {
+        self.lock().new_sessions > 0
+    }
+
     /// The first commit of this queue that failed so far, without waiting for those under way.
     pub fn failure(&self) -> Option<StoreError> {
         self.lock().failed.clone()
@@ -162,19 +177,28 @@ impl Release {
     /// Queues an entry and starts a drain when none is under way.
     fn push(self: &Arc<Self>, entry: Entry) {
         let mut queue = self.lock();
-        if queue.draining {
-            queue.waiting.push(entry);
-            return;
+        queue.waiting.push(entry);
+        if !queue.draining {
+            queue.draining = true;
+            drop(queue);
+            tokio::spawn(Arc::clone(self).drain());
         }
-        queue.draining = true;
-        drop(queue);
-        tokio::spawn(Arc::clone(self).drain(vec![entry]));
     }
 
-    /// Commits and publishes `batch`, then whatever was queued meanwhile, until nothing is.
-    async fn drain(self: Arc<Self>, mut batch: Vec<Entry>) {
+    /// Commits and publishes what is queued, in batches (all that is queued when one begins:
+    /// what the loop queued before the drain first ran goes in its first), until nothing is.
+    async fn drain(self: Arc<Self>) {
         let guard = Draining(&self);
         loop {
+            let batch = {
+                let mut queue = self.lock();
+                if queue.waiting.is_empty() {
+                    queue.draining = false;
+                    std::mem::forget(guard);
+                    return;
+                }
+                std::mem::take(&mut queue.waiting)
+            };
             // A commit that panics fails this queue instead of leaving it stuck.
             if let Err(panic) = AssertUnwindSafe(self.release(batch)).catch_unwind().await {
                 let text = panic_text(&*panic);
@@ -183,13 +207,6 @@ impl Release {
                     StoreError::Database(format!("a commit of the session crashed: {text}"))
                 });
             }
-            let mut queue = self.lock();
-            if queue.waiting.is_empty() {
-                queue.draining = false;
-                std::mem::forget(guard);
-                return;
-            }
-            batch = std::mem::take(&mut queue.waiting);
         }
     }
 
@@ -212,12 +229,16 @@ impl Release {
                 Entry::Publish(_) | Entry::Settled(_) => {}
             }
         }
+        // A row saved twice in the batch (an answer's opening and its end, say) is written in
+        // its last state only.
+        let messages = last_of_each(messages, Message::id);
+        let parts = last_of_each(parts, |p| &p.id);
         let committed = if sessions.is_empty() && messages.is_empty() && parts.is_empty() {
             Ok(())
         } else {
             let began = std::time::Instant::now();
             let result = self.core.store.put_many(&sessions, &messages, &parts).await;
-            // How long the commit took, for the benchmarks.
+            // How long the batch took from its hand-over to its commit, for the benchmarks.
             tracing::debug!(
                 target: "taskforce_actors::session::save",
                 micros = u64::try_from(began.elapsed().as_micros()).unwrap_or(u64::MAX),
@@ -238,11 +259,16 @@ impl Release {
                 }
             }
         }
+        let new = sessions.len();
         drop((sessions, messages, parts));
         let saved = committed.is_ok();
-        if let Err(e) = committed {
-            tracing::warn!(error = %e, "a session's save failed");
-            self.lock().failed.get_or_insert(e);
+        {
+            let mut queue = self.lock();
+            queue.new_sessions = queue.new_sessions.saturating_sub(new);
+            if let Err(e) = committed {
+                tracing::warn!(error = %e, "a session's save failed");
+                queue.failed.get_or_insert(e);
+            }
         }
         let mut events = Vec::new();
         let mut settled = Vec::new();
@@ -276,6 +302,32 @@ impl Drop for Draining<'_> {
     }
 }
 
+/// `rows` without those a later row of the same key replaces, in the order of the rows kept.
+fn last_of_each<T: ?Sized, K: Eq + std::hash::Hash + ?Sized>(
+    rows: Vec<&T>,
+    key: impl Fn(&T) -> &K,
+) -> Vec<&T> {
+    // A batch is mostly a handful of rows, where a scan beats hashing.
+    if rows.len() <= 16 {
+        let mut kept = Vec::with_capacity(rows.len());
+        for (i, row) in rows.iter().enumerate() {
+            if !rows[i + 1..].iter().any(|later| key(later) == key(row)) {
+                kept.push(*row);
+            }
+        }
+        return kept;
+    }
+    let mut seen: HashSet<&K, foldhash::fast::RandomState> = HashSet::default();
+    let mut kept: Vec<&T> = rows
+        .iter()
+        .rev()
+        .filter(|row| seen.insert(key(row)))
+        .copied()
+        .collect();
+    kept.reverse();
+    kept
+}
+
 /// The failure of writes whose drain stopped before they were committed.
 fn stopped() -> StoreError {
     StoreError::Database("a session's writes stopped before they were committed".into())
@@ -306,4 +358,25 @@ pub(crate) fn events_of(row: &Saved) -> impl Iterator<Item = Event> + use<> {
         ),
     };
     std::iter::once(first).chain(second)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::last_of_each;
+
+    #[test]
+    fn a_row_saved_twice_is_kept_in_its_last_state_and_place() {
+        let rows = [("a", 1), ("b", 1), ("a", 2), ("c", 1), ("b", 2)];
+        let kept = last_of_each(rows.iter().collect(), |r: &(&str, i32)| r.0);
+        assert_eq!(kept, [&("a", 2), &("c", 1), &("b", 2)]);
+    }
+
+    #[test]
+    fn a_large_batch_keeps_the_last_state_of_each_row_in_order() {
+        let rows: Vec<(u32, u32)> = (0..40).map(|i| (i % 25, i)).collect();
+        let kept = last_of_each(rows.iter().collect(), |r: &(u32, u32)| &r.0);
+        let expected: Vec<&(u32, u32)> = rows.iter().filter(|r| r.1 + 25 >= 40).collect();
+        assert_eq!(kept.len(), 25);
+        assert_eq!(kept, expected);
+    }
 }

@@ -130,8 +130,20 @@ async fn run_loop(
     }
     .instrument(span)
     .await;
-    // Everything the run queued is on disk and published before its end is heard of.
-    let result = match (result, writer.settle().await) {
+    // Everything the run queued is on disk and published before its end is heard of, and the
+    // turn's end moves the session's time: at once, unless the session's own row is still
+    // on its way (the time is moved on the stored row).
+    let touched = core
+        .toucher
+        .touch_and_wait(&session.id, taskforce_agents::id::now_ms());
+    let settled = if writer.stores_a_session() {
+        let settled = writer.settle().await;
+        touched.await;
+        settled
+    } else {
+        futures::join!(writer.settle(), touched).0
+    };
+    let result = match (result, settled) {
         (Ok(_), Err(e)) => Err(e.into()),
         (result, _) => result,
     };
@@ -184,11 +196,6 @@ async fn run_loop(
         core.broker.drop_session(&id);
         core.questions.drop_session(&id);
     }
-    // The turn's end moves the session's time before anyone hears of the end (after the
-    // session's own row, which may have gone with the run's last commit).
-    core.toucher
-        .touch_and_wait(&session.id, taskforce_agents::id::now_ms())
-        .await;
     // Idle goes out before the waiters hear: a follower of this session's events has seen all
     // of them once it sees the idle.
     writer.status(&session, SessionStatus::Idle);

@@ -96,6 +96,11 @@ impl Writer {
         self.release.settle().await
     }
 
+    /// Whether a session's first row is queued and not yet committed.
+    pub fn stores_a_session(&self) -> bool {
+        self.release.stores_a_session()
+    }
+
     /// The first commit of this writer that failed so far (without waiting for any).
     pub fn failure(&self) -> Option<StoreError> {
         self.release.failure()
