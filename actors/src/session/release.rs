@@ -34,8 +34,8 @@ enum Entry {
     /// A part written with the next commit but not published (a streaming part's text, a
     /// long call's running state: their events went out live).
     Write(Arc<Part>),
-    /// Events that write nothing.
-    Publish(Vec<Event>),
+    /// An event that writes nothing.
+    Publish(Event),
     /// A waiter, answered once everything before it is committed and published.
     Settled(oneshot::Sender<()>),
 }
@@ -76,13 +76,6 @@ impl Release {
         if rows.is_empty() {
             return;
         }
-        let new = rows
-            .iter()
-            .filter(|r| matches!(r, Saved::NewSession(_)))
-            .count();
-        if new > 0 {
-            self.lock().new_sessions += new;
-        }
         self.push(Entry::Save(rows));
     }
 
@@ -101,10 +94,10 @@ impl Release {
     }
 
     /// Publishes `events` now, or after what is queued before them.
-    pub fn publish(&self, events: Vec<Event>) {
+    pub fn publish(&self, events: impl IntoIterator<Item = Event>) {
         let mut queue = self.lock();
         if queue.draining {
-            queue.waiting.push(Entry::Publish(events));
+            queue.waiting.extend(events.into_iter().map(Entry::Publish));
         } else {
             // Under the lock, so that no drain starts publishing in between.
             self.core.bus.publish_all(events);
@@ -115,26 +108,20 @@ impl Release {
     /// them at once, unless something queued before them waits for its commit (then they take
     /// their turn as a save).
     pub fn save_behind(self: &Arc<Self>, messages: Vec<Arc<Message>>, parts: Vec<Arc<Part>>) {
+        let rows: Vec<Saved> = parts
+            .iter()
+            .cloned()
+            .map(Saved::Part)
+            .chain(messages.iter().cloned().map(Saved::Message))
+            .collect();
         {
             let queue = self.lock();
             if !queue.draining {
-                let events: Vec<Event> = parts
-                    .iter()
-                    .map(|p| Event::PartUpdated { part: p.clone() })
-                    .chain(messages.iter().map(|m| Event::MessageUpdated {
-                        info: Arc::clone(m),
-                    }))
-                    .collect();
                 self.core.store.queue_many(Vec::new(), messages, parts);
-                self.core.bus.publish_all(events);
+                self.core.bus.publish_all(rows.iter().flat_map(events_of));
                 return;
             }
         }
-        let rows = parts
-            .into_iter()
-            .map(Saved::Part)
-            .chain(messages.into_iter().map(Saved::Message))
-            .collect();
         self.push(Entry::Save(rows));
     }
 
@@ -151,8 +138,7 @@ impl Release {
                 None
             }
         };
-        // Dropped unanswered only when the drain stopped half-way (a crash, or the runtime
-        // going away); its failure may not be recorded yet.
+        // Dropped unanswered only when the drain stopped half-way (the runtime going away).
         if let Some(rx) = waiting
             && rx.await.is_err()
         {
@@ -177,6 +163,12 @@ impl Release {
     /// Queues an entry and starts a drain when none is under way.
     fn push(self: &Arc<Self>, entry: Entry) {
         let mut queue = self.lock();
+        if let Entry::Save(rows) = &entry {
+            queue.new_sessions += rows
+                .iter()
+                .filter(|r| matches!(r, Saved::NewSession(_)))
+                .count();
+        }
         queue.waiting.push(entry);
         if !queue.draining {
             queue.draining = true;
@@ -199,14 +191,7 @@ impl Release {
                 }
                 std::mem::take(&mut queue.waiting)
             };
-            // A commit that panics fails this queue instead of leaving it stuck.
-            if let Err(panic) = AssertUnwindSafe(self.release(batch)).catch_unwind().await {
-                let text = panic_text(&*panic);
-                tracing::error!("a session's commit crashed: {text}");
-                self.lock().failed.get_or_insert_with(|| {
-                    StoreError::Database(format!("a commit of the session crashed: {text}"))
-                });
-            }
+            self.release(batch).await;
         }
     }
 
@@ -237,7 +222,17 @@ impl Release {
             Ok(())
         } else {
             let began = std::time::Instant::now();
-            let result = self.core.store.put_many(&sessions, &messages, &parts).await;
+            // A commit that panics fails this queue (and its run) instead of leaving it stuck.
+            let commit = self.core.store.put_many(&sessions, &messages, &parts);
+            let result = AssertUnwindSafe(commit)
+                .catch_unwind()
+                .await
+                .unwrap_or_else(|panic| {
+                    Err(StoreError::Database(format!(
+                        "a commit of the session crashed: {}",
+                        panic_text(&*panic)
+                    )))
+                });
             // How long the batch took from its hand-over to its commit, for the benchmarks.
             tracing::debug!(
                 target: "taskforce_actors::session::save",
@@ -276,7 +271,7 @@ impl Release {
             match entry {
                 Entry::Save(rows) if saved => events.extend(rows.iter().flat_map(events_of)),
                 Entry::Save(_) | Entry::Write(_) => {}
-                Entry::Publish(e) => events.extend(e),
+                Entry::Publish(e) => events.push(e),
                 Entry::Settled(tx) => settled.push(tx),
             }
         }
@@ -289,8 +284,8 @@ impl Release {
     }
 }
 
-/// A drain under way: when it stops half-way (its task dropped with the runtime, or a panic),
-/// the queue is left to the next save and its waiters are let go rather than kept forever.
+/// A drain under way: when it stops half-way (its task dropped with the runtime), the queue is
+/// left to the next save and its waiters are let go rather than kept forever.
 struct Draining<'a>(&'a Release);
 
 impl Drop for Draining<'_> {
@@ -334,7 +329,7 @@ fn stopped() -> StoreError {
 }
 
 /// The events that publish a saved row.
-pub(crate) fn events_of(row: &Saved) -> impl Iterator<Item = Event> + use<> {
+fn events_of(row: &Saved) -> impl Iterator<Item = Event> + use<> {
     let (first, second) = match row {
         Saved::NewSession(s) => (
             Event::SessionCreated {

@@ -127,13 +127,13 @@ impl Writer {
 
     /// Publishes an event that writes nothing (a streaming part's delta, a todo list).
     pub fn publish_event(&self, event: Event) {
-        self.release.publish(vec![event]);
+        self.release.publish([event]);
     }
 
     /// Publishes a part update without writing it (live metadata of a running tool, a
     /// streaming part's state).
     pub fn part_live(&self, part: Arc<Part>) {
-        self.release.publish(vec![Event::PartUpdated { part }]);
+        self.release.publish([Event::PartUpdated { part }]);
     }
 
     /// Publishes the session's status (and `session.idle` after an idle status).
@@ -154,9 +154,9 @@ impl Writer {
             let idle = Event::SessionIdle {
                 session_id: session.id.clone(),
             };
-            self.release.publish(vec![status, idle]);
+            self.release.publish([status, idle]);
         } else {
-            self.release.publish(vec![status]);
+            self.release.publish([status]);
         }
     }
 }
