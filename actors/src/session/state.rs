@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use taskforce_agents::agent::AgentInfo;
-use taskforce_agents::id::SessionId;
+use taskforce_agents::id::{MessageId, SessionId};
 use taskforce_agents::model::Session;
 use taskforce_agents::permission::Layers;
 use taskforce_agents::provider::ToolSpec;
@@ -48,6 +48,20 @@ pub(crate) struct LoopState {
     /// The tools the last step offered, as the model is told of them: kept while neither the
     /// agent nor the offered tools change, so that a step's request shares them.
     pub specs: Option<OfferedTools>,
+    /// The tools a prompt's steps are offered before any guard: kept while the prompt, its
+    /// rules and the MCP tools stay.
+    pub visible: Option<VisibleTools>,
+    /// The environment block of a prompt's system prompt, made at its first step.
+    pub environment: Option<(MessageId, String)>,
+}
+
+/// The tools a prompt's rules leave visible (their places; see `Core::tool`).
+pub(crate) struct VisibleTools {
+    /// The user message whose steps they are for (its tool switches count).
+    pub prompt: MessageId,
+    pub rules: Layers,
+    pub mcp: Arc<[Arc<dyn taskforce_agents::tool::Tool>]>,
+    pub tools: Arc<[usize]>,
 }
 
 /// The tool specs offered to an agent's model.

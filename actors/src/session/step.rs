@@ -19,7 +19,7 @@ use super::history::{to_model_messages, without_media};
 use super::part::SharedPart;
 use super::processor::{Processor, tokens};
 use super::retry::to_assistant_error;
-use super::state::{LoopState, MergedRules, OfferedTools, Run, lock};
+use super::state::{LoopState, MergedRules, OfferedTools, Run, VisibleTools, lock};
 use super::step_snapshot::StepSnapshot;
 use super::turn::Turn;
 use super::writer::{Held, Item};
@@ -126,8 +126,9 @@ pub(crate) async fn run_step(
     let tools: Vec<usize> = if compacting {
         Vec::new()
     } else {
-        offered_tools(core, &mcp, &rules, user)
-            .into_iter()
+        visible_tools(core, state, &mcp, &rules, user)
+            .iter()
+            .copied()
             .filter(|&i| {
                 let id = core.tool(&mcp, i).map_or("", |t| t.id());
                 !(task_guarded && matches!(id, "task" | "task_status" | "task_cancel"))
@@ -140,7 +141,7 @@ pub(crate) async fn run_step(
         system.push(p.clone());
     }
     if !compacting {
-        system.push(environment(&session.directory, &core.paths.project_root));
+        system.push(prompt_environment(core, state, session, user));
         if let Some(s) = &user.system {
             system.push(s.clone());
         }
@@ -328,6 +329,52 @@ fn offered_specs(
         specs: specs.clone(),
     });
     specs
+}
+
+/// The environment block for the steps of `user`'s prompt: made at its first step, so that the
+/// directory and the date are looked at once per prompt.
+fn prompt_environment(
+    core: &Core,
+    state: &Mutex<LoopState>,
+    session: &Session,
+    user: &UserMessage,
+) -> String {
+    let mut state = lock(state);
+    if let Some((prompt, text)) = &state.environment
+        && *prompt == user.id
+    {
+        return text.clone();
+    }
+    let text = environment(&session.directory, &core.paths.project_root);
+    state.environment = Some((user.id.clone(), text.clone()));
+    text
+}
+
+/// [`offered_tools`] for the steps of `user`'s prompt: remembered while its rules and the MCP
+/// tools stay (see `merged_rules`), so that every step does not judge every tool again.
+fn visible_tools(
+    core: &Core,
+    state: &Mutex<LoopState>,
+    mcp: &Arc<[Arc<dyn Tool>]>,
+    rules: &Layers,
+    user: &UserMessage,
+) -> Arc<[usize]> {
+    let mut state = lock(state);
+    if let Some(known) = &state.visible
+        && known.prompt == user.id
+        && known.rules.is_same(rules)
+        && Arc::ptr_eq(&known.mcp, mcp)
+    {
+        return known.tools.clone();
+    }
+    let tools: Arc<[usize]> = offered_tools(core, mcp, rules, user).into();
+    state.visible = Some(VisibleTools {
+        prompt: user.id.clone(),
+        rules: rules.clone(),
+        mcp: mcp.clone(),
+        tools: tools.clone(),
+    });
+    tools
 }
 
 /// The tools the model is offered (their places among the built-in tools, then `mcp`; see

@@ -63,6 +63,8 @@ pub(crate) trait Conn: Send {
 pub(crate) struct Dialect {
     /// One session (`id`): `id, data, time_updated`.
     pub session: &'static str,
+    /// The sessions listed (`ids`, a list of texts) that are stored: `id, data, time_updated`.
+    pub sessions_in: &'static str,
     /// Sessions by filter (roots only, updated since, title search, limit or NULL, project).
     pub sessions: &'static str,
     /// The children of a session (`parent_id`), oldest first.
@@ -124,6 +126,18 @@ pub(crate) async fn session<C: Conn>(
         .await
         .map_err(database(format_args!("cannot read session {id}")))?;
     rows.first().map(decode_session).transpose()
+}
+
+/// Those of the sessions `ids` that are stored.
+pub(crate) async fn sessions_in<C: Conn>(
+    conn: &mut C,
+    ids: &[String],
+) -> Result<Vec<Session>, StoreError> {
+    let rows = conn
+        .fetch(C::SQL.sessions_in, &[Arg::Texts(ids)])
+        .await
+        .map_err(database("cannot read the sessions"))?;
+    rows.iter().map(decode_session).collect()
 }
 
 /// The sessions that `filter` selects, most recently updated first.

@@ -48,6 +48,12 @@ impl Layers {
         Layers::new(own, Vec::new())
     }
 
+    /// Whether `other` is this value or a clone of it (the same shared rules); rules equal
+    /// but made apart are not the same.
+    pub fn is_same(&self, other: &Layers) -> bool {
+        Arc::ptr_eq(&self.own, &other.own) && Arc::ptr_eq(&self.callers, &other.callers)
+    }
+
     /// The session's own layer (what decides which tools its model is offered).
     pub fn own(&self) -> &[Rule] {
         &self.own

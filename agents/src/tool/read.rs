@@ -16,6 +16,9 @@ use crate::agent::{AgentInfo, Registry};
 
 const ID: &str = "read";
 
+/// The largest file read on the calling thread; a larger one is read on the blocking pool.
+const READ_HERE: u64 = 16 * 1024;
+
 /// Lines shown when the model gives no `limit`.
 pub(crate) const DEFAULT_LIMIT: u64 = 2000;
 
@@ -92,11 +95,18 @@ impl Tool for ReadTool {
         paths::ask_external_directory_of(ctx, &path, &real, PathKind::File).await?;
         access::ask_read(ctx, &path, &real).await?;
 
-        let file = path.clone();
-        let window = tokio::task::spawn_blocking(move || read_window(&file, offset, limit))
-            .await
-            .map_err(|e| ToolError::Failed(format!("reading {} failed: {e}", path.display())))?
-            .map_err(ToolError::Failed)?;
+        // A small file is read here: reading a few KiB takes less than handing the read to
+        // the blocking pool and waking up again.
+        let small = std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() <= READ_HERE);
+        let window = if small {
+            read_window(&path, offset, limit)
+        } else {
+            let file = path.clone();
+            tokio::task::spawn_blocking(move || read_window(&file, offset, limit))
+                .await
+                .map_err(|e| ToolError::Failed(format!("reading {} failed: {e}", path.display())))?
+        }
+        .map_err(ToolError::Failed)?;
 
         let more = window.total > offset + window.lines.len();
         let output = render(&window, offset);

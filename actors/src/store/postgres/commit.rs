@@ -1,12 +1,14 @@
 //! Committing upserts: each table's rows in one statement that binds every column as an array
 //! (`INSERT … SELECT * FROM UNNEST(…) ON CONFLICT (id) DO UPDATE`), sessions first, then
-//! messages, then parts, in one transaction when it takes more than one statement (when that
-//! fails, `write::apply` writes them row by row).
+//! messages, then parts, then the sessions' touches (`UPDATE … FROM UNNEST(…)`), in one
+//! transaction when it takes more than one statement (when that fails, `write::apply` writes
+//! them row by row).
 //!
 //! One statement may not update a row twice, so a batch's rows are cut per id: of the messages
 //! and parts written several times only the last write goes (each replaces the whole row); the
 //! sessions written several times go in rounds of one write each, in order, since a session's
-//! update time must keep the latest of them all.
+//! update time must keep the latest of them all; a session touched several times takes its
+//! latest time.
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -35,11 +37,11 @@ impl WriteConn for Writer {
 /// Writes upserts all or none: per table (sessions, then messages, then parts), in as few
 /// statements as the rows allow, inside one transaction unless one statement does it.
 async fn run_batch(pool: &PgPool, upserts: &[&Upsert]) -> Result<(), sqlx::Error> {
-    let mut tables: [Vec<&Upsert>; 3] = Default::default();
+    let mut tables: [Vec<&Upsert>; 4] = Default::default();
     for upsert in upserts {
         tables[upsert.table() as usize].push(upsert);
     }
-    let [sessions, messages, parts] = tables;
+    let [sessions, messages, parts, touches] = tables;
     let mut statements: Vec<(Table, Vec<&Upsert>)> = rounds(&sessions)
         .into_iter()
         .map(|rows| (Table::Session, rows))
@@ -48,6 +50,9 @@ async fn run_batch(pool: &PgPool, upserts: &[&Upsert]) -> Result<(), sqlx::Error
         if !rows.is_empty() {
             statements.push((table, last_of_each(&rows)));
         }
+    }
+    if !touches.is_empty() {
+        statements.push((Table::Touch, touches));
     }
     if let [(table, rows)] = statements.as_slice() {
         return execute(pool, *table, rows).await;
@@ -122,10 +127,16 @@ fn sql(table: Table) -> &'static str {
              message_id = excluded.message_id, session_id = excluded.session_id, \
              data = excluded.data"
         }
+        Table::Touch => {
+            "UPDATE session AS s SET time_updated = GREATEST(s.time_updated, t.at) \
+             FROM (SELECT id, MAX(at) AS at FROM UNNEST($1::text[], $2::int8[]) AS u(id, at) \
+                   GROUP BY id) t \
+             WHERE s.id = t.id"
+        }
     }
 }
 
-/// Writes `rows` of `table` (each id at most once) in one statement.
+/// Writes `rows` of `table` (each id at most once, but for touches) in one statement.
 async fn execute<'e>(
     executor: impl PgExecutor<'e>,
     table: Table,
@@ -210,6 +221,16 @@ async fn execute<'e>(
                 }
             }
             query.bind(ids).bind(messages).bind(sessions).bind(data)
+        }
+        Table::Touch => {
+            let (mut ids, mut times) = (vec![], vec![]);
+            for row in rows {
+                if let Upsert::Touch { id, at } = row {
+                    ids.push(id.as_str());
+                    times.push(*at);
+                }
+            }
+            query.bind(ids).bind(times)
         }
     };
     query.execute(executor).await.map(|_| ())

@@ -23,6 +23,7 @@ macro_rules! tree_walk {
 /// The shared statements, in PostgreSQL's words.
 const SQL: Dialect = Dialect {
     session: "SELECT id, data, time_updated FROM session WHERE id = $1",
+    sessions_in: "SELECT id, data, time_updated FROM session WHERE id = ANY($1)",
     sessions: "SELECT id, data, time_updated FROM session \
          WHERE (NOT $1 OR parent_id IS NULL) \
            AND ($2::int8 IS NULL OR time_updated >= $2) \

@@ -54,11 +54,11 @@ impl Store for PostgresStore {
         &self,
         touches: Vec<(SessionId, u64)>,
     ) -> Result<Vec<Session>, StoreError> {
-        self.writes
-            .exclusive("cannot update the sessions' times".into(), move |w| {
-                Box::pin(writes::touch(&w.0, touches))
-            })
-            .await
+        // Committed with the rows queued beside them, then read back.
+        let rows = Upsert::touches(&touches);
+        let ids: Vec<String> = rows.iter().map(|r| r.id().to_string()).collect();
+        self.writes.submit_many(rows).await?;
+        queries::sessions_in(&mut *conn(&self.pool).await?, &ids).await
     }
 
     async fn sessions(&self, filter: &SessionFilter) -> Result<Vec<Session>, StoreError> {

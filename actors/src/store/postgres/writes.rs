@@ -1,13 +1,12 @@
 //! The writes whose shape is PostgreSQL's own, each run alone by the writer in queue order:
-//! replacing a todo list and adding approvals (each list bound as arrays, in one statement),
-//! and moving sessions' update times forward in one statement that several nodes may race
-//! for. The deletes and claims both stores share are in `store/queries.rs`.
+//! replacing a todo list and adding approvals (each list bound as arrays, in one statement).
+//! The deletes and claims both stores share are in `store/queries.rs`.
 
 use sqlx::PgPool;
 use taskforce_agents::id::SessionId;
-use taskforce_agents::model::{Session, Todo};
+use taskforce_agents::model::Todo;
 
-use crate::store::rows::{database, decode_session, encode, to_sql};
+use crate::store::rows::{database, encode, to_sql};
 use crate::store::{Approval, StoreError};
 
 /// Replaces a session's todo list in one transaction.
@@ -65,28 +64,4 @@ pub(super) async fn approvals(
     .await
     .map(|_| ())
     .map_err(database(context))
-}
-
-/// Moves each session's `time.updated` forward to its time (never back) in one statement,
-/// keeping what else is stored (the payload is not rewritten: the column holds the time);
-/// answers the sessions as stored after (sessions not stored are left out).
-pub(super) async fn touch(
-    pool: &PgPool,
-    touches: Vec<(SessionId, u64)>,
-) -> Result<Vec<Session>, StoreError> {
-    let ids: Vec<&str> = touches.iter().map(|(id, _)| id.as_str()).collect();
-    let times: Vec<i64> = touches.iter().map(|(_, at)| to_sql(*at)).collect();
-    let rows = sqlx::query(
-        "UPDATE session AS s SET time_updated = GREATEST(s.time_updated, t.at) \
-         FROM (SELECT id, MAX(at) AS at FROM UNNEST($1::text[], $2::int8[]) AS u(id, at) \
-               GROUP BY id) t \
-         WHERE s.id = t.id \
-         RETURNING s.id, s.data, s.time_updated",
-    )
-    .bind(&ids)
-    .bind(times)
-    .fetch_all(pool)
-    .await
-    .map_err(database("cannot update the sessions' times"))?;
-    rows.iter().map(decode_session).collect()
 }

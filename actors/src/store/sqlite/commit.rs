@@ -14,9 +14,9 @@ use super::upserter::Upserter;
 /// What the store's writer task writes through.
 #[derive(Debug)]
 pub(crate) struct SqliteWriter {
-    /// Deletes, claims, touches, todo lists and approvals (the writer's exclusive writes).
+    /// Deletes, claims, edits, todo lists and approvals (the writer's exclusive writes).
     conn: SqliteConnection,
-    /// Sessions, messages and parts.
+    /// Sessions, messages, parts and touches.
     upserts: Upserter,
 }
 
@@ -139,9 +139,7 @@ mod tests {
     }
 
     fn id(upsert: &Upsert) -> &str {
-        match upsert {
-            Upsert::Session { id, .. } | Upsert::Message { id, .. } | Upsert::Part { id, .. } => id,
-        }
+        upsert.id()
     }
 
     /// The rows of `table` as (id, parent columns, data), ordered by id.
@@ -333,6 +331,28 @@ mod tests {
         let parts = rows(&mut conn, "part").await;
         let row = parts.iter().find(|r| r.0 == moving.id.as_str()).unwrap();
         assert_eq!(text(&row.2), "after");
+    }
+
+    #[tokio::test]
+    async fn a_touch_moves_the_time_of_a_session_first_written_in_its_own_batch() {
+        let (_dir, mut conn) = db().await;
+        let s = session("new");
+        let sid = SessionId::from_str(id(&s)).unwrap();
+        // The touches come first in the batch, the later one before the earlier, and one
+        // touches a session that is not stored.
+        let batch = [
+            Upsert::touch(&sid, 9_000),
+            Upsert::touch(&sid, 7_000),
+            Upsert::touch(&SessionId::new(), 8_000),
+            s,
+        ];
+        let results = apply(&mut conn, batch.iter().map(Some)).await;
+        assert!(results.iter().all(Result::is_ok), "{results:?}");
+        let times: Vec<(String, i64)> = sqlx::query_as("SELECT id, time_updated FROM session")
+            .fetch_all(&mut *conn)
+            .await
+            .unwrap();
+        assert_eq!(times, [(sid.to_string(), 9_000)]);
     }
 
     #[tokio::test]

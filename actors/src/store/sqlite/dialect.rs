@@ -24,6 +24,8 @@ macro_rules! tree_walk {
 /// The shared statements, in SQLite's words.
 const SQL: Dialect = Dialect {
     session: "SELECT id, data, time_updated FROM session WHERE id = ?1",
+    sessions_in: "SELECT id, data, time_updated FROM session \
+         WHERE id IN (SELECT value FROM json_each(?1))",
     sessions: "SELECT id, data, time_updated FROM session \
          WHERE (?1 = 0 OR parent_id IS NULL) \
            AND (?2 IS NULL OR time_updated >= ?2) \

@@ -8,9 +8,10 @@
 //! never fight over the SQLite write lock; the queue in front of it, its group commit and
 //! read-your-writes are shared with the PostgreSQL store (see `store/write`). Here, a batch of
 //! upserts is committed all or none by a thread with a connection of its own (rusqlite): the
-//! sessions, then the messages, then the parts, with prepared one-row statements whose values
-//! are bound as they are, in one transaction; the thread answers once per batch. The writer's
-//! other writes (deletes, claims, touches) go through its sqlx connection. When nothing is
+//! sessions, then the messages, then the parts, then the sessions' touches (their update
+//! times), with prepared one-row statements whose values are bound as they are, in one
+//! transaction; the thread answers once per batch. The writer's other writes (deletes,
+//! claims, edits) go through its sqlx connection. When nothing is
 //! queued, an awaited write is handed to the thread at once by the caller's task.
 //!
 //! Reads use a few dedicated `query_only` connections and, in WAL mode, never wait for the
@@ -25,7 +26,7 @@
 //! - `commit.rs`: the writer's two connections; `upserter.rs`: the thread that commits a batch
 //!   of upserts all or none; `statements.rs`: the upsert of one row;
 //! - `checkpoint.rs`: folding the write-ahead log back into the file;
-//! - the writes of SQLite's own shape: `todos.rs`, `approvals.rs`, `touch.rs`.
+//! - the writes of SQLite's own shape: `todos.rs`, `approvals.rs`.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -42,7 +43,6 @@ mod reads;
 mod statements;
 mod store;
 mod todos;
-mod touch;
 mod upserter;
 
 use commit::SqliteWriter;

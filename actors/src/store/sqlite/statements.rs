@@ -3,7 +3,7 @@
 //! Each table has an `INSERT … ON CONFLICT DO UPDATE` statement of one row, prepared once per
 //! connection and bound with the row's values as they are. Messages and parts are updated in
 //! place, as if they kept their parents; a row that moves fails that statement, which runs
-//! again taking every column.
+//! again taking every column. A session's touch is an `UPDATE` of its time alone.
 
 use rusqlite::{Connection, params};
 
@@ -25,6 +25,7 @@ impl Table {
             Table::Part => {
                 "INSERT INTO part (id, message_id, session_id, data) VALUES (?1, ?2, ?3, ?4)"
             }
+            Table::Touch => "UPDATE session SET time_updated = max(time_updated, ?2) WHERE id = ?1",
         }
     }
 
@@ -33,9 +34,10 @@ impl Table {
     /// session written from an older read keeps the newer time). `InPlace` assumes the row
     /// keeps its parents (so that SQLite need not touch their indexes nor check their foreign
     /// keys) and fails the statement, by a NULL in a `NOT NULL` column, for a row that does
-    /// not; `Full` takes every column.
+    /// not; `Full` takes every column. A touch inserts nothing: it has no tail.
     fn conflict(self, update: Update) -> &'static str {
         match (self, update) {
+            (Table::Touch, _) => "",
             (Table::Session, _) => {
                 " ON CONFLICT (id) DO UPDATE SET \
                  parent_id = excluded.parent_id, project_id = excluded.project_id, \
@@ -95,7 +97,7 @@ enum Update {
 pub(super) fn write_row(conn: &Connection, row: &Upsert) -> rusqlite::Result<()> {
     let table = row.table();
     match execute(conn, Update::InPlace, row) {
-        Err(_) if table != Table::Session => execute(conn, Update::Full, row),
+        Err(_) if matches!(table, Table::Message | Table::Part) => execute(conn, Update::Full, row),
         result => result,
     }
 }
@@ -129,6 +131,7 @@ fn execute(conn: &Connection, update: Update, row: &Upsert) -> rusqlite::Result<
             session,
             data,
         } => statement.execute(params![id, message, session, data]),
+        Upsert::Touch { id, at } => statement.execute(params![id, at]),
     }
     .map(|_| ())
 }
@@ -143,6 +146,7 @@ mod tests {
             Table::Session => 8,
             Table::Message => 5,
             Table::Part => 4,
+            Table::Touch => 2,
         };
         for table in Table::ALL {
             for update in [Update::InPlace, Update::Full] {

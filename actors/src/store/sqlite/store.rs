@@ -16,7 +16,7 @@ use crate::store::{
 use crate::store::rows::database;
 use crate::store::write::{Upsert, rows};
 
-use super::{SqliteStore, approvals, todos, touch};
+use super::{SqliteStore, approvals, todos};
 use crate::store::queries;
 
 #[async_trait]
@@ -53,11 +53,11 @@ impl Store for SqliteStore {
         &self,
         touches: Vec<(SessionId, u64)>,
     ) -> Result<Vec<Session>, StoreError> {
-        self.writes
-            .exclusive("cannot update the sessions' times".into(), move |conn| {
-                Box::pin(touch::touch(conn, touches))
-            })
-            .await
+        // Committed with the rows queued beside them, then read back.
+        let rows = Upsert::touches(&touches);
+        let ids: Vec<String> = rows.iter().map(|r| r.id().to_string()).collect();
+        self.writes.submit_many(rows).await?;
+        queries::sessions_in(&mut *self.readers.get().await, &ids).await
     }
 
     async fn sessions(&self, filter: &SessionFilter) -> Result<Vec<Session>, StoreError> {

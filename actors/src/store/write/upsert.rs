@@ -1,24 +1,29 @@
 //! [`Upsert`]: one row of a session, message or part to insert or replace, made from its domain
-//! value with its column values ready to bind (the JSON of `data` is made once, here).
+//! value with its column values ready to bind (the JSON of `data` is made once, here); or a
+//! session's time moved forward, which commits with the rows beside it.
 
 use std::sync::Arc;
 
+use taskforce_agents::id::SessionId;
 use taskforce_agents::model::{Message, Part, Session};
 
 use crate::store::StoreError;
 use crate::store::rows::{encode, to_sql};
 
-/// The tables that upserts write, in the order a batch applies them (parents first).
+/// The kinds of rows that upserts write, in the order a batch applies them (parents first,
+/// then the sessions' times, so that a session stored in the batch is there to be touched).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Table {
     Session,
     Message,
     Part,
+    /// A session's `time_updated`, moved forward in place.
+    Touch,
 }
 
 impl Table {
-    /// Every table, in the order of application.
-    pub(crate) const ALL: [Table; 3] = [Table::Session, Table::Message, Table::Part];
+    /// Every kind, in the order of application.
+    pub(crate) const ALL: [Table; 4] = [Table::Session, Table::Message, Table::Part, Table::Touch];
 }
 
 /// One row to insert or replace, with its bound values ready.
@@ -49,6 +54,9 @@ pub(crate) enum Upsert {
         session: String,
         data: String,
     },
+    /// Session `id`'s `time_updated` moved forward to `at` (never back), nothing else of its
+    /// row rewritten; a session not stored is left alone.
+    Touch { id: String, at: i64 },
 }
 
 /// A title as the `title_folded` column holds it, which searches compare case-insensitively.
@@ -100,17 +108,36 @@ impl Upsert {
         })
     }
 
+    /// Session `id`'s time moved forward to `at`.
+    pub(crate) fn touch(id: &SessionId, at: u64) -> Upsert {
+        Upsert::Touch {
+            id: id.to_string(),
+            at: to_sql(at),
+        }
+    }
+
+    /// Each session's time moved forward to its time.
+    pub(crate) fn touches(touches: &[(SessionId, u64)]) -> Vec<Upsert> {
+        touches
+            .iter()
+            .map(|(id, at)| Upsert::touch(id, *at))
+            .collect()
+    }
+
     /// The row's id.
     pub(crate) fn id(&self) -> &str {
         match self {
-            Upsert::Session { id, .. } | Upsert::Message { id, .. } | Upsert::Part { id, .. } => id,
+            Upsert::Session { id, .. }
+            | Upsert::Message { id, .. }
+            | Upsert::Part { id, .. }
+            | Upsert::Touch { id, .. } => id,
         }
     }
 
     /// The session the row belongs to.
     pub(crate) fn session(&self) -> &str {
         match self {
-            Upsert::Session { id, .. } => id,
+            Upsert::Session { id, .. } | Upsert::Touch { id, .. } => id,
             Upsert::Message { session, .. } | Upsert::Part { session, .. } => session,
         }
     }
@@ -125,6 +152,7 @@ impl Upsert {
             Upsert::Part { id, message, .. } => {
                 format!("cannot store part {id} of message {message}")
             }
+            Upsert::Touch { id, .. } => format!("cannot update the time of session {id}"),
         }
     }
 
@@ -134,6 +162,7 @@ impl Upsert {
             Upsert::Session { .. } => Table::Session,
             Upsert::Message { .. } => Table::Message,
             Upsert::Part { .. } => Table::Part,
+            Upsert::Touch { .. } => Table::Touch,
         }
     }
 

@@ -9,7 +9,7 @@ both!(
     a_tree_is_read_whole_with_each_sessions_messages_and_no_parts,
     delete_removes_the_whole_subtree_descendants_first,
     a_sessions_update_time_only_moves_forward_whoever_writes_it,
-    touching_more_sessions_than_one_statement_holds_moves_every_one,
+    touching_hundreds_of_sessions_at_once_moves_every_one,
     an_edit_changes_a_stored_session_and_never_brings_back_a_deleted_one,
 );
 
@@ -366,7 +366,7 @@ async fn a_sessions_update_time_only_moves_forward_whoever_writes_it(db: Db) {
     assert_eq!(times, [8_000, 5_500], "the child first, then its parent");
 }
 
-async fn touching_more_sessions_than_one_statement_holds_moves_every_one(db: Db) {
+async fn touching_hundreds_of_sessions_at_once_moves_every_one(db: Db) {
     let store = db.open().await;
     let sessions: Vec<Session> = (0..300).map(|i| root(&format!("s{i}"), 1_000)).collect();
     for s in &sessions {
