@@ -138,10 +138,6 @@ mod tests {
         Upsert::of_part(part).unwrap()
     }
 
-    fn id(upsert: &Upsert) -> &str {
-        upsert.id()
-    }
-
     /// The rows of `table` as (id, parent columns, data), ordered by id.
     async fn rows(conn: &mut SqliteConnection, table: &str) -> Vec<(String, String, String)> {
         let parents = match table {
@@ -170,13 +166,13 @@ mod tests {
     async fn a_batch_applies_parents_first_and_a_faulty_row_fails_alone() {
         let (_dir, mut conn) = db().await;
         let (s1, s2) = (session("First"), session("Second"));
-        let (m1, m2) = (message(id(&s1)), message(id(&s2)));
-        let p1 = upsert(&part(id(&s1), id(&m1), "one"));
-        let p2 = upsert(&part(id(&s2), id(&m2), "two"));
-        let orphan = upsert(&part(id(&s1), MessageId::new().as_str(), "orphan"));
+        let (m1, m2) = (message(s1.id()), message(s2.id()));
+        let p1 = upsert(&part(s1.id(), m1.id(), "one"));
+        let p2 = upsert(&part(s2.id(), m2.id(), "two"));
+        let orphan = upsert(&part(s1.id(), MessageId::new().as_str(), "orphan"));
         let ghost = message(SessionId::new().as_str());
         let mut renamed = Session::new("proj", "/srv/p", "Renamed ÉTÉ", 2_000);
-        renamed.id = SessionId::from_str(id(&s1)).unwrap();
+        renamed.id = SessionId::from_str(s1.id()).unwrap();
         let renamed = Upsert::of_session(&renamed).unwrap();
         // Children before their parents, faulty rows in the middle, a barrier, a rename last.
         let batch = [
@@ -200,25 +196,25 @@ mod tests {
             let Err(StoreError::Database(error)) = &results[i] else {
                 panic!("{:?}", results[i]);
             };
-            assert!(error.contains(id(faulty)), "{error}");
+            assert!(error.contains(faulty.id()), "{error}");
             assert!(error.contains("FOREIGN KEY"), "{error}");
         }
 
         let sessions = rows(&mut conn, "session").await;
         assert_eq!(sessions.len(), 2);
-        let first = sessions.iter().find(|s| s.0 == id(&s1)).unwrap();
+        let first = sessions.iter().find(|s| s.0 == s1.id()).unwrap();
         assert_eq!(
             first.1, "/renamed été",
             "the last upsert wins, title folded"
         );
         let messages = rows(&mut conn, "message").await;
         assert_eq!(messages.iter().map(|m| m.0.as_str()).collect::<Vec<_>>(), {
-            let mut ids = vec![id(&m1), id(&m2)];
+            let mut ids = vec![m1.id(), m2.id()];
             ids.sort();
             ids
         });
         let parts = rows(&mut conn, "part").await;
-        let mut expected = vec![id(&p1), id(&p2)];
+        let mut expected = vec![p1.id(), p2.id()];
         expected.sort();
         assert_eq!(
             parts.iter().map(|p| p.0.as_str()).collect::<Vec<_>>(),
@@ -230,9 +226,9 @@ mod tests {
     async fn a_batch_keeps_the_last_upsert_of_each_row() {
         let (_dir, mut conn) = db().await;
         let s = session("big");
-        let m = message(id(&s));
+        let m = message(s.id());
         let mut parts: Vec<Part> = (0..60)
-            .map(|i| part(id(&s), id(&m), &format!("{i}")))
+            .map(|i| part(s.id(), m.id(), &format!("{i}")))
             .collect();
         let mut batch = vec![s, m];
         // Every part 6 times, round robin, so that each appears in several statements and
@@ -248,7 +244,7 @@ mod tests {
         // And the messages of other sessions, more than a statement holds.
         for i in 0..300 {
             let other = session(&format!("other {i}"));
-            batch.push(message(id(&other)));
+            batch.push(message(other.id()));
             batch.push(other);
         }
         assert!(batch.len() <= MAX_BATCH);
@@ -269,9 +265,9 @@ mod tests {
     async fn a_row_may_move_to_other_parents() {
         let (_dir, mut conn) = db().await;
         let (s1, s2) = (session("one"), session("two"));
-        let (m1, m2) = (message(id(&s1)), message(id(&s2)));
-        let mut moving = part(id(&s1), id(&m1), "before");
-        let stays = part(id(&s1), id(&m1), "stays");
+        let (m1, m2) = (message(s1.id()), message(s2.id()));
+        let mut moving = part(s1.id(), m1.id(), "before");
+        let stays = part(s1.id(), m1.id(), "stays");
         let batch = [&s1, &s2, &m1, &m2, &upsert(&moving), &upsert(&stays)];
         assert!(
             apply(&mut conn, batch.into_iter().map(Some))
@@ -281,8 +277,8 @@ mod tests {
         );
 
         // In a batch, then alone: the part moves to m2, the message to s2.
-        moving.message_id = MessageId::from_str(id(&m2)).unwrap();
-        moving.session_id = SessionId::from_str(id(&s2)).unwrap();
+        moving.message_id = MessageId::from_str(m2.id()).unwrap();
+        moving.session_id = SessionId::from_str(s2.id()).unwrap();
         if let PartKind::Text(t) = &mut moving.kind {
             t.text = "after".into();
         }
@@ -293,7 +289,7 @@ mod tests {
                 .iter()
                 .all(Result::is_ok)
         );
-        let reply = reply(id(&s1), id(&m1));
+        let reply = reply(s1.id(), m1.id());
         assert!(conn.write_one(&reply).await.is_ok());
         let Upsert::Message {
             id: reply_id,
@@ -306,22 +302,22 @@ mod tests {
         };
         let moved = Upsert::Message {
             id: reply_id.clone(),
-            session: id(&s2).to_string(),
+            session: s2.id().to_string(),
             created: 1_002,
             owner: owner.clone(),
-            data: data.replace(id(&s1), id(&s2)),
+            data: data.replace(s1.id(), s2.id()),
         };
         assert!(conn.write_one(&moved).await.is_ok());
 
         let parts = rows(&mut conn, "part").await;
         let row = parts.iter().find(|r| r.0 == moving.id.as_str()).unwrap();
-        assert_eq!(row.1, format!("{}/{}", id(&m2), id(&s2)));
+        assert_eq!(row.1, format!("{}/{}", m2.id(), s2.id()));
         assert_eq!(text(&row.2), "after");
         let row = parts.iter().find(|r| r.0 == stays.id.as_str()).unwrap();
-        assert_eq!(row.1, format!("{}/{}", id(&m1), id(&s1)));
+        assert_eq!(row.1, format!("{}/{}", m1.id(), s1.id()));
         let messages = rows(&mut conn, "message").await;
         let row = messages.iter().find(|r| &r.0 == reply_id).unwrap();
-        assert_eq!(&row.1, id(&s2));
+        assert_eq!(&row.1, s2.id());
 
         // A move to a parent that does not exist fails, and leaves the row as it was.
         let mut lost = moving.clone();
@@ -337,7 +333,7 @@ mod tests {
     async fn a_touch_moves_the_time_of_a_session_first_written_in_its_own_batch() {
         let (_dir, mut conn) = db().await;
         let s = session("new");
-        let sid = SessionId::from_str(id(&s)).unwrap();
+        let sid = SessionId::from_str(s.id()).unwrap();
         // The touches come first in the batch, the later one before the earlier, and one
         // touches a session that is not stored.
         let batch = [
