@@ -229,7 +229,10 @@ impl SubagentDelegate {
     ) -> (Result<SubagentOutcome, ToolError>, Lease) {
         let places = &self.subagents.places;
         if self.parent.parent_id.is_none() && places.len() > 1 && !admitted.elsewhere {
-            let place = places.next();
+            let place = match Places::here() {
+                Some(own) => places.next_beside(own),
+                None => places.next(),
+            };
             if Places::here() != Some(place) {
                 let delegate = SubagentDelegate::new(self.subagents.clone(), self.parent.clone());
                 let ctx = ctx.clone();

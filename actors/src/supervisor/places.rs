@@ -51,6 +51,27 @@ impl Places {
         self.next.fetch_add(1, Ordering::Relaxed) % self.handles.len().max(1)
     }
 
+    /// The next place for a child of a session that runs at `own`, round robin with `own`
+    /// taking half a share: the caller's arbiter also carries the calls themselves (letting
+    /// them in, following the children, ending their parts), measured at about as much work as
+    /// half its children. With two places, two children of three go to the other.
+    pub(crate) fn next_beside(&self, own: usize) -> usize {
+        let n = self.handles.len();
+        if n < 2 || own >= n {
+            return self.next();
+        }
+        // A cycle of `2n - 1` turns: every other place twice, `own` once, in the middle.
+        let turn = self.next.fetch_add(1, Ordering::Relaxed) % (2 * n - 1);
+        let others = n - 1;
+        let slot = match turn {
+            t if t < others => t,
+            t if t == others => return own,
+            t => t - others - 1,
+        };
+        // The `slot`-th place other than `own`.
+        if slot < own { slot } else { slot + 1 }
+    }
+
     /// Runs `work` on the arbiter at `place` and answers its output, or `None` when that
     /// arbiter stopped before `work` was done.
     pub(crate) async fn run_at<T: Send + 'static>(
@@ -100,6 +121,9 @@ mod tests {
             (0..4).map(|_| places.next()).collect::<Vec<_>>(),
             [0, 1, 0, 1]
         );
+        // Beside a caller at place 0, two children of three go to place 1.
+        let beside: Vec<usize> = (0..6).map(|_| places.next_beside(0)).collect();
+        assert_eq!(beside.iter().filter(|&&p| p == 1).count(), 4, "{beside:?}");
         for arbiter in &arbiters {
             arbiter.stop();
         }
