@@ -55,9 +55,7 @@ impl Store for PostgresStore {
         touches: Vec<(SessionId, u64)>,
     ) -> Result<Vec<Session>, StoreError> {
         // Committed with the rows queued beside them, then read back.
-        let rows = Upsert::touches(&touches);
-        let ids: Vec<String> = rows.iter().map(|r| r.id().to_string()).collect();
-        self.writes.submit_many(rows).await?;
+        let ids = self.writes.touch(&touches).await?;
         queries::sessions_in(&mut *conn(&self.pool).await?, &ids).await
     }
 

@@ -238,6 +238,16 @@ impl<C: WriteConn> WriteQueue<C> {
         Ok(())
     }
 
+    /// Moves each session's update time forward to its time with the writer's next batch and
+    /// waits for its commit; answers the sessions' ids, for reading them back.
+    pub(crate) async fn touch(
+        &self,
+        touches: &[(SessionId, u64)],
+    ) -> Result<Vec<String>, StoreError> {
+        self.submit_many(Upsert::touches(touches)).await?;
+        Ok(touches.iter().map(|(id, _)| id.to_string()).collect())
+    }
+
     /// Waits until every upsert queued so far is committed.
     pub(crate) async fn flush(&self) -> Result<(), StoreError> {
         let (tx, rx) = oneshot::channel();
