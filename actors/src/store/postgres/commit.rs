@@ -32,6 +32,14 @@ impl WriteConn for Writer {
     async fn write_one(&mut self, upsert: &Upsert) -> Result<(), sqlx::Error> {
         execute(&self.0, upsert.table(), &[upsert]).await
     }
+
+    type Detached = Writer;
+
+    /// None: the pool's connections commit in any order, so a write holds the writer's place
+    /// until it is done.
+    fn detached(&self) -> Option<Writer> {
+        None
+    }
 }
 
 /// Writes upserts all or none: per table (sessions, then messages, then parts), in as few

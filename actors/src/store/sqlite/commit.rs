@@ -47,16 +47,47 @@ impl WriteConn for SqliteWriter {
         &'a mut self,
         upserts: &'a [&'a Upsert],
     ) -> impl Future<Output = Result<(), String>> + Send + 'a {
-        // The thread takes its own copy: the batch stays with the writer, to answer it.
-        let rows = upserts.iter().map(|&u| u.clone()).collect();
-        self.upserts.write_all(rows)
+        WriteConn::write_all(&mut self.upserts, upserts)
     }
 
     fn write_one<'a>(
         &'a mut self,
         upsert: &'a Upsert,
     ) -> impl Future<Output = Result<(), String>> + Send + 'a {
-        self.upserts.write_one(upsert.clone())
+        WriteConn::write_one(&mut self.upserts, upsert)
+    }
+
+    type Detached = Upserter;
+
+    /// The upsert thread takes requests in the order they are sent.
+    fn detached(&self) -> Option<Upserter> {
+        Some(self.upserts.clone())
+    }
+}
+
+impl WriteConn for Upserter {
+    type Error = String;
+
+    fn write_all<'a>(
+        &'a mut self,
+        upserts: &'a [&'a Upsert],
+    ) -> impl Future<Output = Result<(), String>> + Send + 'a {
+        // The thread takes its own copy: the batch stays with the writer, to answer it.
+        let rows = upserts.iter().map(|&u| u.clone()).collect();
+        Upserter::write_all(self, rows)
+    }
+
+    fn write_one<'a>(
+        &'a mut self,
+        upsert: &'a Upsert,
+    ) -> impl Future<Output = Result<(), String>> + Send + 'a {
+        Upserter::write_one(self, upsert.clone())
+    }
+
+    type Detached = Upserter;
+
+    fn detached(&self) -> Option<Upserter> {
+        Some(self.clone())
     }
 }
 
@@ -357,5 +388,38 @@ mod tests {
         let results = apply(&mut conn, [None, None].into_iter()).await;
         assert_eq!(results.len(), 2);
         assert!(results.iter().all(Result::is_ok));
+    }
+
+    #[tokio::test]
+    async fn a_write_made_at_once_does_not_hold_up_the_writer_while_its_caller_is_busy() {
+        let (dir, conn) = db().await;
+        let queue = crate::store::write::WriteQueue::start(conn);
+        let (first, second) = (session("First"), session("Second"));
+        // Nothing is queued, so this write goes to the connection at once; polled once it is
+        // sent, and then its caller is busy elsewhere (it is not polled again for a while).
+        let mut written = std::pin::pin!(queue.submit(first));
+        let polled = futures::poll!(written.as_mut());
+        // Meanwhile a write through the writer task commits all the same.
+        queue.enqueue(Ok(second));
+        tokio::time::timeout(std::time::Duration::from_secs(10), queue.flush())
+            .await
+            .expect("the writer waited for a caller that was not polled")
+            .unwrap();
+        match polled {
+            std::task::Poll::Ready(result) => result.unwrap(),
+            std::task::Poll::Pending => written.await.unwrap(),
+        }
+        let mut reads = <SqliteConnection as sqlx::Connection>::connect(&format!(
+            "sqlite://{}",
+            dir.path().join("test.db").display()
+        ))
+        .await
+        .unwrap();
+        let titles: Vec<String> = rows(&mut reads, "session")
+            .await
+            .into_iter()
+            .map(|(_, parents, _)| parents)
+            .collect();
+        assert_eq!(titles.len(), 2, "{titles:?}");
     }
 }

@@ -22,7 +22,7 @@ struct Request {
 }
 
 /// The handle of the upsert thread; the thread and its connection end with the last handle.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct Upserter {
     requests: std_mpsc::Sender<Request>,
 }

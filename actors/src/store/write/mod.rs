@@ -8,7 +8,8 @@
 //! order, that also covers everything queued before. Writes queued without waiting are
 //! read-your-writes: a read of their session waits for their commit (see `unflushed.rs`).
 //! Other writes (deletes, todo lists, approvals, claims) run alone on the writer, in queue
-//! order. When nothing is queued, an awaited write runs at once on the caller's task.
+//! order. When nothing is queued, an awaited write runs at once on the caller's task (and, where
+//! the backend takes writes in line once sent, lets the connection go as soon as it is sent).
 //!
 //! What a backend supplies is a [`WriteConn`]: how a batch of upserts is committed, and one
 //! upsert alone.
@@ -56,6 +57,15 @@ pub(crate) trait WriteConn: Send + 'static {
         &'a mut self,
         upsert: &'a Upsert,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'a;
+
+    /// A second handle on this connection's upserts, for backends that take writes in the
+    /// order they are sent: a write through it is in line (after every write sent before it,
+    /// before every write sent after) from its first poll on.
+    type Detached: WriteConn;
+
+    /// A handle that writes upserts in line with this connection (see [`Self::Detached`]),
+    /// or `None` when a write needs the connection itself until it is done.
+    fn detached(&self) -> Option<Self::Detached>;
 }
 
 /// Writes upserts (`None` entries are barriers) all together, all or nothing; when that fails,
@@ -200,10 +210,32 @@ impl<C: WriteConn> WriteQueue<C> {
         (self.pending.load(Ordering::SeqCst) == 0).then_some(guard)
     }
 
+    /// Writes `entries` (see [`apply`]) through the write connection taken by [`direct`]
+    /// (`conn`). A backend whose writes are in line once sent lets the connection go as soon
+    /// as they are: the caller's thread may be busy with other tasks for a while before it
+    /// polls this again, and the writer task must not wait for it meanwhile.
+    async fn write_direct(
+        conn: OwnedMutexGuard<C>,
+        entries: Vec<Option<&Upsert>>,
+    ) -> Vec<Result<(), StoreError>> {
+        let Some(mut handle) = conn.detached() else {
+            let mut conn = conn;
+            return apply(&mut *conn, entries).await;
+        };
+        let mut writing = std::pin::pin!(apply(&mut handle, entries));
+        let first = futures::poll!(writing.as_mut());
+        drop(conn);
+        match first {
+            std::task::Poll::Ready(results) => results,
+            std::task::Poll::Pending => writing.await,
+        }
+    }
+
     /// Writes an upsert and waits for its commit.
     pub(crate) async fn submit(&self, upsert: Upsert) -> Result<(), StoreError> {
-        if let Some(mut conn) = self.direct() {
-            return conn.write_one(&upsert).await.map_err(|e| upsert.failed(e));
+        if let Some(conn) = self.direct() {
+            let results = Self::write_direct(conn, vec![Some(&upsert)]).await;
+            return results.into_iter().collect();
         }
         let (tx, rx) = oneshot::channel();
         let job = Job::Batched(jobs::Batched {
@@ -216,8 +248,8 @@ impl<C: WriteConn> WriteQueue<C> {
 
     /// Writes rows together and waits for their commit: one transaction, one commit.
     pub(crate) async fn submit_many(&self, rows: Vec<Upsert>) -> Result<(), StoreError> {
-        if let Some(mut conn) = self.direct() {
-            let results = apply(&mut *conn, rows.iter().map(Some).collect()).await;
+        if let Some(conn) = self.direct() {
+            let results = Self::write_direct(conn, rows.iter().map(Some).collect()).await;
             return results.into_iter().collect();
         }
         let mut jobs = Vec::with_capacity(rows.len());
