@@ -391,7 +391,7 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn a_write_made_at_once_does_not_hold_up_the_writer_while_its_caller_is_busy() {
+    async fn a_write_made_at_once_holds_up_neither_the_writer_nor_the_writes_queued_behind_it() {
         let (dir, conn) = db().await;
         let queue = crate::store::write::WriteQueue::start(conn);
         let (first, second) = (session("First"), session("Second"));
@@ -399,6 +399,10 @@ mod tests {
         // sent, and then its caller is busy elsewhere (it is not polled again for a while).
         let mut written = std::pin::pin!(queue.submit(first));
         let polled = futures::poll!(written.as_mut());
+        // While it is under way, writes go through the writer (committed together), not at once.
+        if polled.is_pending() {
+            assert!(queue.writes_pending() > 0);
+        }
         // Meanwhile a write through the writer task commits all the same.
         queue.enqueue(Ok(second));
         tokio::time::timeout(std::time::Duration::from_secs(10), queue.flush())

@@ -102,6 +102,26 @@ pub(crate) async fn apply<C: WriteConn>(
     results
 }
 
+/// Writes counted as pending while a write made at once is under way; uncounted when dropped.
+struct Pending<'a> {
+    count: &'a AtomicUsize,
+    writes: usize,
+}
+
+impl<'a> Pending<'a> {
+    /// Counts `writes` more in `count`.
+    fn count(count: &'a AtomicUsize, writes: usize) -> Self {
+        count.fetch_add(writes, Ordering::SeqCst);
+        Pending { count, writes }
+    }
+}
+
+impl Drop for Pending<'_> {
+    fn drop(&mut self) {
+        self.count.fetch_sub(self.writes, Ordering::SeqCst);
+    }
+}
+
 /// The caller's side of a store's writer task.
 pub(crate) struct WriteQueue<C: WriteConn> {
     /// Writes waiting for the writer task.
@@ -213,8 +233,11 @@ impl<C: WriteConn> WriteQueue<C> {
     /// Writes `entries` (see [`apply`]) through the write connection taken by [`direct`]
     /// (`conn`). A backend whose writes are in line once sent lets the connection go as soon
     /// as they are: the caller's thread may be busy with other tasks for a while before it
-    /// polls this again, and the writer task must not wait for it meanwhile.
+    /// polls this again, and the writer task must not wait for it meanwhile. The write counts
+    /// as pending until it is done, so that writes meanwhile are committed together by the
+    /// writer rather than each alone at once.
     async fn write_direct(
+        &self,
         conn: OwnedMutexGuard<C>,
         entries: Vec<Option<&Upsert>>,
     ) -> Vec<Result<(), StoreError>> {
@@ -222,6 +245,7 @@ impl<C: WriteConn> WriteQueue<C> {
             let mut conn = conn;
             return apply(&mut *conn, entries).await;
         };
+        let _pending = Pending::count(&self.pending, entries.len());
         let mut writing = std::pin::pin!(apply(&mut handle, entries));
         let first = futures::poll!(writing.as_mut());
         drop(conn);
@@ -231,10 +255,16 @@ impl<C: WriteConn> WriteQueue<C> {
         }
     }
 
+    /// How many writes are pending (queued, or made at once and under way).
+    #[cfg(test)]
+    pub(crate) fn writes_pending(&self) -> usize {
+        self.pending.load(Ordering::SeqCst)
+    }
+
     /// Writes an upsert and waits for its commit.
     pub(crate) async fn submit(&self, upsert: Upsert) -> Result<(), StoreError> {
         if let Some(conn) = self.direct() {
-            let results = Self::write_direct(conn, vec![Some(&upsert)]).await;
+            let results = self.write_direct(conn, vec![Some(&upsert)]).await;
             return results.into_iter().collect();
         }
         let (tx, rx) = oneshot::channel();
@@ -249,7 +279,9 @@ impl<C: WriteConn> WriteQueue<C> {
     /// Writes rows together and waits for their commit: one transaction, one commit.
     pub(crate) async fn submit_many(&self, rows: Vec<Upsert>) -> Result<(), StoreError> {
         if let Some(conn) = self.direct() {
-            let results = Self::write_direct(conn, rows.iter().map(Some).collect()).await;
+            let results = self
+                .write_direct(conn, rows.iter().map(Some).collect())
+                .await;
             return results.into_iter().collect();
         }
         let mut jobs = Vec::with_capacity(rows.len());
