@@ -12,6 +12,7 @@ use taskforce_agents::model::{Part, PartKind, ToolPart, ToolState, ToolStateRunn
 use taskforce_agents::permission::{Layers, PermissionError};
 use taskforce_agents::question::QuestionError;
 use taskforce_agents::tool::{Delegate, Tool, ToolError, ToolOutput};
+use tokio::sync::oneshot;
 
 use super::call::{CallSite, call_tool, delegate};
 use super::host::SessionToolHost;
@@ -48,6 +49,11 @@ pub(super) struct ToolCalls {
     parts: HashMap<String, SharedPart, foldhash::fast::RandomState>,
     /// The calls started and not yet ended.
     runs: FuturesUnordered<ToolRun>,
+    /// Answered (or dropped) once the last call started is past its wait for the step's
+    /// opening: the next call waits for it, so that calls go on in the order the model made
+    /// them (a call started once the opening is on disk would otherwise overtake those woken
+    /// by its commit).
+    gate: Option<oneshot::Receiver<()>>,
     /// The worktree as it was before the step's first call that may change files.
     pub snapshot: Arc<StepSnapshot>,
 }
@@ -71,6 +77,7 @@ impl ToolCalls {
             delegate: None,
             parts: HashMap::default(),
             runs: FuturesUnordered::new(),
+            gate: None,
             snapshot,
         }
     }
@@ -243,6 +250,8 @@ impl ToolCalls {
         let flush_every = turn.core.flush_every;
         let agent = turn.agent.clone();
         let writer = turn.writer.clone();
+        let (pass, gate) = oneshot::channel::<()>();
+        let before = self.gate.replace(gate);
         // Boxed, so that ending the call copies no large state machine (see `start_loop`).
         tokio::spawn(Box::pin(async move {
             let outcome = match (tool, parsed) {
@@ -255,7 +264,13 @@ impl ToolCalls {
                 }),
                 (Some(tool), Ok(args)) => {
                     // Nothing runs before its step's opening is on disk (and published).
-                    let allowed = match writer.settle().await {
+                    let settled = writer.settle().await;
+                    // The calls made before this one go on first.
+                    if let Some(before) = before {
+                        let _ = before.await;
+                    }
+                    drop(pass);
+                    let allowed = match settled {
                         Err(e) => Err(ToolError::Failed(format!(
                             "the step could not be stored, so the call did not run: {e}"
                         ))),
