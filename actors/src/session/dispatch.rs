@@ -49,8 +49,8 @@ pub(super) struct ToolCalls {
     parts: HashMap<String, SharedPart, foldhash::fast::RandomState>,
     /// The calls started and not yet ended.
     runs: FuturesUnordered<ToolRun>,
-    /// Answered (or dropped) once the last call started is past its wait for the step's
-    /// opening: the next call waits for it, so that calls go on in the order the model made
+    /// Closed once the last call started is past its wait for the step's opening (or ended
+    /// without running): the next call waits for it, so that calls go on in the order the model made
     /// them (a call started once the opening is on disk would otherwise overtake those woken
     /// by its commit).
     gate: Option<oneshot::Receiver<()>>,
