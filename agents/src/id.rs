@@ -43,24 +43,39 @@ fn next_value() -> u64 {
     next
 }
 
-/// 14 base-62 characters from 80 random bits.
-fn random_tail() -> String {
-    const DIGITS: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
-    let mut bits = Ulid::new().random();
-    let mut tail = String::with_capacity(14);
-    for _ in 0..14 {
-        let digit = usize::try_from(bits % 62).unwrap_or(0);
-        tail.push(char::from(DIGITS[digit]));
-        bits /= 62;
+/// The digits of a body's random tail.
+const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/// Appends 14 base-62 characters from 80 random bits: two halves of 40 bits, 7 characters
+/// each (62⁷ > 2⁴⁰), so that only 64-bit arithmetic is needed.
+fn push_random_tail(out: &mut String) {
+    const MASK_40: u128 = (1 << 40) - 1;
+    let bits = Ulid::new().random();
+    for half in [bits & MASK_40, (bits >> 40) & MASK_40] {
+        let mut half = u64::try_from(half).unwrap_or(0);
+        for _ in 0..7 {
+            let digit = usize::try_from(half % 62).unwrap_or(0);
+            out.push(char::from(BASE62[digit]));
+            half /= 62;
+        }
     }
-    tail
 }
 
-/// A fresh body: ascending, or descending (newer sorts first) as OpenCode's session ids.
-fn next_body(descending: bool) -> String {
+/// A fresh id `<prefix>_<body>`, the body ascending, or descending (newer sorts first) as
+/// OpenCode's session ids.
+fn fresh(prefix: &str, descending: bool) -> String {
+    const HEX: &[u8] = b"0123456789abcdef";
     let value = next_value();
     let time = if descending { !value } else { value } & MASK_48;
-    format!("{time:012x}{}", random_tail())
+    let mut out = String::with_capacity(prefix.len() + 27);
+    out.push_str(prefix);
+    out.push('_');
+    for shift in (0..12).rev() {
+        let nibble = usize::try_from((time >> (shift * 4)) & 0xf).unwrap_or(0);
+        out.push(char::from(HEX[nibble]));
+    }
+    push_random_tail(&mut out);
+    out
 }
 
 /// Checks `input` against `<prefix>_<ASCII alphanumerics>`.
@@ -169,7 +184,7 @@ macro_rules! prefixed_id {
             /// generated before it in this process.
             #[allow(clippy::new_without_default)] // a fresh unique id is not a "default" value
             pub fn new() -> Self {
-                $name(format!("{}_{}", $prefix, next_body($descending)).into())
+                $name(fresh($prefix, $descending).into())
             }
 
             /// Validates an id received from outside: the prefix, then letters and digits.
