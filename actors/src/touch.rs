@@ -104,7 +104,7 @@ fn published(
         Ok(sessions) => {
             for session in sessions {
                 bus.publish(Event::SessionUpdated {
-                    info: Box::new(session),
+                    info: Arc::new(session),
                 });
             }
         }

@@ -312,7 +312,7 @@ mod tests {
         info.id = id.clone();
         info.parent_id = parent.cloned();
         Event::SessionCreated {
-            info: Box::new(info),
+            info: std::sync::Arc::new(info),
         }
     }
 

@@ -30,8 +30,9 @@ pub enum SessionStatus {
 }
 
 /// One state change, published once.
-// Large payloads are boxed, so that an event is small to move and to allocate (a cancelled
-// tree publishes thousands at once).
+// Large payloads are behind a pointer, so that an event is small to move and to allocate (a
+// cancelled tree publishes thousands at once); sessions and messages are shared, so that an
+// event and its copies for every subscriber cost a reference count, not a deep copy.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "type", content = "properties")]
@@ -41,21 +42,21 @@ pub enum Event {
     SessionCreated {
         /// The new session.
         #[cfg_attr(feature = "openapi", schema(value_type = Session))]
-        info: Box<Session>,
+        info: Arc<Session>,
     },
     /// A session changed.
     #[serde(rename = "session.updated")]
     SessionUpdated {
         /// The session as it is now.
         #[cfg_attr(feature = "openapi", schema(value_type = Session))]
-        info: Box<Session>,
+        info: Arc<Session>,
     },
     /// A session was deleted.
     #[serde(rename = "session.deleted")]
     SessionDeleted {
         /// The session as it was.
         #[cfg_attr(feature = "openapi", schema(value_type = Session))]
-        info: Box<Session>,
+        info: Arc<Session>,
     },
     /// A session's activity changed.
     #[serde(rename = "session.status")]

@@ -301,7 +301,7 @@ mod tests {
         child.parent_id = Some(root.clone());
         let child_id = child.id.clone();
         bus.publish_remote(Event::SessionCreated {
-            info: Box::new(child),
+            info: Arc::new(child),
         });
         assert_eq!(bus.root_of(&child_id), root);
         assert_eq!(bus.root_of(&root), root);

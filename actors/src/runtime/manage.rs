@@ -63,12 +63,13 @@ impl Runtime {
         if session.parent_id.is_none() {
             self.subagents.new_tree(&session.id);
         }
+        let shared = Arc::new(session.clone());
         self.core.bus.publish(Event::SessionCreated {
-            info: Box::new(session.clone()),
+            info: shared.clone(),
         });
-        self.core.bus.publish(Event::SessionUpdated {
-            info: Box::new(session.clone()),
-        });
+        self.core
+            .bus
+            .publish(Event::SessionUpdated { info: shared });
         // Its actor starts knowing it is empty, so the first prompt reads nothing.
         self.activate(
             &session.id,
@@ -106,7 +107,7 @@ impl Runtime {
             .await?
             .ok_or_else(|| RuntimeError::SessionNotFound(id.to_string()))?;
         self.core.bus.publish(Event::SessionUpdated {
-            info: Box::new(session.clone()),
+            info: Arc::new(session.clone()),
         });
         Ok(session)
     }
@@ -169,12 +170,13 @@ impl Runtime {
             .store
             .put_many(&[&fork], &message_refs, &part_refs)
             .await?;
+        let shared = Arc::new(fork.clone());
         self.core.bus.publish(Event::SessionCreated {
-            info: Box::new(fork.clone()),
+            info: shared.clone(),
         });
-        self.core.bus.publish(Event::SessionUpdated {
-            info: Box::new(fork.clone()),
-        });
+        self.core
+            .bus
+            .publish(Event::SessionUpdated { info: shared });
         Ok(fork)
     }
 

@@ -416,7 +416,7 @@ impl Runtime {
         let _ = self.supervisor.send(Forget { ids }).await;
         for info in &deleted {
             self.core.bus.publish(Event::SessionDeleted {
-                info: Box::new(info.clone()),
+                info: Arc::new(info.clone()),
             });
         }
         Ok(deleted)

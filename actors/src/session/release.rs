@@ -333,10 +333,10 @@ fn events_of(row: &Saved) -> impl Iterator<Item = Event> + use<> {
     let (first, second) = match row {
         Saved::NewSession(s) => (
             Event::SessionCreated {
-                info: Box::new((**s).clone()),
+                info: Arc::clone(s),
             },
             Some(Event::SessionUpdated {
-                info: Box::new((**s).clone()),
+                info: Arc::clone(s),
             }),
         ),
         Saved::Message(m) => (

@@ -317,7 +317,7 @@ async fn change(
     };
     lock(state).session = Some(Arc::new(session.clone()));
     core.bus.publish(Event::SessionUpdated {
-        info: Box::new(session.clone()),
+        info: Arc::new(session.clone()),
     });
     Ok(session)
 }

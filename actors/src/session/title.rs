@@ -183,7 +183,7 @@ async fn store_title(
     let stored = core.store.update_session(id, edit).await?;
     if let Some(stored) = stored.filter(|s| s.title == ours) {
         core.bus.publish(Event::SessionUpdated {
-            info: Box::new(stored),
+            info: Arc::new(stored),
         });
     }
     Ok(())

@@ -51,7 +51,7 @@ async fn session_and_subtree_filters() {
     let mut tree = bus.subscribe(Filter::Subtree(root.id.clone()));
     for s in [&root, &child, &grandchild, &other] {
         bus.publish(Event::SessionCreated {
-            info: Box::new(s.clone()),
+            info: std::sync::Arc::new(s.clone()),
         });
     }
     for s in [&other, &grandchild, &child, &root] {

@@ -154,13 +154,13 @@ fn every_event() -> Vec<Event> {
     let part = Part::new(child.id.clone(), user.id.clone(), TextPart::new("hi"));
     vec![
         Event::SessionCreated {
-            info: Box::new(root.clone()),
+            info: std::sync::Arc::new(root.clone()),
         },
         Event::SessionUpdated {
-            info: Box::new(child.clone()),
+            info: std::sync::Arc::new(child.clone()),
         },
         Event::SessionDeleted {
-            info: Box::new(child.clone()),
+            info: std::sync::Arc::new(child.clone()),
         },
         Event::SessionStatus {
             session_id: root.id.clone(),

@@ -194,7 +194,7 @@ fn a_deleted_child_leaves_its_parents_children_and_a_busy_grandchild_makes_the_t
     assert!(m.any_busy("ses_root"));
     assert!(!m.any_busy("ses_b"));
     m.apply(&Event::SessionDeleted {
-        info: Box::new(session("ses_b", Some("ses_root"), "b")),
+        info: Arc::new(session("ses_b", Some("ses_root"), "b")),
     });
     let children: Vec<&str> = m
         .children("ses_root")
