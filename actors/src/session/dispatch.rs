@@ -274,13 +274,16 @@ impl ToolCalls {
                         Err(e) => Err(ToolError::Failed(format!(
                             "the step could not be stored, so the call did not run: {e}"
                         ))),
-                        Ok(()) if doom => host.ask_doom_loop(&ctx, &agent, tool.id(), &args).await,
+                        // Boxed, as the snapshot below: rare, and large.
+                        Ok(()) if doom => {
+                            Box::pin(host.ask_doom_loop(&ctx, &agent, tool.id(), &args)).await
+                        }
                         Ok(()) => Ok(()),
                     };
                     match allowed {
                         Ok(()) => {
                             if let Some(snapshot) = &snapshot {
-                                snapshot.before_change().await;
+                                Box::pin(snapshot.before_change()).await;
                             }
                             let call = call_tool(&core, tool.as_ref(), Value::Object(args), &ctx);
                             tokio::pin!(call);

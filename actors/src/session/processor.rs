@@ -143,7 +143,11 @@ impl Processor {
         result.closing.splice(0..0, last);
         // What the step's calls changed in the worktree, even when the step failed or was
         // cancelled: undoing the turn must find it.
-        if let Some(patch) = self.calls.snapshot.patch(&self.turn).await {
+        // Boxed, and only when a snapshot was taken: most steps change no file, and its state
+        // would widen every step's.
+        if self.calls.snapshot.taken()
+            && let Some(patch) = Box::pin(self.calls.snapshot.patch(&self.turn)).await
+        {
             let patch = SharedPart::new(patch);
             self.turn.parts.push(patch.clone());
             result.closing.push(patch.lock());

@@ -345,7 +345,9 @@ async fn drive(
         if let Some(task) = pending_subtask(messages) {
             step += 1;
             writer.flush(held).await?;
-            let written = run_subtask(core, writer, session, messages, task, token).await?;
+            // Boxed: a subtask is rare, and its state would widen every turn's.
+            let written =
+                Box::pin(run_subtask(core, writer, session, messages, task, token)).await?;
             messages.extend(written);
             continue;
         }

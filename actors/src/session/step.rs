@@ -103,14 +103,15 @@ pub(crate) async fn run_step(
         Ok(m) => m,
         Err(e) => {
             run.writer.flush(held).await?;
-            return fail(
+            // Boxed: a failed step is rare, and its state would widen every step's.
+            return Box::pin(fail(
                 run,
                 assistant,
                 Vec::new(),
                 Vec::new(),
                 to_assistant_error(&e),
                 false,
-            )
+            ))
             .await;
         }
     };
@@ -219,7 +220,15 @@ pub(crate) async fn run_step(
     assistant.time.completed = Some(now_ms());
     if let Some(error) = result.error {
         let cancelled = run.token.is_cancelled();
-        return fail(run, assistant, parts, result.closing, error, cancelled).await;
+        return Box::pin(fail(
+            run,
+            assistant,
+            parts,
+            result.closing,
+            error,
+            cancelled,
+        ))
+        .await;
     }
     // The closing state goes with the caller's next commit (the next step's opening, else
     // the loop's end), which publishes it first.

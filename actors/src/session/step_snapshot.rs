@@ -35,6 +35,11 @@ impl StepSnapshot {
             .await;
     }
 
+    /// Whether a snapshot was taken before a call of this step changed files.
+    pub fn taken(&self) -> bool {
+        self.before.get().is_some_and(Option::is_some)
+    }
+
     /// The step's `patch` part, when a snapshot was taken and files changed since: it names
     /// the snapshot and the changed files, and its id is the one minted with the snapshot, so
     /// that patches sort as their snapshots were taken.

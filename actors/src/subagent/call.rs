@@ -8,7 +8,7 @@ use indexmap::IndexMap;
 use taskforce_agents::agent::AgentInfo;
 use taskforce_agents::id::{SessionId, now_ms};
 use taskforce_agents::model::{Session, ToolMetadata};
-use taskforce_agents::permission::{Action, Rule, merge};
+use taskforce_agents::permission::{Action, Rule, compact, merge};
 use taskforce_agents::tool::background::{ChildReport, ChildStatus};
 use taskforce_agents::tool::{
     Delegate, SubagentOutcome, SubagentRequest, TaskError, TaskErrorCode, TaskFailure, ToolContext,
@@ -117,7 +117,9 @@ impl SubagentDelegate {
         nests: bool,
     ) -> Result<(Session, bool), ToolError> {
         let store = &self.core.store;
-        let caller_rules = merge(&[&caller.permission, parent.rules()]);
+        // Stored on the child: without the rules later ones override (same decisions, a
+        // smaller row to write and read).
+        let caller_rules = compact(merge(&[&caller.permission, parent.rules()]));
         // A background child this runtime runs may not be stored yet (its row goes to disk
         // with its first message): it is refused all the same, never taken for a new session.
         if let Some(raw) = &request.session_id
@@ -236,21 +238,22 @@ impl SubagentDelegate {
             if Places::here() != Some(place) {
                 let delegate = SubagentDelegate::new(self.subagents.clone(), self.parent.clone());
                 let ctx = ctx.clone();
-                let follow = async move {
+                // Boxed where it is made: following a child is a large state machine, which
+                // would otherwise be copied into every future that passes it on.
+                let follow = Box::pin(async move {
                     let result = delegate
                         .follow_child(&ctx, admitted, clock.as_ref(), &mut lease)
                         .await;
                     (result, lease)
-                };
+                });
                 return places
                     .run_at(place, follow)
                     .await
                     .unwrap_or_else(|| (Err(failed(RuntimeError::Stopped)), Lease::default()));
             }
         }
-        let result = self
-            .follow_child(ctx, admitted, clock.as_ref(), &mut lease)
-            .await;
+        // Boxed too, so that this call's own state does not hold room for it.
+        let result = Box::pin(self.follow_child(ctx, admitted, clock.as_ref(), &mut lease)).await;
         (result, lease)
     }
 }

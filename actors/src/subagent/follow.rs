@@ -55,7 +55,8 @@ impl SubagentDelegate {
         lease: &mut Lease,
     ) -> Result<Admitted, ToolError> {
         let parent = &self.parent;
-        let (child, new, nests) = self.prepare_child(&ctx.agent, &request).await?;
+        // Boxed: preparing the child is brief, and its state would widen the whole call's.
+        let (child, new, nests) = Box::pin(self.prepare_child(&ctx.agent, &request)).await?;
         // Wait for a running slot (and count a new child in its tree) before anything starts.
         let root = self.root_of(parent).await?;
         let call = admission::Call {
@@ -129,7 +130,8 @@ impl SubagentDelegate {
         let within = Some(ctx.abort.clone());
         // Moved into the child's actor: only its id is needed here afterwards.
         let child_id = child.id.clone();
-        let start = async {
+        // Boxed: the start is brief, and its state would double the size of the whole wait.
+        let start = Box::pin(async {
             match within {
                 Some(within) if elsewhere => self
                     .subagents
@@ -149,7 +151,7 @@ impl SubagentDelegate {
                     .await
                 }
             }
-        };
+        });
         let SubtaskRun {
             reply,
             tied,

@@ -35,10 +35,28 @@ pub fn merge(rulesets: &[&[Rule]]) -> Ruleset {
     rulesets.concat()
 }
 
+/// `rules` without those a later rule of the same permission and pattern overrides: the same
+/// decisions (last match wins) from fewer rules, for a ruleset that is stored.
+pub fn compact(rules: Ruleset) -> Ruleset {
+    let keep: Vec<bool> = {
+        let mut seen: std::collections::HashSet<(&str, &str)> = std::collections::HashSet::new();
+        rules
+            .iter()
+            .rev()
+            .map(|rule| seen.insert((rule.permission.as_str(), rule.pattern.as_str())))
+            .collect()
+    };
+    let mut keep = keep.into_iter().rev();
+    rules
+        .into_iter()
+        .filter(|_| keep.next().unwrap_or(true))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::permission::{PermissionConfig, from_config};
+    use crate::permission::{PermissionConfig, disabled, from_config};
     use Action::{Allow, Ask, Deny};
     use proptest::prelude::*;
 
@@ -206,6 +224,27 @@ mod tests {
             .rposition(|r| matches(permission, &r.permission) && matches(pattern, &r.pattern))
     }
 
+    #[test]
+    fn compact_drops_the_rules_a_later_rule_of_the_same_key_overrides() {
+        let rules = vec![
+            r("*", "*", Allow),
+            r("question", "*", Deny),
+            r("read", "*.env", Ask),
+            r("question", "*", Allow),
+            r("read", "*", Allow),
+            r("read", "*.env", Ask),
+        ];
+        assert_eq!(
+            compact(rules),
+            [
+                r("*", "*", Allow),
+                r("question", "*", Allow),
+                r("read", "*", Allow),
+                r("read", "*.env", Ask),
+            ]
+        );
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig::with_cases(1000))]
 
@@ -230,6 +269,16 @@ mod tests {
             let e = evaluate(&p, &x, &[&rules]);
             prop_assert_eq!(e.action, a);
             prop_assert!(std::ptr::eq(e.rule.unwrap(), rules.last().unwrap()));
+        }
+
+        #[test]
+        fn a_compacted_ruleset_decides_as_the_whole_one(rules in ruleset(), (p, x) in query()) {
+            let whole = evaluate(p, &x, &[&rules]);
+            let compacted = compact(rules.clone());
+            let fewer = evaluate(p, &x, &[&compacted]);
+            prop_assert_eq!(whole.action, fewer.action);
+            prop_assert_eq!(whole.rule, fewer.rule);
+            prop_assert_eq!(disabled([p], &rules), disabled([p], &compacted));
         }
 
         #[test]

@@ -17,7 +17,7 @@ pub mod wildcard;
 pub use ask::{AskDecision, PermissionAsk, PermissionError, decide, decide_with_approvals};
 pub use config::{PermissionConfig, PermissionValue, expand_home, from_config, from_tools};
 pub use disabled::{disabled, permission_for_tool};
-pub use evaluate::{Evaluation, evaluate, merge};
+pub use evaluate::{Evaluation, compact, evaluate, merge};
 pub use layers::Layers;
 pub use request::{AskOrigin, PermissionReply, PermissionRequest, ToolRef};
 pub use rule::{Action, Rule, Ruleset};
