@@ -315,10 +315,10 @@ async fn change(
             session
         }
     };
-    lock(state).session = Some(Arc::new(session.clone()));
-    core.bus.publish(Event::SessionUpdated {
-        info: Arc::new(session.clone()),
-    });
+    // One shared copy for the actor's state and the event.
+    let shared = Arc::new(session.clone());
+    lock(state).session = Some(shared.clone());
+    core.bus.publish(Event::SessionUpdated { info: shared });
     Ok(session)
 }
 

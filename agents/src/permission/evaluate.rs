@@ -1,4 +1,5 @@
-//! Evaluation (last match wins, default `ask`) and merge (plain concatenation).
+//! Evaluation (last match wins, default `ask`), merge (plain concatenation) and compaction
+//! (the rules a later rule of the same key overrides left out, for rulesets that are stored).
 
 use super::rule::{Action, Rule, Ruleset};
 use super::wildcard::matches;
