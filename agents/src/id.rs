@@ -9,7 +9,8 @@
 //! digits is accepted as a body, so ids stored by earlier versions (a 26-character ULID body)
 //! and ids minted by clients round-trip.
 
-use std::sync::{Mutex, PoisonError};
+use std::cell::RefCell;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use ulid::Ulid;
@@ -63,19 +64,25 @@ fn push_random_tail(out: &mut String) {
 
 /// A fresh id `<prefix>_<body>`, the body ascending, or descending (newer sorts first) as
 /// OpenCode's session ids.
-fn fresh(prefix: &str, descending: bool) -> String {
+fn fresh(prefix: &str, descending: bool) -> Arc<str> {
     const HEX: &[u8] = b"0123456789abcdef";
+    thread_local! {
+        /// Where ids are spelled before their shared copy is made (one allocation per id).
+        static SPELLING: RefCell<String> = const { RefCell::new(String::new()) };
+    }
     let value = next_value();
     let time = if descending { !value } else { value } & MASK_48;
-    let mut out = String::with_capacity(prefix.len() + 27);
-    out.push_str(prefix);
-    out.push('_');
-    for shift in (0..12).rev() {
-        let nibble = usize::try_from((time >> (shift * 4)) & 0xf).unwrap_or(0);
-        out.push(char::from(HEX[nibble]));
-    }
-    push_random_tail(&mut out);
-    out
+    SPELLING.with_borrow_mut(|out| {
+        out.clear();
+        out.push_str(prefix);
+        out.push('_');
+        for shift in (0..12).rev() {
+            let nibble = usize::try_from((time >> (shift * 4)) & 0xf).unwrap_or(0);
+            out.push(char::from(HEX[nibble]));
+        }
+        push_random_tail(out);
+        Arc::from(out.as_str())
+    })
 }
 
 /// Checks `input` against `<prefix>_<ASCII alphanumerics>`.
@@ -184,7 +191,7 @@ macro_rules! prefixed_id {
             /// generated before it in this process.
             #[allow(clippy::new_without_default)] // a fresh unique id is not a "default" value
             pub fn new() -> Self {
-                $name(fresh($prefix, $descending).into())
+                $name(fresh($prefix, $descending))
             }
 
             /// Validates an id received from outside: the prefix, then letters and digits.
@@ -298,8 +305,20 @@ macro_rules! prefixed_id {
 
         impl<'de> ::serde::Deserialize<'de> for $name {
             fn deserialize<D: ::serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-                let s = String::deserialize(deserializer)?;
-                $name::try_from(s).map_err(::serde::de::Error::custom)
+                // Straight from the text read to the shared copy.
+                struct Text;
+                impl ::serde::de::Visitor<'_> for Text {
+                    type Value = $name;
+
+                    fn expecting(&self, f: &mut ::std::fmt::Formatter<'_>) -> ::std::fmt::Result {
+                        f.write_str(concat!("a ", $kind, " id"))
+                    }
+
+                    fn visit_str<E: ::serde::de::Error>(self, text: &str) -> Result<$name, E> {
+                        $name::parse(text).map_err(E::custom)
+                    }
+                }
+                deserializer.deserialize_str(Text)
             }
         }
     };

@@ -265,10 +265,10 @@ async fn user_message(
     input: PromptInput,
 ) -> Result<MessageWithParts, RuntimeError> {
     let agent = match &input.agent {
-        Some(name) => core.registry.require(name)?.clone(),
+        Some(name) => core.registry.require(name)?,
         None => match recorded_agent(core, session, history).await? {
-            Some(name) => core.registry.require(&name)?.clone(),
-            None => core.registry.default_agent().clone(),
+            Some(name) => core.registry.require(&name)?,
+            None => core.registry.default_agent(),
         },
     };
     let model = match input.model.clone().or_else(|| agent.model.clone()) {

@@ -3,10 +3,11 @@
 
 use std::collections::BTreeMap;
 use std::ops::ControlFlow;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use serde_json::{Map, Value, json};
 use taskforce_agents::id::{PartId, SessionId, now_ms};
 use taskforce_agents::model::{Message, PartKind, Session, SummaryItem};
@@ -120,7 +121,7 @@ impl SubagentDelegate {
         // Subscribed before the child starts, followed while waiting for it (no task of its
         // own: one call, one task).
         let mut events = Some(self.core.bus.subscribe(Filter::Session(child.id.clone())));
-        let mut follower = Follower::new(child.id.clone(), activity.clone());
+        let mut follower = Follower::new(child.id.clone(), activity.clone(), ctx.home.as_deref());
 
         let input = self.child_input(&mut request, nests, new);
         let started = now_ms();
@@ -214,7 +215,19 @@ impl SubagentDelegate {
                 }
                 // Before the clock: an event already in counts as activity.
                 Some(item) = next_event(&mut events) => {
-                    if follower.on(item, ctx).is_break() && waiting.is_none() {
+                    // The events already in are taken together: the parent's part changes once
+                    // for them (a busy parent is not asked to mirror each step of a burst).
+                    let mut item = Some(item);
+                    let mut idle = false;
+                    while let Some(it) = item {
+                        if follower.on(it).is_break() {
+                            idle = true;
+                            break;
+                        }
+                        item = next_event(&mut events).now_or_never().flatten();
+                    }
+                    follower.mirror(ctx);
+                    if idle && waiting.is_none() {
                         events = None;
                     }
                     // The child's status may have changed: a waiting call looks again.
@@ -356,25 +369,32 @@ async fn next_event(events: &mut Option<Subscription>) -> Option<BusItem> {
 
 /// Follows a child's events while its parent's call runs: mirrors its tool calls (status and
 /// title) on the parent's running part, and counts its activity for the idle clock.
-struct Follower {
+struct Follower<'a> {
     child: SessionId,
     activity: Arc<Activity>,
     summary: BTreeMap<PartId, SummaryItem>,
+    /// Whether the summary changed since the parent's part last showed it.
+    changed: bool,
+    /// The user's home, shortened to `~` in the titles shown.
+    home: Option<&'a Path>,
     filter: ActivityFilter,
 }
 
-impl Follower {
-    fn new(child: SessionId, activity: Arc<Activity>) -> Self {
+impl<'a> Follower<'a> {
+    fn new(child: SessionId, activity: Arc<Activity>, home: Option<&'a Path>) -> Self {
         Follower {
             child,
             activity,
+            home,
             summary: BTreeMap::new(),
+            changed: false,
             filter: ActivityFilter::default(),
         }
     }
 
-    /// Takes in one of the child's events; breaks once the child is idle.
-    fn on(&mut self, item: BusItem, ctx: &ToolContext) -> ControlFlow<()> {
+    /// Takes in one of the child's events; breaks once the child is idle. What changed is
+    /// shown on the parent's part by [`mirror`](Self::mirror).
+    fn on(&mut self, item: BusItem) -> ControlFlow<()> {
         let envelope = match item {
             BusItem::Event(envelope) => envelope,
             BusItem::Lagged(_) => {
@@ -395,24 +415,29 @@ impl Follower {
                 };
                 let mut entry = SummaryItem::of(part.id.as_str(), &tool.tool, &tool.state);
                 if let Some(title) = &mut entry.state.title {
-                    redact_in_place(title, ctx.home.as_deref());
+                    redact_in_place(title, self.home);
                 }
                 // The parent's part changes only when a child's call changes status or title,
-                // not on every live update of its metadata; and no longer once the parent's call
-                // is aborted (its final state carries the summary).
-                if self.summary.get(&part.id) == Some(&entry) {
-                    return ControlFlow::Continue(());
-                }
-                self.summary.insert(part.id.clone(), entry);
-                if !ctx.abort.is_cancelled() {
-                    let mut live = Map::new();
-                    live.insert("summary".into(), render(&self.summary));
-                    ctx.metadata(None, live);
+                // not on every live update of its metadata.
+                if self.summary.get(&part.id) != Some(&entry) {
+                    self.summary.insert(part.id.clone(), entry);
+                    self.changed = true;
                 }
             }
             _ => {}
         }
         ControlFlow::Continue(())
+    }
+
+    /// Shows the summary on the parent's running part when it changed; no longer once the
+    /// parent's call is aborted (its final state carries the summary).
+    fn mirror(&mut self, ctx: &ToolContext) {
+        if !std::mem::take(&mut self.changed) || ctx.abort.is_cancelled() {
+            return;
+        }
+        let mut live = Map::new();
+        live.insert("summary".into(), render(&self.summary));
+        ctx.metadata(None, live);
     }
 }
 

@@ -44,7 +44,7 @@ pub fn compact(rules: Ruleset) -> Ruleset {
         rules
             .iter()
             .rev()
-            .map(|rule| seen.insert((rule.permission.as_str(), rule.pattern.as_str())))
+            .map(|rule| seen.insert((&*rule.permission, &*rule.pattern)))
             .collect()
     };
     let mut keep = keep.into_iter().rev();

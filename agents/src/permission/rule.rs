@@ -2,8 +2,10 @@
 
 use std::fmt;
 use std::str::FromStr;
+use std::sync::{Arc, LazyLock};
 
-use serde::{Deserialize, Serialize};
+use serde::de::{self, Visitor};
+use serde::{Deserialize, Deserializer, Serialize};
 
 /// What happens when a rule matches: run, refuse, or ask the user.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -73,19 +75,24 @@ impl FromStr for Action {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct Rule {
     /// The permission the rule governs (`bash`, `edit`, `task`, `mcp_*`, `*`…); a wildcard.
-    pub permission: String,
+    // Shared text (see `shared`): rules are copied into every session's and step's layers.
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    #[serde(deserialize_with = "shared_text")]
+    pub permission: Arc<str>,
     /// The pattern the asked-for value must match (a command, a path, an agent name); a wildcard.
-    pub pattern: String,
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    #[serde(deserialize_with = "shared_text")]
+    pub pattern: Arc<str>,
     /// What the rule decides.
     pub action: Action,
 }
 
 impl Rule {
     /// A rule from its three parts.
-    pub fn new(permission: impl Into<String>, pattern: impl Into<String>, action: Action) -> Self {
+    pub fn new(permission: impl AsRef<str>, pattern: impl AsRef<str>, action: Action) -> Self {
         Rule {
-            permission: permission.into(),
-            pattern: pattern.into(),
+            permission: shared(permission.as_ref()),
+            pattern: shared(pattern.as_ref()),
             action,
         }
     }
@@ -101,5 +108,92 @@ impl fmt::Display for Rule {
     }
 }
 
+/// The words rules name most (the permissions of the built-in tools, the wildcard): one copy
+/// each, shared by every rule read that names them.
+const COMMON: [&str; 22] = [
+    "*",
+    "read",
+    "edit",
+    "write",
+    "bash",
+    "glob",
+    "grep",
+    "list",
+    "task",
+    "todowrite",
+    "todoread",
+    "webfetch",
+    "websearch",
+    "codesearch",
+    "question",
+    "skill",
+    "lsp",
+    "external_directory",
+    "doom_loop",
+    "*.env",
+    "*.env.*",
+    "*.env.example",
+];
+
+/// `text` as a rule holds it: a common word is a shared copy, any other a copy of its own.
+fn shared(text: &str) -> Arc<str> {
+    static SHARED: LazyLock<[Arc<str>; COMMON.len()]> = LazyLock::new(|| COMMON.map(Arc::from));
+    match COMMON.iter().position(|common| *common == text) {
+        Some(i) => SHARED[i].clone(),
+        None => Arc::from(text),
+    }
+}
+
+/// Reads a rule's text straight into its shared form (see [`shared`]), without an
+/// intermediate string.
+fn shared_text<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Arc<str>, D::Error> {
+    struct Text;
+    impl Visitor<'_> for Text {
+        type Value = Arc<str>;
+
+        fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            f.write_str("a string")
+        }
+
+        fn visit_str<E: de::Error>(self, text: &str) -> Result<Arc<str>, E> {
+            Ok(shared(text))
+        }
+    }
+    deserializer.deserialize_str(Text)
+}
+
 /// An ordered list of rules; position is precedence (the last match wins).
 pub type Ruleset = Vec<Rule>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rules_read_or_made_share_one_copy_of_a_common_word_and_keep_other_text_as_given() {
+        let read: Vec<Rule> = serde_json::from_str(
+            r#"[{"permission":"read","pattern":"*","action":"allow"},
+                {"permission":"read","pattern":"docs/**","action":"deny"}]"#,
+        )
+        .unwrap();
+        let made = Rule::new("read", "*", Action::Ask);
+        assert!(Arc::ptr_eq(&read[0].permission, &read[1].permission));
+        assert!(Arc::ptr_eq(&read[0].permission, &made.permission));
+        assert!(Arc::ptr_eq(&read[0].pattern, &made.pattern));
+        assert_eq!(&*read[1].pattern, "docs/**");
+        assert_eq!(read[0], Rule::new("read", "*", Action::Allow));
+        // The text is what was given, shared or not, and it is written back unchanged.
+        let again: Vec<Rule> =
+            serde_json::from_str(&serde_json::to_string(&read).unwrap()).unwrap();
+        assert_eq!(again, read);
+    }
+
+    #[test]
+    fn a_rule_whose_text_is_not_a_string_is_refused() {
+        let err =
+            serde_json::from_str::<Rule>(r#"{"permission":7,"pattern":"*","action":"allow"}"#)
+                .unwrap_err()
+                .to_string();
+        assert!(err.contains("expected a string"), "{err}");
+    }
+}

@@ -6,6 +6,8 @@
 //! as a file about to be written, is resolved through its nearest existing ancestor); boundary
 //! and secret-file checks use it, so a link cannot carry a path out of the project.
 
+use std::borrow::Cow;
+use std::ffi::{OsStr, OsString};
 use std::path::{Component, Path, PathBuf};
 
 use serde_json::{Map, Value};
@@ -61,47 +63,54 @@ pub fn normalize(path: &Path) -> PathBuf {
 /// path is taken literally. A relative `path` is taken as it is, without a working directory.
 pub fn real(path: &Path) -> PathBuf {
     const MAX_LINKS: usize = 40;
-    let mut pending: std::collections::VecDeque<std::ffi::OsString> =
-        std::collections::VecDeque::new();
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::Prefix(_) | Component::RootDir => out.push(component.as_os_str()),
-            other => pending.push_back(other.as_os_str().to_os_string()),
-        }
-    }
+    let mut out = PathBuf::with_capacity(path.as_os_str().len() + 16);
+    // Components of links' targets still to walk, the next one last; the path's own
+    // components come after them, straight from the path (no copy unless a link is met).
+    let mut spliced: Vec<OsString> = Vec::new();
+    let mut rest = path.components();
     let mut links = 0;
-    while let Some(name) = pending.pop_front() {
-        if name == "." {
+    loop {
+        let name: Cow<'_, OsStr> = match spliced.pop() {
+            Some(name) => Cow::Owned(name),
+            None => match rest.next() {
+                Some(root @ (Component::Prefix(_) | Component::RootDir)) => {
+                    out.push(root.as_os_str());
+                    continue;
+                }
+                Some(other) => Cow::Borrowed(other.as_os_str()),
+                None => break,
+            },
+        };
+        if *name == *"." {
             continue;
         }
-        if name == ".." {
+        if *name == *".." {
             if !out.pop() {
                 out.push("..");
             }
             continue;
         }
-        let candidate = out.join(&name);
+        out.push(&name);
         // `read_link` answers a target only for a link (one call per component, no `stat`).
-        match std::fs::read_link(&candidate) {
-            Ok(target) if links < MAX_LINKS => {
-                links += 1;
-                let mut front: Vec<std::ffi::OsString> = Vec::new();
-                for component in target.components() {
-                    match component {
-                        Component::Prefix(_) | Component::RootDir => {
-                            out = PathBuf::from(component.as_os_str());
-                            front.clear();
-                        }
-                        other => front.push(other.as_os_str().to_os_string()),
-                    }
-                }
-                for name in front.into_iter().rev() {
-                    pending.push_front(name);
-                }
-            }
-            _ => out = candidate,
+        if links >= MAX_LINKS {
+            continue;
         }
+        let Ok(target) = std::fs::read_link(&out) else {
+            continue;
+        };
+        links += 1;
+        out.pop();
+        let mut front: Vec<OsString> = Vec::new();
+        for component in target.components() {
+            match component {
+                Component::Prefix(_) | Component::RootDir => {
+                    out = PathBuf::from(component.as_os_str());
+                    front.clear();
+                }
+                other => front.push(other.as_os_str().to_os_string()),
+            }
+        }
+        spliced.extend(front.into_iter().rev());
     }
     out
 }

@@ -68,7 +68,7 @@ impl Upsert {
     /// A session's row.
     pub(crate) fn of_session(session: &Session) -> Result<Upsert, StoreError> {
         Ok(Upsert::Session {
-            id: session.id.to_string(),
+            id: session.id.as_str().to_owned(),
             parent: session.parent_id.as_ref().map(ToString::to_string),
             project: session.project_id.clone(),
             title: session.title.clone(),
@@ -90,8 +90,8 @@ impl Upsert {
             .as_assistant()
             .is_some_and(|a| a.time.completed.is_none());
         Ok(Upsert::Message {
-            id: id.to_string(),
-            session: message.session_id().to_string(),
+            id: id.to_owned(),
+            session: message.session_id().as_str().to_owned(),
             created: to_sql(message.created()),
             owner: unfinished.then(|| runtime.cloned().unwrap_or_else(|| Arc::from(""))),
             data: encode("message", id, message)?,
@@ -101,9 +101,9 @@ impl Upsert {
     /// A part's row.
     pub(crate) fn of_part(part: &Part) -> Result<Upsert, StoreError> {
         Ok(Upsert::Part {
-            id: part.id.to_string(),
-            message: part.message_id.to_string(),
-            session: part.session_id.to_string(),
+            id: part.id.as_str().to_owned(),
+            message: part.message_id.as_str().to_owned(),
+            session: part.session_id.as_str().to_owned(),
             data: encode("part", part.id.as_str(), part)?,
         })
     }

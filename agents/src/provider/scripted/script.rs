@@ -347,6 +347,9 @@ impl<'a> Facts<'a> {
 
     /// A template string filled in.
     fn render(&self, template: &str) -> String {
+        if !template.contains("{{") {
+            return template.to_string();
+        }
         template
             .replace("{{last}}", &without_task_metadata(&self.last))
             .replace("{{prompt}}", &self.prompt)
@@ -357,6 +360,8 @@ impl<'a> Facts<'a> {
     /// Every string inside `value` filled in.
     fn render_value(&self, value: Value) -> Value {
         match value {
+            // Most strings hold no template: kept as they are.
+            Value::String(s) if !s.contains("{{") => Value::String(s),
             Value::String(s) => Value::String(self.render(&s)),
             Value::Array(items) => {
                 Value::Array(items.into_iter().map(|v| self.render_value(v)).collect())
