@@ -138,12 +138,10 @@ pub fn from_config(config: &PermissionConfig, home: Option<&Path>) -> Ruleset {
     let mut rules = Ruleset::new();
     for (permission, value) in &config.0 {
         match value {
-            PermissionValue::Action(action) => {
-                rules.push(Rule::new(permission.as_str(), "*", *action))
-            }
+            PermissionValue::Action(action) => rules.push(Rule::new(permission, "*", *action)),
             PermissionValue::Patterns(patterns) => {
                 rules.extend(patterns.iter().map(|(pattern, action)| {
-                    Rule::new(permission.as_str(), expand_home(pattern, home), *action)
+                    Rule::new(permission, expand_home(pattern, home), *action)
                 }));
             }
         }
@@ -897,10 +895,10 @@ mod tests {
             let expected: Vec<Rule> = entries
                 .iter()
                 .flat_map(|(key, value)| match value {
-                    PermissionValue::Action(a) => vec![Rule::new(key.as_str(), "*", *a)],
+                    PermissionValue::Action(a) => vec![Rule::new(key, "*", *a)],
                     PermissionValue::Patterns(map) => map
                         .iter()
-                        .map(|(p, a)| Rule::new(key.as_str(), p.as_str(), *a))
+                        .map(|(p, a)| Rule::new(key, p, *a))
                         .collect(),
                 })
                 .collect();

@@ -332,8 +332,8 @@ impl<'a> Facts<'a> {
     /// `reply` with its templates filled in.
     fn render_reply(&self, reply: Reply) -> Reply {
         Reply {
-            text: reply.text.map(|t| self.render(&t)),
-            reasoning: reply.reasoning.map(|t| self.render(&t)),
+            text: reply.text.map(|t| self.render(t)),
+            reasoning: reply.reasoning.map(|t| self.render(t)),
             tool_calls: reply
                 .tool_calls
                 .into_iter()
@@ -345,10 +345,10 @@ impl<'a> Facts<'a> {
         }
     }
 
-    /// A template string filled in.
-    fn render(&self, template: &str) -> String {
+    /// A template string filled in; a string without a template is kept as it is.
+    fn render(&self, template: String) -> String {
         if !template.contains("{{") {
-            return template.to_string();
+            return template;
         }
         template
             .replace("{{last}}", &without_task_metadata(&self.last))
@@ -360,9 +360,7 @@ impl<'a> Facts<'a> {
     /// Every string inside `value` filled in.
     fn render_value(&self, value: Value) -> Value {
         match value {
-            // Most strings hold no template: kept as they are.
-            Value::String(s) if !s.contains("{{") => Value::String(s),
-            Value::String(s) => Value::String(self.render(&s)),
+            Value::String(s) => Value::String(self.render(s)),
             Value::Array(items) => {
                 Value::Array(items.into_iter().map(|v| self.render_value(v)).collect())
             }
