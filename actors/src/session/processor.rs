@@ -222,6 +222,10 @@ impl Processor {
                 Some(Err(e)) => return Ended::Failed(e),
                 Some(Ok(event)) => self.take(event, live, result).await,
             }
+            // A stream whose events are all in already (a burst of a thousand tool calls)
+            // still lets the other work of this thread run now and then: the calls started so
+            // far go on meanwhile, instead of waiting for the whole burst to be taken in.
+            tokio::task::coop::consume_budget().await;
         }
     }
 

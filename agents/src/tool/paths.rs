@@ -7,8 +7,10 @@
 //! and secret-file checks use it, so a link cannot carry a path out of the project.
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::ffi::{OsStr, OsString};
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, LazyLock, RwLock};
 
 use serde_json::{Map, Value};
 
@@ -119,18 +121,18 @@ pub fn real(path: &Path) -> PathBuf {
 /// inside them is inside the project.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Boundary {
-    roots: [PathBuf; 2],
+    roots: [Arc<Path>; 2],
 }
 
 impl Boundary {
     /// The boundary of `ctx`'s project and session directory.
     pub fn of(ctx: &ToolContext) -> Boundary {
-        let root = real(&ctx.project_root);
+        let root = real_folder(&ctx.project_root);
         // A session working in the project root (the usual case) resolves it once.
         let directory = if ctx.directory == ctx.project_root {
             root.clone()
         } else {
-            real(&ctx.directory)
+            real_folder(&ctx.directory)
         };
         Boundary {
             roots: [root, directory],
@@ -141,6 +143,37 @@ impl Boundary {
     pub fn contains(&self, real_path: &Path) -> bool {
         self.roots.iter().any(|root| real_path.starts_with(root))
     }
+}
+
+/// How many folders' real forms [`real_folder`] keeps before it starts over.
+const FOLDERS_KEPT: usize = 1024;
+
+/// The real forms of the project and session folders met so far in this process.
+static REAL_FOLDERS: LazyLock<RwLock<HashMap<PathBuf, Arc<Path>>>> =
+    LazyLock::new(|| RwLock::new(HashMap::new()));
+
+/// The real form of a project or session folder, resolved the first time the process meets the
+/// folder and kept: a boundary stays where the project was when it was opened, so replacing a
+/// folder of its path by a link later cannot move the boundary (and a call pays no `readlink`
+/// per component of the root). A folder that does not exist (yet) is resolved again each time.
+fn real_folder(path: &Path) -> Arc<Path> {
+    let kept = REAL_FOLDERS
+        .read()
+        .ok()
+        .and_then(|folders| folders.get(path).cloned());
+    if let Some(kept) = kept {
+        return kept;
+    }
+    let resolved: Arc<Path> = Arc::from(real(path));
+    if resolved.is_dir()
+        && let Ok(mut folders) = REAL_FOLDERS.write()
+    {
+        if folders.len() >= FOLDERS_KEPT {
+            folders.clear();
+        }
+        folders.insert(path.to_path_buf(), resolved.clone());
+    }
+    resolved
 }
 
 /// Whether `path` really lies outside both the project root and the session directory: links
@@ -320,6 +353,28 @@ mod tests {
         // A loop stops resolving instead of spinning.
         std::os::unix::fs::symlink(root.join("loop"), root.join("loop")).unwrap();
         let _ = real(&root.join("loop/x"));
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_project_folder_keeps_the_real_form_it_had_when_first_met() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for name in ["first", "second"] {
+            std::fs::create_dir(root.join(name)).unwrap();
+        }
+        std::os::unix::fs::symlink(root.join("first"), root.join("project")).unwrap();
+        let project = root.join("project");
+        assert_eq!(&*real_folder(&project), root.join("first"));
+        // The link is pointed elsewhere: the boundary stays where the project was.
+        std::fs::remove_file(&project).unwrap();
+        std::os::unix::fs::symlink(root.join("second"), &project).unwrap();
+        assert_eq!(&*real_folder(&project), root.join("first"));
+        // A folder that does not exist yet is not kept: once made, it is resolved anew.
+        let later = root.join("later");
+        assert_eq!(&*real_folder(&later), later);
+        std::os::unix::fs::symlink(root.join("second"), &later).unwrap();
+        assert_eq!(&*real_folder(&later), root.join("second"));
     }
 
     #[test]

@@ -37,12 +37,14 @@ const SQL: Dialect = Dialect {
          UNION ALL \
          SELECT 1::int8 AS kind, id, data FROM part WHERE message_id = $1 AND session_id = $2 \
          ORDER BY kind, id",
-    // Messages by creation time, ties in the order they were first stored; parts by id.
+    // Messages by creation time, ties in the order they were first stored; parts by id, found
+    // through their messages (parts have no index by session).
     messages: "SELECT 0::int8 AS kind, time_created AS t, seq AS ord, id, data FROM message \
          WHERE session_id = $1 \
          UNION ALL \
          SELECT 1::int8 AS kind, 0::int8 AS t, 0::int8 AS ord, id, data FROM part \
-         WHERE session_id = $1 \
+         WHERE message_id IN (SELECT id FROM message WHERE session_id = $1) \
+           AND session_id = $1 \
          ORDER BY kind, t, ord, id",
     todos: "SELECT position, data FROM todo WHERE session_id = $1 ORDER BY position",
     approvals: "SELECT permission, pattern, time_created FROM permission_approval \

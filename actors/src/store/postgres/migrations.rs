@@ -48,6 +48,11 @@ const FILES: &[File] = &[
         "tree count",
         include_str!("../../../migrations/postgres/0008_tree_count.sql"),
     ),
+    (
+        9,
+        "part session index",
+        include_str!("../../../migrations/postgres/0009_part_session_index.sql"),
+    ),
 ];
 
 /// The migrator of the store's schema.

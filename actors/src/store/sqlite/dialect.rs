@@ -41,11 +41,13 @@ const SQL: Dialect = Dialect {
          ORDER BY kind, id",
     // Messages by creation time, ties in the order they were first stored (upserts keep the
     // rowid), so that client-chosen ids of another scheme (OpenCode's) cannot reorder the
-    // history; parts by id.
+    // history; parts by id, found through their messages (parts have no index by session).
     messages: "SELECT 0 AS kind, time_created AS t, rowid AS ord, id, data FROM message \
          WHERE session_id = ?1 \
          UNION ALL \
-         SELECT 1 AS kind, 0 AS t, 0 AS ord, id, data FROM part WHERE session_id = ?1 \
+         SELECT 1 AS kind, 0 AS t, 0 AS ord, id, data FROM part \
+         WHERE message_id IN (SELECT id FROM message WHERE session_id = ?1) \
+           AND session_id = ?1 \
          ORDER BY kind, t, ord, id",
     todos: "SELECT position, data FROM todo WHERE session_id = ?1 ORDER BY position",
     approvals: "SELECT permission, pattern, time_created FROM permission_approval \

@@ -42,6 +42,11 @@ const FILES: &[File] = &[
         "tree count",
         include_str!("../../../migrations/0008_tree_count.sql"),
     ),
+    (
+        9,
+        "part session index",
+        include_str!("../../../migrations/0009_part_session_index.sql"),
+    ),
 ];
 
 /// The migrator of the store's schema.
