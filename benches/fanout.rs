@@ -10,7 +10,8 @@
 //! `TF_CHILD_MS=200` makes each child's first model call take that long, so that every child
 //! is alive at once; the wall time beyond it is the runtime's own overhead. With
 //! `TF_PERF_CTL=<fifo>` it writes `enable` and `disable` to that fifo around the prompt, so that
-//! `perf record --control=fifo:<fifo> -D -1` profiles the fan-out alone.
+//! `perf record --control=fifo:<fifo> -D -1` profiles the fan-out alone. `TF_WARMUP=1` runs one
+//! fan-out first, unmeasured, so that the figures are those of a runtime that has run one before.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -49,6 +50,16 @@ fn main() {
     let store_trace = StoreTrace::install();
     in_system(async move {
         let rt = bench.runtime().await;
+        if std::env::var("TF_WARMUP").is_ok_and(|v| v == "1") {
+            // A runtime that has run a fan-out before: its heap has grown already and the
+            // store's write-ahead log, folded back by a checkpoint, is written over in place.
+            let warm = rt.create_session(None, None).await.unwrap();
+            rt.prompt(&warm.id, PromptInput::text("fan out"))
+                .await
+                .unwrap();
+            // Room for the store's background checkpoint (once a second) to run.
+            tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        }
         let s = rt.create_session(None, None).await.unwrap();
         let before = rss_mib().unwrap_or(f64::NAN);
         let switches_before = switches_by_thread();
