@@ -51,14 +51,12 @@ fn main() {
     in_system(async move {
         let rt = bench.runtime().await;
         if std::env::var("TF_WARMUP").is_ok_and(|v| v == "1") {
-            // A runtime that has run a fan-out before: its heap has grown already and the
-            // store's write-ahead log, folded back by a checkpoint, is written over in place.
+            // A runtime that has run a fan-out before: its heap has grown already and its
+            // store holds the first fan-out's rows.
             let warm = rt.create_session(None, None).await.unwrap();
             rt.prompt(&warm.id, PromptInput::text("fan out"))
                 .await
                 .unwrap();
-            // Room for the store's background checkpoint (once a second) to run.
-            tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
         }
         let s = rt.create_session(None, None).await.unwrap();
         let before = rss_mib().unwrap_or(f64::NAN);
