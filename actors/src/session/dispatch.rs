@@ -247,6 +247,8 @@ impl ToolCalls {
             .as_ref()
             .is_some_and(|t| t.changes_files())
             .then(|| self.snapshot.clone());
+        // A call that only reads need not wait for its step's opening to reach the disk.
+        let reads_only = tool.as_ref().is_some_and(|t| t.only_reads());
         let flush_every = turn.core.flush_every;
         let agent = turn.agent.clone();
         let writer = turn.writer.clone();
@@ -263,8 +265,13 @@ impl ToolCalls {
                     message,
                 }),
                 (Some(tool), Ok(args)) => {
-                    // Nothing runs before its step's opening is on disk (and published).
-                    let settled = writer.settle().await;
+                    // Nothing that may change anything runs before its step's opening is on
+                    // disk (and published); its asks wait for that too (see the host).
+                    let settled = if reads_only {
+                        Ok(())
+                    } else {
+                        writer.settle().await
+                    };
                     // The calls made before this one go on first.
                     if let Some(before) = before {
                         let _ = before.await;

@@ -60,7 +60,7 @@ impl SessionToolHost {
         self.core
             .broker
             .ask_from(
-                origin(&self.core, ctx),
+                self.origin(ctx),
                 Some(tool_ref(ctx)),
                 ask,
                 &Layers::new(agent.permission.clone(), self.ruleset.callers().to_vec()),
@@ -68,6 +68,20 @@ impl SessionToolHost {
             )
             .await
             .map_err(ToolError::from)
+    }
+
+    /// Returns once the call's step is on disk and published, so that an ask names a call a
+    /// client can find (a call that only reads may start before; see `dispatch`). A failed
+    /// commit is not this ask's to report: the run's end reports it.
+    async fn recorded(&self) {
+        let _ = self.writer.settle().await;
+    }
+
+    /// Where an ask of `ctx` comes from, once the call is recorded: awaited only when a person
+    /// is asked.
+    async fn origin(&self, ctx: &ToolContext) -> AskOrigin {
+        self.recorded().await;
+        origin(&self.core, ctx).await
     }
 
     /// Made just before an ask of the call goes out to a person: the call's running part is
@@ -148,7 +162,7 @@ fn tool_ref(ctx: &ToolContext) -> ToolRef {
 impl ToolHost for SessionToolHost {
     async fn ask(&self, ctx: &ToolContext, ask: PermissionAsk) -> Result<(), PermissionError> {
         let asked = self.core.broker.ask_from(
-            origin(&self.core, ctx),
+            self.origin(ctx),
             Some(tool_ref(ctx)),
             ask,
             &self.ruleset,
@@ -185,7 +199,7 @@ impl ToolHost for SessionToolHost {
         ctx: &ToolContext,
         questions: Vec<QuestionInfo>,
     ) -> Result<Vec<QuestionAnswer>, QuestionError> {
-        let origin = origin(&self.core, ctx).await;
+        let origin = self.origin(ctx).await;
         // Waiting for a person is not idling.
         let _waiting = waiting(&self.core, ctx);
         self.core

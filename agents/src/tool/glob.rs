@@ -114,6 +114,10 @@ impl Tool for GlobTool {
     fn changes_files(&self) -> bool {
         false
     }
+
+    fn only_reads(&self) -> bool {
+        true
+    }
 }
 
 /// The files below `root` matching `pattern` (gitignore-style glob: without a `/` it matches a

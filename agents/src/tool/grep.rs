@@ -161,6 +161,10 @@ impl Tool for GrepTool {
     fn changes_files(&self) -> bool {
         false
     }
+
+    fn only_reads(&self) -> bool {
+        true
+    }
 }
 
 /// Every file below `root` (or `root` itself when it is a file) with lines matching `regex`,

@@ -146,6 +146,10 @@ impl Tool for ListTool {
     fn changes_files(&self) -> bool {
         false
     }
+
+    fn only_reads(&self) -> bool {
+        true
+    }
 }
 
 impl ListTool {

@@ -210,4 +210,11 @@ pub trait Tool: Send + Sync {
     fn changes_files(&self) -> bool {
         true
     }
+
+    /// Whether a call only reads (files, the session's own state) and changes nothing: it may
+    /// start before its step's opening is on disk, since a crash before then leaves nothing it
+    /// did to account for.
+    fn only_reads(&self) -> bool {
+        false
+    }
 }

@@ -126,6 +126,10 @@ impl Tool for ReadTool {
     fn changes_files(&self) -> bool {
         false
     }
+
+    fn only_reads(&self) -> bool {
+        true
+    }
 }
 
 impl ReadTool {

@@ -81,6 +81,10 @@ impl Tool for SkillTool {
         false
     }
 
+    fn only_reads(&self) -> bool {
+        true
+    }
+
     async fn execute(&self, args: Value, ctx: &ToolContext) -> Result<ToolOutput, ToolError> {
         let args: Args = parse_args(ID, args)?;
         let skills = ctx.registry.skills();

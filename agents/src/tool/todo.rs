@@ -122,6 +122,10 @@ impl Tool for TodoReadTool {
     fn changes_files(&self) -> bool {
         false
     }
+
+    fn only_reads(&self) -> bool {
+        true
+    }
 }
 
 #[cfg(test)]

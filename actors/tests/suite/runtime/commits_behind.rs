@@ -1,12 +1,14 @@
 //! A step's commits go on behind it: the model is asked while the step's opening is still on
-//! its way to the disk, but a tool call runs only once it is there, and a commit that fails
-//! stops the run with the store's error.
+//! its way to the disk, but a tool call that may change anything runs only once it is there
+//! (a call that only reads goes on meanwhile), and a commit that fails stops the run with the
+//! store's error.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use serde_json::Value;
 use taskforce_actors::store::{SqliteStore, StoreError};
-use taskforce_actors::{PromptInput, Runtime, RuntimeError};
+use taskforce_actors::{HookCall, Hooks, PromptInput, Runtime, RuntimeError};
 use taskforce_agents::model::Message;
 use taskforce_testkit::fake_openai::{FakeOpenAi, Gate, RecordedRequest, Response};
 use taskforce_testkit::wait::PATIENCE;
@@ -43,6 +45,72 @@ async fn a_step_asks_its_model_while_its_opening_is_being_committed() {
         .unwrap();
     assert_eq!(text_of(&answer), "answered");
     assert_eq!(rt.messages(&s.id).await.unwrap().len(), 2);
+}
+
+/// A hook that opens its gate when a call of `tool` is about to run.
+struct Runs {
+    tool: &'static str,
+    gate: Gate,
+}
+
+#[async_trait::async_trait]
+impl Hooks for Runs {
+    async fn tool_execute_before(&self, call: &HookCall<'_>, _: &mut Value) -> Result<(), String> {
+        if call.tool == self.tool {
+            self.gate.open();
+        }
+        Ok(())
+    }
+}
+
+#[actix_rt::test]
+async fn a_call_that_only_reads_runs_while_its_steps_opening_is_being_committed() {
+    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
+        if req.last_role() == Some("user") {
+            Response::tool_calls(&[("call_read", "read", r#"{"filePath":"notes.txt"}"#)])
+        } else {
+            Response::text("read it")
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let (store, rt) = watched_runtime(&env).await;
+    let read = Gate::new();
+    rt.add_hooks(Arc::new(Runs {
+        tool: "read",
+        gate: read.clone(),
+    }));
+    let s = rt.create_session(None, None).await.unwrap();
+    let commit = Gate::new();
+    store.hold_next_opening(&commit);
+    let running = prompt_in_background(&rt, &s.id, "read the notes");
+    tokio::time::timeout(PATIENCE, read.opened())
+        .await
+        .expect("the read runs while the step's opening is held");
+    assert!(
+        rt.messages(&s.id).await.unwrap().is_empty(),
+        "nothing of the turn is on disk yet"
+    );
+    commit.open();
+    let answer = tokio::time::timeout(PATIENCE, running)
+        .await
+        .expect("the run ends once its opening is committed")
+        .unwrap()
+        .unwrap();
+    assert_eq!(text_of(&answer), "read it");
+    // The call's end is stored after its step's opening, as always.
+    let messages = rt.messages(&s.id).await.unwrap();
+    assert_eq!(messages.len(), 3);
+    let output = messages[1]
+        .parts
+        .iter()
+        .find_map(|p| match &p.as_tool()?.state {
+            taskforce_agents::model::ToolState::Completed(c) => Some(c.output.clone()),
+            _ => None,
+        })
+        .expect("the read is stored as completed");
+    assert!(output.contains("hello from the project"), "{output}");
 }
 
 /// A runtime whose model writes `made.txt` with a tool call, then answers; the store fails
