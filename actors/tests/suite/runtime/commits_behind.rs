@@ -7,9 +7,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use serde_json::Value;
-use taskforce_actors::store::{SqliteStore, StoreError};
+use taskforce_actors::store::{MessageWithParts, SqliteStore, StoreError};
 use taskforce_actors::{HookCall, Hooks, PromptInput, Runtime, RuntimeError};
-use taskforce_agents::model::Message;
+use taskforce_agents::id::SessionId;
+use taskforce_agents::model::{Message, ToolState};
 use taskforce_testkit::fake_openai::{FakeOpenAi, Gate, RecordedRequest, Response};
 use taskforce_testkit::wait::PATIENCE;
 
@@ -29,22 +30,34 @@ async fn a_step_asks_its_model_while_its_opening_is_being_committed() {
     let env = Env::new(&fake.base_url(), "");
     let (store, rt) = watched_runtime(&env).await;
     let s = rt.create_session(None, None).await.unwrap();
+    let answer = while_opening_is_held(&store, &rt, &s.id, "go", &asked).await;
+    assert_eq!(text_of(&answer), "answered");
+    assert_eq!(rt.messages(&s.id).await.unwrap().len(), 2);
+}
+
+/// Prompts `text` with the step's opening held on its way to the disk until `seen` opens (it
+/// must open meanwhile), checks that nothing of the turn is on disk yet (the prompt goes with
+/// the opening), then lets the commit go and answers the run's answer.
+async fn while_opening_is_held(
+    store: &WatchedStore,
+    rt: &Runtime,
+    session: &SessionId,
+    text: &str,
+    seen: &Gate,
+) -> MessageWithParts {
     let commit = Gate::new();
     store.hold_next_opening(&commit);
-    let running = prompt_in_background(&rt, &s.id, "go");
-    tokio::time::timeout(PATIENCE, asked.opened())
+    let running = prompt_in_background(rt, session, text);
+    tokio::time::timeout(PATIENCE, seen.opened())
         .await
-        .expect("the model is asked while the step's opening is held");
-    // Nothing of the turn is on disk yet: the prompt goes with the opening.
-    assert!(rt.messages(&s.id).await.unwrap().is_empty());
+        .expect("it happens while the step's opening is held");
+    assert!(rt.messages(session).await.unwrap().is_empty());
     commit.open();
-    let answer = tokio::time::timeout(PATIENCE, running)
+    tokio::time::timeout(PATIENCE, running)
         .await
         .expect("the run ends once its opening is committed")
         .unwrap()
-        .unwrap();
-    assert_eq!(text_of(&answer), "answered");
-    assert_eq!(rt.messages(&s.id).await.unwrap().len(), 2);
+        .unwrap()
 }
 
 /// A hook that opens its gate when a call of `tool` is about to run.
@@ -82,22 +95,7 @@ async fn a_call_that_only_reads_runs_while_its_steps_opening_is_being_committed(
         gate: read.clone(),
     }));
     let s = rt.create_session(None, None).await.unwrap();
-    let commit = Gate::new();
-    store.hold_next_opening(&commit);
-    let running = prompt_in_background(&rt, &s.id, "read the notes");
-    tokio::time::timeout(PATIENCE, read.opened())
-        .await
-        .expect("the read runs while the step's opening is held");
-    assert!(
-        rt.messages(&s.id).await.unwrap().is_empty(),
-        "nothing of the turn is on disk yet"
-    );
-    commit.open();
-    let answer = tokio::time::timeout(PATIENCE, running)
-        .await
-        .expect("the run ends once its opening is committed")
-        .unwrap()
-        .unwrap();
+    let answer = while_opening_is_held(&store, &rt, &s.id, "read the notes", &read).await;
     assert_eq!(text_of(&answer), "read it");
     // The call's end is stored after its step's opening, as always.
     let messages = rt.messages(&s.id).await.unwrap();
@@ -106,7 +104,7 @@ async fn a_call_that_only_reads_runs_while_its_steps_opening_is_being_committed(
         .parts
         .iter()
         .find_map(|p| match &p.as_tool()?.state {
-            taskforce_agents::model::ToolState::Completed(c) => Some(c.output.clone()),
+            ToolState::Completed(c) => Some(c.output.clone()),
             _ => None,
         })
         .expect("the read is stored as completed");
