@@ -70,17 +70,12 @@ impl SessionToolHost {
             .map_err(ToolError::from)
     }
 
-    /// Returns once the call's step is on disk and published, so that an ask names a call a
-    /// client can find (a call that only reads may start before; see `dispatch`). A failed
-    /// commit is not this ask's to report: the run's end reports it.
-    async fn recorded(&self) {
-        let _ = self.writer.settle().await;
-    }
-
-    /// Where an ask of `ctx` comes from, once the call is recorded: awaited only when a person
-    /// is asked.
+    /// Where an ask of `ctx` comes from, answered once the call's step is on disk and
+    /// published, so that the ask names a call a client can find (a call that only reads may
+    /// start before; see `dispatch`); awaited only when a person is asked. A failed commit is
+    /// not this ask's to report: the run's end reports it.
     async fn origin(&self, ctx: &ToolContext) -> AskOrigin {
-        self.recorded().await;
+        let _ = self.writer.settle().await;
         origin(&self.core, ctx).await
     }
 

@@ -111,10 +111,6 @@ impl Tool for GlobTool {
         })
     }
 
-    fn changes_files(&self) -> bool {
-        false
-    }
-
     fn only_reads(&self) -> bool {
         true
     }

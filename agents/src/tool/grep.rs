@@ -158,10 +158,6 @@ impl Tool for GrepTool {
         })
     }
 
-    fn changes_files(&self) -> bool {
-        false
-    }
-
     fn only_reads(&self) -> bool {
         true
     }

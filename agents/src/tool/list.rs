@@ -143,10 +143,6 @@ impl Tool for ListTool {
         })
     }
 
-    fn changes_files(&self) -> bool {
-        false
-    }
-
     fn only_reads(&self) -> bool {
         true
     }

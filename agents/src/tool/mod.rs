@@ -206,9 +206,10 @@ pub trait Tool: Send + Sync {
     }
 
     /// Whether a call may change files in the project: the worktree is snapshotted before the
-    /// first such call of a step, so that the step can be undone.
+    /// first such call of a step, so that the step can be undone. A tool that only reads does
+    /// not.
     fn changes_files(&self) -> bool {
-        true
+        !self.only_reads()
     }
 
     /// Whether a call only reads (files, the session's own state) and changes nothing: it may

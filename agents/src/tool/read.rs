@@ -123,10 +123,6 @@ impl Tool for ReadTool {
         })
     }
 
-    fn changes_files(&self) -> bool {
-        false
-    }
-
     fn only_reads(&self) -> bool {
         true
     }

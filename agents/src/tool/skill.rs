@@ -77,10 +77,6 @@ impl Tool for SkillTool {
         })
     }
 
-    fn changes_files(&self) -> bool {
-        false
-    }
-
     fn only_reads(&self) -> bool {
         true
     }

@@ -119,10 +119,6 @@ impl Tool for TodoReadTool {
         Ok(todo_output(&todos))
     }
 
-    fn changes_files(&self) -> bool {
-        false
-    }
-
     fn only_reads(&self) -> bool {
         true
     }
