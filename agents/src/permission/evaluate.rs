@@ -1,6 +1,8 @@
 //! Evaluation (last match wins, default `ask`), merge (plain concatenation) and compaction
 //! (the rules a later rule of the same key overrides left out, for rulesets that are stored).
 
+use std::collections::HashSet;
+
 use super::rule::{Action, Rule, Ruleset};
 use super::wildcard::matches;
 
@@ -39,20 +41,31 @@ pub fn merge(rulesets: &[&[Rule]]) -> Ruleset {
 /// `rules` without those a later rule of the same permission and pattern overrides: the same
 /// decisions (last match wins) from fewer rules, for a ruleset that is stored.
 pub fn compact(rules: Ruleset) -> Ruleset {
-    let keep: Vec<bool> = {
-        let mut seen: std::collections::HashSet<(&str, &str)> = std::collections::HashSet::new();
-        rules
+    let same = |a: &Rule, b: &Rule| a.permission == b.permission && a.pattern == b.pattern;
+    let keep: Vec<bool> = if rules.len() <= SCANNED {
+        // A usual ruleset is a few dozen rules at most, where comparing beats hashing.
+        (0..rules.len())
+            .map(|i| !rules[i + 1..].iter().any(|later| same(later, &rules[i])))
+            .collect()
+    } else {
+        let mut seen: HashSet<(&str, &str), foldhash::fast::RandomState> = HashSet::default();
+        let mut keep: Vec<bool> = rules
             .iter()
             .rev()
             .map(|rule| seen.insert((&*rule.permission, &*rule.pattern)))
-            .collect()
+            .collect();
+        keep.reverse();
+        keep
     };
-    let mut keep = keep.into_iter().rev();
     rules
         .into_iter()
-        .filter(|_| keep.next().unwrap_or(true))
+        .zip(keep)
+        .filter_map(|(rule, kept)| kept.then_some(rule))
         .collect()
 }
+
+/// The most rules [`compact`] compares pairwise; a longer ruleset is looked up by hashing.
+const SCANNED: usize = 64;
 
 #[cfg(test)]
 mod tests {
@@ -244,6 +257,21 @@ mod tests {
                 r("read", "*.env", Ask),
             ]
         );
+    }
+
+    #[test]
+    fn a_long_ruleset_is_compacted_like_a_short_one() {
+        // Past the length compared pairwise: each key overridden by its last rule, in order.
+        let rules: Vec<Rule> = (0..200)
+            .map(|i| {
+                let action = [Allow, Deny, Ask][i % 3];
+                r(&format!("tool{}", i % 70), "*", action)
+            })
+            .collect();
+        let compacted = compact(rules.clone());
+        assert_eq!(compacted.len(), 70);
+        let expected: Vec<Rule> = rules[130..].to_vec();
+        assert_eq!(compacted, expected);
     }
 
     proptest! {

@@ -11,7 +11,7 @@
 //! latest time.
 
 use std::collections::HashMap;
-use std::future::Future;
+use std::sync::Arc;
 
 use sqlx::{PgExecutor, PgPool};
 
@@ -22,15 +22,13 @@ use super::Writer;
 impl WriteConn for Writer {
     type Error = sqlx::Error;
 
-    fn write_all<'a>(
-        &'a mut self,
-        upserts: &'a [&'a Upsert],
-    ) -> impl Future<Output = Result<(), sqlx::Error>> + Send + 'a {
-        run_batch(&self.0, upserts)
+    async fn write_all(&mut self, upserts: &[&Arc<Upsert>]) -> Result<(), sqlx::Error> {
+        let rows: Vec<&Upsert> = upserts.iter().map(|u| &***u).collect();
+        run_batch(&self.0, &rows).await
     }
 
-    async fn write_one(&mut self, upsert: &Upsert) -> Result<(), sqlx::Error> {
-        execute(&self.0, upsert.table(), &[upsert]).await
+    async fn write_one(&mut self, upsert: &Arc<Upsert>) -> Result<(), sqlx::Error> {
+        execute(&self.0, upsert.table(), &[&**upsert]).await
     }
 
     type Detached = Writer;

@@ -4,6 +4,7 @@
 
 use std::future::Future;
 use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
 
 use sqlx::SqliteConnection;
 
@@ -45,14 +46,14 @@ impl WriteConn for SqliteWriter {
 
     fn write_all<'a>(
         &'a mut self,
-        upserts: &'a [&'a Upsert],
+        upserts: &'a [&'a Arc<Upsert>],
     ) -> impl Future<Output = Result<(), String>> + Send + 'a {
         WriteConn::write_all(&mut self.upserts, upserts)
     }
 
     fn write_one<'a>(
         &'a mut self,
-        upsert: &'a Upsert,
+        upsert: &'a Arc<Upsert>,
     ) -> impl Future<Output = Result<(), String>> + Send + 'a {
         WriteConn::write_one(&mut self.upserts, upsert)
     }
@@ -70,18 +71,18 @@ impl WriteConn for Upserter {
 
     fn write_all<'a>(
         &'a mut self,
-        upserts: &'a [&'a Upsert],
+        upserts: &'a [&'a Arc<Upsert>],
     ) -> impl Future<Output = Result<(), String>> + Send + 'a {
-        // The thread takes its own copy: the batch stays with the writer, to answer it.
-        let rows = upserts.iter().map(|&u| u.clone()).collect();
+        // The thread shares the rows: the batch stays with the writer, to answer it.
+        let rows = upserts.iter().map(|&u| Arc::clone(u)).collect();
         Upserter::write_all(self, rows)
     }
 
     fn write_one<'a>(
         &'a mut self,
-        upsert: &'a Upsert,
+        upsert: &'a Arc<Upsert>,
     ) -> impl Future<Output = Result<(), String>> + Send + 'a {
-        Upserter::write_one(self, upsert.clone())
+        Upserter::write_one(self, Arc::clone(upsert))
     }
 
     type Detached = Upserter;
@@ -115,7 +116,8 @@ mod tests {
         conn: &mut SqliteWriter,
         entries: impl Iterator<Item = Option<&'a Upsert>>,
     ) -> Vec<Result<(), StoreError>> {
-        crate::store::write::apply(conn, entries.collect()).await
+        let shared: Vec<Option<Arc<Upsert>>> = entries.map(|e| e.cloned().map(Arc::new)).collect();
+        crate::store::write::apply(conn, shared.iter().map(Option::as_ref).collect()).await
     }
 
     /// A fresh database file with the store's schema, and its writer (foreign keys on); the
@@ -321,7 +323,7 @@ mod tests {
                 .all(Result::is_ok)
         );
         let reply = reply(s1.id(), m1.id());
-        assert!(conn.write_one(&reply).await.is_ok());
+        assert!(conn.write_one(&Arc::new(reply.clone())).await.is_ok());
         let Upsert::Message {
             id: reply_id,
             data,
@@ -338,7 +340,7 @@ mod tests {
             owner: owner.clone(),
             data: data.replace(s1.id(), s2.id()),
         };
-        assert!(conn.write_one(&moved).await.is_ok());
+        assert!(conn.write_one(&Arc::new(moved)).await.is_ok());
 
         let parts = rows(&mut conn, "part").await;
         let row = parts.iter().find(|r| r.0 == moving.id.as_str()).unwrap();

@@ -4,6 +4,7 @@
 //! here a batch makes one.) Other writes keep to the writer's sqlx connection.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::sync::mpsc as std_mpsc;
 use std::time::Duration;
 
@@ -17,7 +18,7 @@ use super::statements::write_row;
 /// Rows to write, and who hears how it went.
 struct Request {
     /// One row is written alone; more, all or none in one transaction.
-    rows: Vec<Upsert>,
+    rows: Vec<Arc<Upsert>>,
     done: oneshot::Sender<Result<(), String>>,
 }
 
@@ -54,16 +55,16 @@ impl Upserter {
 
     /// Writes `rows` all or none, in one transaction (parents first: sessions, then
     /// messages, then parts, each in order, so that a later upsert of a row wins).
-    pub(super) async fn write_all(&self, rows: Vec<Upsert>) -> Result<(), String> {
+    pub(super) async fn write_all(&self, rows: Vec<Arc<Upsert>>) -> Result<(), String> {
         self.request(rows).await
     }
 
     /// Writes one row alone.
-    pub(super) async fn write_one(&self, row: Upsert) -> Result<(), String> {
+    pub(super) async fn write_one(&self, row: Arc<Upsert>) -> Result<(), String> {
         self.request(vec![row]).await
     }
 
-    async fn request(&self, rows: Vec<Upsert>) -> Result<(), String> {
+    async fn request(&self, rows: Vec<Arc<Upsert>>) -> Result<(), String> {
         let (done, answer) = oneshot::channel();
         self.requests
             .send(Request { rows, done })
@@ -98,7 +99,7 @@ fn serve(mut conn: Connection, requests: &std_mpsc::Receiver<Request>) {
 }
 
 /// Writes `rows` in one transaction, table by table; nothing is kept if one fails.
-fn write_together(conn: &mut Connection, rows: &[Upsert]) -> rusqlite::Result<()> {
+fn write_together(conn: &mut Connection, rows: &[Arc<Upsert>]) -> rusqlite::Result<()> {
     // Taking the write lock at once: a transaction that starts by reading could not take it
     // later if another process wrote meanwhile.
     let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
@@ -153,13 +154,15 @@ mod tests {
             )
         };
         let good = vec![
-            Upsert::of_session(&session).unwrap(),
-            Upsert::of_message(&user, None).unwrap(),
-            Upsert::of_part(&text(user.id().as_str())).unwrap(),
+            Arc::new(Upsert::of_session(&session).unwrap()),
+            Arc::new(Upsert::of_message(&user, None).unwrap()),
+            Arc::new(Upsert::of_part(&text(user.id().as_str())).unwrap()),
         ];
         // A part of a message that does not exist breaks the foreign key.
         let mut faulty = good.clone();
-        faulty.push(Upsert::of_part(&text(MessageId::new().as_str())).unwrap());
+        faulty.push(Arc::new(
+            Upsert::of_part(&text(MessageId::new().as_str())).unwrap(),
+        ));
 
         let error = upserts.write_all(faulty).await.unwrap_err();
         assert!(error.contains("FOREIGN KEY"), "{error}");
@@ -174,7 +177,7 @@ mod tests {
         // A row alone is written by itself.
         let other = Session::new("proj", "/srv/p", "two", 2_000);
         upserts
-            .write_one(Upsert::of_session(&other).unwrap())
+            .write_one(Arc::new(Upsert::of_session(&other).unwrap()))
             .await
             .unwrap();
         assert_eq!(count(&mut conn, "session").await, 2);

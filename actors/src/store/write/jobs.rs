@@ -19,7 +19,7 @@ pub(crate) type Exclusive<C> =
 /// An upsert (or, without one, a barrier) committed with its batch; `done` hears of it.
 #[derive(Debug)]
 pub(crate) struct Batched {
-    pub upsert: Option<Upsert>,
+    pub upsert: Option<Arc<Upsert>>,
     pub done: Option<oneshot::Sender<Result<(), StoreError>>>,
 }
 
@@ -58,7 +58,7 @@ impl Values {
         rows_lossy(&self.sessions, &self.messages, &self.parts, runtime)
             .into_iter()
             .map(|row| Batched {
-                upsert: Some(row),
+                upsert: Some(Arc::new(row)),
                 done: None,
             })
             .collect()

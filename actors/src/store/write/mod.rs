@@ -49,13 +49,13 @@ pub(crate) trait WriteConn: Send + 'static {
     /// then messages, then parts, each in queue order, so that a later upsert of a row wins).
     fn write_all<'a>(
         &'a mut self,
-        upserts: &'a [&'a Upsert],
+        upserts: &'a [&'a Arc<Upsert>],
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'a;
 
     /// Writes one upsert alone.
     fn write_one<'a>(
         &'a mut self,
-        upsert: &'a Upsert,
+        upsert: &'a Arc<Upsert>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'a;
 
     /// A second handle on this connection's upserts, for backends that take writes in the
@@ -72,10 +72,10 @@ pub(crate) trait WriteConn: Send + 'static {
 /// one by one, so that only the rows at fault report an error. Returns one result per entry.
 pub(crate) async fn apply<C: WriteConn>(
     conn: &mut C,
-    entries: Vec<Option<&Upsert>>,
+    entries: Vec<Option<&Arc<Upsert>>>,
 ) -> Vec<Result<(), StoreError>> {
     let mut results: Vec<Result<(), StoreError>> = (0..entries.len()).map(|_| Ok(())).collect();
-    let upserts: Vec<&Upsert> = entries.iter().flatten().copied().collect();
+    let upserts: Vec<&Arc<Upsert>> = entries.iter().flatten().copied().collect();
     if upserts.is_empty() {
         return results;
     }
@@ -239,7 +239,7 @@ impl<C: WriteConn> WriteQueue<C> {
     async fn write_direct(
         &self,
         conn: OwnedMutexGuard<C>,
-        entries: Vec<Option<&Upsert>>,
+        entries: Vec<Option<&Arc<Upsert>>>,
     ) -> Vec<Result<(), StoreError>> {
         let Some(mut handle) = conn.detached() else {
             let mut conn = conn;
@@ -263,6 +263,7 @@ impl<C: WriteConn> WriteQueue<C> {
 
     /// Writes an upsert and waits for its commit.
     pub(crate) async fn submit(&self, upsert: Upsert) -> Result<(), StoreError> {
+        let upsert = Arc::new(upsert);
         if let Some(conn) = self.direct() {
             let results = self.write_direct(conn, vec![Some(&upsert)]).await;
             return results.into_iter().collect();
@@ -278,6 +279,7 @@ impl<C: WriteConn> WriteQueue<C> {
 
     /// Writes rows together and waits for their commit: one transaction, one commit.
     pub(crate) async fn submit_many(&self, rows: Vec<Upsert>) -> Result<(), StoreError> {
+        let rows: Vec<Arc<Upsert>> = rows.into_iter().map(Arc::new).collect();
         if let Some(conn) = self.direct() {
             let results = self
                 .write_direct(conn, rows.iter().map(Some).collect())
@@ -350,7 +352,7 @@ impl<C: WriteConn> WriteQueue<C> {
             Ok(upsert) => {
                 let session = upsert.session().to_string();
                 let job = Job::Batched(jobs::Batched {
-                    upsert: Some(upsert),
+                    upsert: Some(Arc::new(upsert)),
                     done: None,
                 });
                 match self.send(job) {

@@ -143,7 +143,7 @@ pub(super) async fn write_batches<C: WriteConn>(
         let behind = batch
             .iter()
             .filter(|b| b.done.is_none())
-            .filter_map(|b| b.upsert.as_ref().map(Upsert::session))
+            .filter_map(|b| b.upsert.as_deref().map(Upsert::session))
             // Rows of a session come in runs: look each run up once.
             .filter(|&session| last.replace(session) != Some(session));
         unflushed.committed(done, behind);
