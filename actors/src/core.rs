@@ -1,15 +1,17 @@
 //! The state every actor of one runtime shares.
 
 use std::path::PathBuf;
-use std::sync::{Arc, OnceLock};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::Duration;
 
 use dashmap::DashMap;
 use futures::future::BoxFuture;
+use indexmap::IndexMap;
 use taskforce_agents::agent::{AgentInfo, Registry};
 use taskforce_agents::config::{Config, Paths};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::Session;
+use taskforce_agents::permission::Layers;
 use taskforce_agents::provider::Providers;
 use taskforce_agents::tool::{Delegate, TaskError, Tool};
 
@@ -52,6 +54,8 @@ pub(crate) struct Core {
     pub schemas: Vec<Arc<serde_json::Value>>,
     /// The description of each of `tools` (same order) for each agent that ran, built once.
     pub descriptions: DashMap<String, Vec<Arc<str>>, foldhash::fast::RandomState>,
+    /// The tools last offered for a set of rules (see [`LastOffered`]).
+    pub offered: LastOffered,
     /// The MCP servers, whose tools are offered after `tools` (see [`Core::tool`]).
     pub mcp: crate::mcp::Mcp,
     /// The supervisor and subagents, once started.
@@ -157,5 +161,80 @@ impl Core {
     /// The directory sessions run in.
     pub fn directory(&self) -> PathBuf {
         self.paths.cwd.clone()
+    }
+}
+
+/// The tools offered the last time they were worked out: for which rules, prompt switches and
+/// MCP tools, and their places (see [`Core::tool`]). Sessions with the same rules (the children
+/// of one call, say) find them again with a comparison instead of matching every tool against
+/// every rule.
+#[derive(Default)]
+pub(crate) struct LastOffered(Mutex<Option<Offered>>);
+
+/// One answer of [`LastOffered`] and what it was for.
+struct Offered {
+    rules: Layers,
+    switches: Option<IndexMap<String, bool>>,
+    mcp: Arc<[Arc<dyn Tool>]>,
+    tools: Arc<[usize]>,
+}
+
+impl LastOffered {
+    /// The tools offered under `rules`, with the prompt's `switches` and the `mcp` tools: the
+    /// last answer when it was for the same ones, else `work_out`'s (kept as the last).
+    pub fn get_or(
+        &self,
+        rules: &Layers,
+        switches: &Option<IndexMap<String, bool>>,
+        mcp: &Arc<[Arc<dyn Tool>]>,
+        work_out: impl FnOnce() -> Vec<usize>,
+    ) -> Arc<[usize]> {
+        if let Some(known) = &*self.0.lock().unwrap_or_else(PoisonError::into_inner)
+            && Arc::ptr_eq(&known.mcp, mcp)
+            && known.rules == *rules
+            && known.switches == *switches
+        {
+            return known.tools.clone();
+        }
+        let tools: Arc<[usize]> = work_out().into();
+        *self.0.lock().unwrap_or_else(PoisonError::into_inner) = Some(Offered {
+            rules: rules.clone(),
+            switches: switches.clone(),
+            mcp: mcp.clone(),
+            tools: tools.clone(),
+        });
+        tools
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use taskforce_agents::permission::{Action, Rule};
+
+    use super::*;
+
+    #[test]
+    fn tools_are_worked_out_again_only_when_the_rules_switches_or_mcp_tools_differ() {
+        let last = LastOffered::default();
+        let mcp: Arc<[Arc<dyn Tool>]> = Arc::from(Vec::new());
+        let rules = |action| Layers::single(vec![Rule::new("bash", "*", action)]);
+        let mut worked = 0;
+        let mut offered = |rules: &Layers, switches: &Option<IndexMap<String, bool>>, answer| {
+            last.get_or(rules, switches, &mcp, || {
+                worked += 1;
+                vec![answer]
+            })
+        };
+        assert_eq!(*offered(&rules(Action::Allow), &None, 1), [1]);
+        // Equal rules made apart are the same rules.
+        assert_eq!(*offered(&rules(Action::Allow), &None, 2), [1]);
+        assert_eq!(*offered(&rules(Action::Deny), &None, 3), [3]);
+        let off = Some(IndexMap::from([("bash".to_string(), false)]));
+        assert_eq!(*offered(&rules(Action::Deny), &off, 4), [4]);
+        assert_eq!(*offered(&rules(Action::Deny), &off, 5), [4]);
+        assert_eq!(worked, 3);
+        let other: Arc<[Arc<dyn Tool>]> = Arc::from(Vec::new());
+        let again = last.get_or(&rules(Action::Deny), &off, &other, || vec![6]);
+        assert_eq!(*again, [6], "other MCP tools are worked out again");
     }
 }

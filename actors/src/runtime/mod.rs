@@ -131,6 +131,7 @@ impl Runtime {
             names,
             schemas,
             descriptions: Default::default(),
+            offered: Default::default(),
             mcp: mcp.clone(),
             children: OnceLock::new(),
             idle_stop: options.idle_stop,

@@ -376,7 +376,9 @@ fn visible_tools(
     {
         return known.tools.clone();
     }
-    let tools: Arc<[usize]> = offered_tools(core, mcp, rules, user).into();
+    let tools = core.offered.get_or(rules, &user.tools, mcp, || {
+        offered_tools(core, mcp, rules, user)
+    });
     state.visible = Some(VisibleTools {
         prompt: user.id.clone(),
         rules: rules.clone(),
