@@ -10,7 +10,11 @@
 //! `TF_CHILD_MS=200` makes each child's first model call take that long, so that every child
 //! is alive at once; the wall time beyond it is the runtime's own overhead. With
 //! `TF_PERF_CTL=<fifo>` it writes `enable` and `disable` to that fifo around the prompt, so that
-//! `perf record --control=fifo:<fifo> -D -1` profiles the fan-out alone. `TF_WARMUP=1` runs one
+//! `perf record --control=fifo:<fifo> -D -1` profiles the fan-out alone; under
+//! `valgrind --tool=callgrind --instr-atstart=no`, a loop that reads the fifo and runs
+//! `callgrind_control -i on` (or `off`) for each word counts the fan-out's instructions alone,
+//! a figure that varies by well under 1 % between runs where the wall time varies by 10 %
+//! (compare builds by instructions per child at 300 children). `TF_WARMUP=1` runs one
 //! fan-out first, unmeasured, so that the figures are those of a runtime that has run one before.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
