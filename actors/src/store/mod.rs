@@ -12,6 +12,7 @@ mod queries;
 mod rows;
 mod sqlite;
 mod write;
+mod written;
 
 pub use background::BackgroundTask;
 pub use open::{open_store, store_location};

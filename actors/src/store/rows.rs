@@ -108,12 +108,22 @@ pub(crate) fn decode_row<T: DeserializeOwned>(
 ) -> Result<T, StoreError> {
     let id = row.text("id").map_err(|e| corrupt(what, "(unknown)", e))?;
     let data = row.text("data").map_err(|e| corrupt(what, &id, e))?;
-    let value: T = serde_json::from_str(&data).map_err(|e| corrupt(what, &id, e))?;
+    decode_payload(&id, &data, what, payload_id)
+}
+
+/// The payload `data` of row `id`, decoded as `T`; it must carry the row's id.
+fn decode_payload<T: DeserializeOwned>(
+    id: &str,
+    data: &str,
+    what: &'static str,
+    payload_id: impl Fn(&T) -> &str,
+) -> Result<T, StoreError> {
+    let value: T = serde_json::from_str(data).map_err(|e| corrupt(what, id, e))?;
     let inner = payload_id(&value);
     if inner != id {
         return Err(corrupt(
             what,
-            &id,
+            id,
             format_args!("the payload is {what} {inner}"),
         ));
     }
@@ -143,7 +153,14 @@ pub(crate) fn doomed(
 /// `time.updated`: touches move it without rewriting the payload, whose copy of the time may
 /// be older.
 pub(crate) fn decode_session(row: &impl TextRow) -> Result<Session, StoreError> {
-    let mut session: Session = decode_row(row, "session", |s: &Session| s.id.as_str())?;
+    let id = row
+        .text("id")
+        .map_err(|e| corrupt("session", "(unknown)", e))?;
+    let data = row.text("data").map_err(|e| corrupt("session", &id, e))?;
+    let mut session = match super::written::read_back(&id, &data) {
+        Some(session) => session,
+        None => decode_payload(&id, &data, "session", |s: &Session| s.id.as_str())?,
+    };
     let updated = row
         .int("time_updated")
         .map_err(|e| corrupt("session", session.id.as_str(), e))?;

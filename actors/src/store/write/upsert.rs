@@ -67,6 +67,8 @@ pub(crate) fn fold_title(title: &str) -> String {
 impl Upsert {
     /// A session's row.
     pub(crate) fn of_session(session: &Session) -> Result<Upsert, StoreError> {
+        let data = encode("session", session.id.as_str(), session)?;
+        crate::store::written::written(session, &data);
         Ok(Upsert::Session {
             id: session.id.as_str().to_owned(),
             parent: session.parent_id.as_ref().map(ToString::to_string),
@@ -75,7 +77,7 @@ impl Upsert {
             folded: fold_title(&session.title),
             created: to_sql(session.time.created),
             updated: to_sql(session.time.updated),
-            data: encode("session", session.id.as_str(), session)?,
+            data,
         })
     }
 
