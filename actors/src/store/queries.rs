@@ -12,7 +12,7 @@ use taskforce_agents::model::{Session, Todo};
 
 use super::rows::{
     TextRow, assemble, database, decode_approval, decode_background, decode_message,
-    decode_session, decode_todo, decode_unfinished, doomed, encode, to_sql,
+    decode_session, decode_todo, decode_unfinished, doomed, encode, read_back_session, to_sql,
 };
 use super::write::fold_title;
 use super::{
@@ -128,7 +128,8 @@ pub(crate) async fn session<C: Conn>(
     rows.first().map(decode_session).transpose()
 }
 
-/// Those of the sessions `ids` that are stored.
+/// Those of the sessions `ids` that are stored, read back right after this process wrote them
+/// (see [`read_back_session`]).
 pub(crate) async fn sessions_in<C: Conn>(
     conn: &mut C,
     ids: &[String],
@@ -137,7 +138,7 @@ pub(crate) async fn sessions_in<C: Conn>(
         .fetch(C::SQL.sessions_in, &[Arg::Texts(ids)])
         .await
         .map_err(database("cannot read the sessions"))?;
-    rows.iter().map(decode_session).collect()
+    rows.iter().map(read_back_session).collect()
 }
 
 /// The sessions that `filter` selects, most recently updated first.

@@ -106,9 +106,15 @@ pub(crate) fn decode_row<T: DeserializeOwned>(
     what: &'static str,
     payload_id: impl Fn(&T) -> &str,
 ) -> Result<T, StoreError> {
+    let (id, data) = id_and_data(row, what)?;
+    decode_payload(&id, &data, what, payload_id)
+}
+
+/// The `id` and `data` columns of a row of `what`.
+fn id_and_data(row: &impl TextRow, what: &'static str) -> Result<(String, String), StoreError> {
     let id = row.text("id").map_err(|e| corrupt(what, "(unknown)", e))?;
     let data = row.text("data").map_err(|e| corrupt(what, &id, e))?;
-    decode_payload(&id, &data, what, payload_id)
+    Ok((id, data))
 }
 
 /// The payload `data` of row `id`, decoded as `T`; it must carry the row's id.
@@ -153,14 +159,24 @@ pub(crate) fn doomed(
 /// `time.updated`: touches move it without rewriting the payload, whose copy of the time may
 /// be older.
 pub(crate) fn decode_session(row: &impl TextRow) -> Result<Session, StoreError> {
-    let id = row
-        .text("id")
-        .map_err(|e| corrupt("session", "(unknown)", e))?;
-    let data = row.text("data").map_err(|e| corrupt("session", &id, e))?;
-    let mut session = match super::written::read_back(&id, &data) {
+    let session = decode_row(row, "session", |s: &Session| s.id.as_str())?;
+    with_stored_time(row, session)
+}
+
+/// Like [`decode_session`], for a row this process has just written (a touch reading back the
+/// sessions it moved): when its payload is the JSON a session was written as, that session is
+/// taken as it is instead of being decoded again (see `written.rs`).
+pub(crate) fn read_back_session(row: &impl TextRow) -> Result<Session, StoreError> {
+    let (id, data) = id_and_data(row, "session")?;
+    let session = match super::written::read_back(&id, &data) {
         Some(session) => session,
         None => decode_payload(&id, &data, "session", |s: &Session| s.id.as_str())?,
     };
+    with_stored_time(row, session)
+}
+
+/// `session` with the `time.updated` of its row's `time_updated` column.
+fn with_stored_time(row: &impl TextRow, mut session: Session) -> Result<Session, StoreError> {
     let updated = row
         .int("time_updated")
         .map_err(|e| corrupt("session", session.id.as_str(), e))?;

@@ -45,7 +45,10 @@ pub(crate) fn read_back(id: &str, data: &str) -> Option<Session> {
 
 #[cfg(test)]
 mod tests {
+    use taskforce_agents::permission::{Action, Rule};
+
     use super::*;
+    use crate::store::write::Upsert;
 
     #[test]
     fn a_session_is_read_back_once_and_only_from_the_payload_it_was_written_as() {
@@ -66,5 +69,25 @@ mod tests {
             None,
             "read back already"
         );
+    }
+
+    #[test]
+    fn the_session_read_back_is_what_decoding_its_row_gives() {
+        let parent = Session::new("proj", "/srv/p", "parent", 1_000);
+        let child = Session::child_of(&parent, "child (@general subagent)", 2_000)
+            .with_permission(vec![Rule::new("task", "*", Action::Deny)])
+            .delegated_by(
+                "general",
+                vec![
+                    Rule::new("*", "*", Action::Allow),
+                    Rule::new("read", "*.env", Action::Ask),
+                ],
+            );
+        // Written as the store writes it: the shortcut stands for the decoding it skips.
+        let Upsert::Session { data, .. } = Upsert::of_session(&child).unwrap() else {
+            panic!("a session's row");
+        };
+        let decoded: Session = serde_json::from_str(&data).unwrap();
+        assert_eq!(read_back(child.id.as_str(), &data), Some(decoded));
     }
 }
