@@ -147,7 +147,7 @@ fn main() {
             line.join(", ")
         );
         // The parent's own steps: when its fan-out step ended (every call answered) and when
-        // its last step began and ended; and when its task calls ended (their parts' end times).
+        // its last step began and ended; and when its task calls started and ended.
         let parent = rt.messages(&s.id).await.unwrap();
         let steps: Vec<String> = parent
             .iter()
@@ -161,16 +161,17 @@ fn main() {
             })
             .collect();
         println!("the parent's steps after the prompt: {}", steps.join(", "));
-        let ends: Vec<u64> = parent
+        let (starts, ends): (Vec<u64>, Vec<u64>) = parent
             .iter()
             .flat_map(|m| m.parts.iter())
             .filter_map(|p| match &p.as_tool()?.state {
-                ToolState::Completed(c) => Some(after(c.time.end)),
+                ToolState::Completed(c) => Some((after(c.time.start), after(c.time.end))),
                 _ => None,
             })
-            .collect();
+            .unzip();
         println!(
-            "the parent's task calls ended after the prompt (first/median/last): {} ms",
+            "the parent's task calls started after the prompt (first/median/last): {} ms, ended {} ms",
+            first_median_last(starts),
             first_median_last(ends)
         );
     });

@@ -133,6 +133,8 @@ impl Release {
             if queue.draining {
                 let (tx, rx) = oneshot::channel();
                 queue.waiting.push(Entry::Settled(tx));
+                // The save under way may be held back for its burst: this waits for it.
+                self.core.store.hurry();
                 Some(rx)
             } else {
                 None
@@ -223,7 +225,17 @@ impl Release {
         } else {
             let began = std::time::Instant::now();
             // A commit that panics fails this queue (and its run) instead of leaving it stuck.
-            let commit = self.core.store.put_many(&sessions, &messages, &parts);
+            let waited = batch.iter().any(|e| matches!(e, Entry::Settled(_)));
+            let commit = async {
+                if waited {
+                    self.core.store.put_many(&sessions, &messages, &parts).await
+                } else {
+                    self.core
+                        .store
+                        .put_many_patiently(&sessions, &messages, &parts)
+                        .await
+                }
+            };
             let result = AssertUnwindSafe(commit)
                 .catch_unwind()
                 .await

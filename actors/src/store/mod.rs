@@ -257,6 +257,19 @@ pub trait Store: Send + Sync + 'static {
     /// Queues an insert-or-replace of a part that is still changing, without waiting for it;
     /// later writes of the same part land after it. A failure is logged.
     fn queue_part(&self, part: &Part);
+    /// Like [`put_many`](Self::put_many), but the commit may wait for the burst of writes it
+    /// belongs to, until [`hurry`](Self::hurry) asks for it. The default is `put_many`.
+    async fn put_many_patiently(
+        &self,
+        sessions: &[&Session],
+        messages: &[&Message],
+        parts: &[&Part],
+    ) -> Result<(), StoreError> {
+        self.put_many(sessions, messages, parts).await
+    }
+    /// Asks for the writes held back by [`put_many_patiently`](Self::put_many_patiently) to be
+    /// committed now. The default holds nothing back.
+    fn hurry(&self) {}
     /// Queues sessions, messages and parts to be stored together (in that order) without
     /// waiting; reads of their sessions made after this call see them. A failure is logged.
     fn queue_many(

@@ -139,6 +139,20 @@ impl Store for PostgresStore {
         self.writes.submit_many(rows).await
     }
 
+    async fn put_many_patiently(
+        &self,
+        sessions: &[&Session],
+        messages: &[&Message],
+        parts: &[&Part],
+    ) -> Result<(), StoreError> {
+        let rows = rows(sessions, messages, parts, self.writes.runtime())?;
+        self.writes.submit_patiently(rows).await
+    }
+
+    fn hurry(&self) {
+        self.writes.hurry();
+    }
+
     fn queue_part(&self, part: &Part) {
         self.writes.enqueue(Upsert::of_part(part));
     }

@@ -135,6 +135,21 @@ impl Store for SqliteStore {
             .await
     }
 
+    async fn put_many_patiently(
+        &self,
+        sessions: &[&Session],
+        messages: &[&Message],
+        parts: &[&Part],
+    ) -> Result<(), StoreError> {
+        self.writes
+            .submit_patiently(rows(sessions, messages, parts, self.writes.runtime())?)
+            .await
+    }
+
+    fn hurry(&self) {
+        self.writes.hurry();
+    }
+
     fn queue_part(&self, part: &Part) {
         self.writes.enqueue(Upsert::of_part(part));
     }

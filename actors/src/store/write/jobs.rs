@@ -29,6 +29,9 @@ pub(crate) enum Job<C> {
     Batched(Batched),
     /// Several upserts that are sure to share a batch.
     Many(Vec<Batched>),
+    /// Like `Many`, but its waiter does not need it at once: the writer may linger over it for
+    /// the burst it belongs to, until somebody asks for the writes (`Unflushed::hurry`).
+    Patient(Vec<Batched>),
     /// Run alone, after the batch before it is committed.
     Exclusive(Exclusive<C>),
     /// Sessions, messages and parts nobody waits for, encoded by the writer when it takes them
@@ -73,7 +76,7 @@ impl<C> Job<C> {
     pub(super) fn writes(&self) -> usize {
         match self {
             Job::Batched(_) | Job::Exclusive(_) => 1,
-            Job::Many(v) => v.len(),
+            Job::Many(v) | Job::Patient(v) => v.len(),
             Job::Values(v) => v.len(),
         }
     }
@@ -84,8 +87,14 @@ impl<C> Job<C> {
             Job::Exclusive(_) => true,
             Job::Batched(b) => b.done.is_some(),
             Job::Many(v) => v.iter().any(|b| b.done.is_some()),
+            Job::Patient(_) => false,
             Job::Values(_) => false,
         }
+    }
+
+    /// Somebody waits for this job, but not at once (see `Job::Patient`).
+    pub(super) fn patient(&self) -> bool {
+        matches!(self, Job::Patient(_))
     }
 
     /// The error for this job refused by a closed store.
@@ -108,6 +117,7 @@ impl<C> std::fmt::Debug for Job<C> {
                 upsert: Some(u), ..
             }) => write!(f, "Batched({:?} of session {})", u.table(), u.session()),
             Job::Many(v) => write!(f, "Many({})", v.len()),
+            Job::Patient(v) => write!(f, "Patient({})", v.len()),
             Job::Exclusive(_) => f.write_str("Exclusive"),
             Job::Values(v) => write!(f, "Values({})", v.len()),
         }

@@ -279,6 +279,21 @@ impl<C: WriteConn> WriteQueue<C> {
 
     /// Writes rows together and waits for their commit: one transaction, one commit.
     pub(crate) async fn submit_many(&self, rows: Vec<Upsert>) -> Result<(), StoreError> {
+        self.submit_rows(rows, false).await
+    }
+
+    /// Like [`submit_many`](Self::submit_many), but the writer may hold the rows back for the
+    /// burst of writes they belong to, until [`hurry`](Self::hurry) asks for them.
+    pub(crate) async fn submit_patiently(&self, rows: Vec<Upsert>) -> Result<(), StoreError> {
+        self.submit_rows(rows, true).await
+    }
+
+    /// Asks the writer to commit what it holds back now.
+    pub(crate) fn hurry(&self) {
+        self.unflushed.hurry();
+    }
+
+    async fn submit_rows(&self, rows: Vec<Upsert>, patient: bool) -> Result<(), StoreError> {
         let rows: Vec<Arc<Upsert>> = rows.into_iter().map(Arc::new).collect();
         if let Some(conn) = self.direct() {
             let results = self
@@ -297,7 +312,11 @@ impl<C: WriteConn> WriteQueue<C> {
             answers.push(rx);
         }
         // One job, so the rows share a batch: one transaction, one commit.
-        self.send(Job::Many(jobs))?;
+        self.send(if patient {
+            Job::Patient(jobs)
+        } else {
+            Job::Many(jobs)
+        })?;
         for answer in answers {
             answer.await.unwrap_or_else(|_| Err(writer_stopped()))?;
         }

@@ -33,6 +33,10 @@ pub(crate) const LINGER: Duration = Duration::from_millis(20);
 /// The longest the writer lingers in a burst of writes nobody waits for.
 pub(crate) const MAX_LINGER: Duration = Duration::from_millis(250);
 
+/// The longest the writer holds back a patient write (see `Job::Patient`): whoever hears of
+/// its commit (a session's events follow it) hears at most this much later than at once.
+pub(crate) const PATIENCE: Duration = Duration::from_millis(50);
+
 /// Collects the burst that follows a write nobody waits for (a cancelled tree writing its end,
 /// streaming text): until no write came in for [`LINGER`], [`MAX_LINGER`] has passed, or the
 /// writes are asked for (a job somebody waits for, or a read: `Unflushed::hurry`). Meanwhile the
@@ -43,7 +47,11 @@ async fn linger<C>(
     buffered: &mut VecDeque<Job<C>>,
     unflushed: &Unflushed,
 ) {
-    let deadline = tokio::time::Instant::now() + MAX_LINGER;
+    let now = tokio::time::Instant::now();
+    let mut deadline = now + MAX_LINGER;
+    if buffered.iter().any(Job::patient) {
+        deadline = deadline.min(now + PATIENCE);
+    }
     loop {
         let quiet = tokio::time::Instant::now() + LINGER;
         let hurried = tokio::select! {
@@ -54,6 +62,9 @@ async fn linger<C>(
         let mut urgent = false;
         while let Ok(job) = jobs.try_recv() {
             urgent |= job.urgent();
+            if job.patient() {
+                deadline = deadline.min(tokio::time::Instant::now() + PATIENCE);
+            }
             buffered.push_back(job);
             arrived = true;
         }
@@ -102,7 +113,7 @@ pub(super) async fn write_batches<C: WriteConn>(
                 continue;
             }
             Job::Batched(b) => vec![b],
-            Job::Many(v) => v,
+            Job::Many(v) | Job::Patient(v) => v,
             Job::Values(v) => v.into_batched(),
         };
         let mut taken: u64 = 1;
@@ -120,7 +131,7 @@ pub(super) async fn write_batches<C: WriteConn>(
                     break;
                 }
                 Job::Batched(b) => batch.push(b),
-                Job::Many(v) => batch.extend(v),
+                Job::Many(v) | Job::Patient(v) => batch.extend(v),
                 Job::Values(v) => batch.extend(v.into_batched()),
             }
             taken += 1;
@@ -169,5 +180,75 @@ fn answer(batch: Vec<Batched>, results: Vec<Result<(), StoreError>>) {
                 }
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lingers as the writer does after taking `first`, while a write nobody waits for comes
+    /// in every 10 ms (more often than [`LINGER`]); answers how long it lingered.
+    async fn linger_in_a_burst(first: Job<()>, hurry_after: Option<Duration>) -> Duration {
+        let unflushed = Arc::new(Unflushed::default());
+        let (tx, mut jobs) = mpsc::unbounded_channel::<Job<()>>();
+        let feeder = tokio::spawn(async move {
+            loop {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                if tx.send(Job::Values(Box::default())).is_err() {
+                    break;
+                }
+            }
+        });
+        let hurrier = hurry_after.map(|after| {
+            let unflushed = unflushed.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(after).await;
+                unflushed.hurry();
+            })
+        });
+        let mut buffered = VecDeque::from([first]);
+        let began = tokio::time::Instant::now();
+        linger(&mut jobs, &mut buffered, &unflushed).await;
+        let lingered = began.elapsed();
+        feeder.abort();
+        if let Some(hurrier) = hurrier {
+            hurrier.abort();
+        }
+        lingered
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_burst_nobody_waits_for_is_collected_until_the_longest_linger() {
+        let lingered = linger_in_a_burst(Job::Values(Box::default()), None).await;
+        assert!(lingered >= MAX_LINGER, "{lingered:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_patient_write_is_held_back_for_its_burst_no_longer_than_its_patience() {
+        let lingered = linger_in_a_burst(Job::Patient(Vec::new()), None).await;
+        assert!(
+            lingered >= PATIENCE && lingered < PATIENCE + LINGER,
+            "{lingered:?}"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_patient_write_asked_for_is_committed_without_waiting_for_its_patience() {
+        let asked = Duration::from_millis(15);
+        let lingered = linger_in_a_burst(Job::Patient(Vec::new()), Some(asked)).await;
+        assert!(lingered >= asked && lingered < PATIENCE, "{lingered:?}");
+    }
+
+    #[test]
+    fn a_patient_write_is_waited_for_but_not_urgent() {
+        let patient: Job<()> = Job::Patient(Vec::new());
+        assert!(patient.patient() && !patient.urgent());
+        let (done, _answer) = tokio::sync::oneshot::channel();
+        let many: Job<()> = Job::Many(vec![Batched {
+            upsert: None,
+            done: Some(done),
+        }]);
+        assert!(many.urgent() && !many.patient());
     }
 }
