@@ -5,6 +5,7 @@ use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
 use actix::prelude::*;
+use indexmap::IndexSet;
 use taskforce_agents::id::SessionId;
 use tokio_util::sync::CancellationToken;
 
@@ -20,7 +21,9 @@ pub(crate) use places::Places;
 pub(crate) struct Supervisor {
     core: Arc<Core>,
     live: HashMap<SessionId, LiveSession, foldhash::fast::RandomState>,
-    children: HashMap<SessionId, Vec<SessionId>, foldhash::fast::RandomState>,
+    /// Each parent's children in the order they were recorded (a set: a thousand children of
+    /// one call are recorded without a search through those before).
+    children: HashMap<SessionId, Kids, foldhash::fast::RandomState>,
     arbiters: Vec<Arbiter>,
     /// The arbiters by place, shared with the task calls that move to one of them.
     places: Arc<Places>,
@@ -33,6 +36,9 @@ pub(crate) struct Supervisor {
     /// subagents, who add and remove them): cancelling their tree cancels these.
     queued: Arc<IdMap<CancellationToken>>,
 }
+
+/// A session's children, in the order they were recorded.
+type Kids = IndexSet<SessionId, foldhash::fast::RandomState>;
 
 /// A session actor the supervisor started, and where it runs.
 struct LiveSession {
@@ -131,7 +137,7 @@ impl Handler<Activate> for Supervisor {
         if let Some(parent) = &msg.parent {
             let kids = self.children.entry(parent.clone()).or_default();
             if !kids.contains(&msg.id) {
-                kids.push(msg.id.clone());
+                kids.insert(msg.id.clone());
                 self.links += 1;
             }
         }
@@ -191,9 +197,7 @@ impl Handler<Adopt> for Supervisor {
     type Result = ();
 
     fn handle(&mut self, msg: Adopt, _: &mut Self::Context) {
-        let kids = self.children.entry(msg.parent).or_default();
-        if !kids.contains(&msg.id) {
-            kids.push(msg.id);
+        if self.children.entry(msg.parent).or_default().insert(msg.id) {
             self.links += 1;
         }
     }
@@ -220,7 +224,7 @@ impl Handler<Forget> for Supervisor {
         for kids in self.children.values_mut() {
             kids.retain(|k| !msg.ids.contains(k));
         }
-        self.links = self.children.values().map(Vec::len).sum();
+        self.links = self.children.values().map(IndexSet::len).sum();
     }
 }
 

@@ -57,6 +57,8 @@ pub struct SqliteStore {
     readers: Arc<Readers>,
     /// The writer task and the writes queued for it.
     writes: WriteQueue<SqliteWriter>,
+    /// The upsert thread, which also reads back the sessions a touch moved.
+    upserts: upserter::Upserter,
 }
 
 impl SqliteStore {

@@ -102,7 +102,7 @@ impl SqliteStore {
             .await
             .map_err(|e| open_error(format!("cannot open the upsert connection: {e}")))?;
         tracing::debug!(path = %path.display(), "opened the store");
-        let writes = WriteQueue::start(SqliteWriter::new(writer, upserts));
+        let writes = WriteQueue::start(SqliteWriter::new(writer, upserts.clone()));
         let checkpointer = base
             .connect()
             .await
@@ -112,6 +112,7 @@ impl SqliteStore {
             path,
             readers: Arc::new(Readers::new(conns)),
             writes,
+            upserts,
         })
     }
 }

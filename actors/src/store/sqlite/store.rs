@@ -13,7 +13,7 @@ use crate::store::{
     TreeSession, Unfinished,
 };
 
-use crate::store::rows::database;
+use crate::store::rows::{database, read_back_session};
 use crate::store::write::{Upsert, rows};
 
 use super::{SqliteStore, approvals, todos};
@@ -53,9 +53,15 @@ impl Store for SqliteStore {
         &self,
         touches: Vec<(SessionId, u64)>,
     ) -> Result<Vec<Session>, StoreError> {
-        // Committed with the rows queued beside them, then read back.
+        // Committed with the rows queued beside them, then read back by the thread that
+        // wrote them (its pages are fresh; a reader's would be read again from the log).
         let ids = self.writes.touch(&touches).await?;
-        queries::sessions_in(&mut *self.readers.get().await, &ids).await
+        let rows = self
+            .upserts
+            .sessions(&ids)
+            .await
+            .map_err(|e| StoreError::Database(format!("cannot read the sessions: {e}")))?;
+        rows.iter().map(read_back_session).collect()
     }
 
     async fn sessions(&self, filter: &SessionFilter) -> Result<Vec<Session>, StoreError> {

@@ -1,7 +1,8 @@
 //! The thread that writes the store's upserts, through a connection of its own: a batch is one
 //! transaction of prepared one-row statements, run without leaving the thread. (An async
 //! driver makes a round trip between threads for every statement, its begin and its commit;
-//! here a batch makes one.) Other writes keep to the writer's sqlx connection.
+//! here a batch makes one.) Other writes keep to the writer's sqlx connection. The sessions a
+//! touch has just moved are read back here too, from pages the thread has just written.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -11,15 +12,48 @@ use std::time::Duration;
 use rusqlite::{Connection, OpenFlags, TransactionBehavior};
 use tokio::sync::oneshot;
 
+use crate::store::queries::Conn;
+use crate::store::rows::TextRow;
 use crate::store::write::{Table, Upsert};
 
 use super::statements::write_row;
 
-/// Rows to write, and who hears how it went.
-struct Request {
-    /// One row is written alone; more, all or none in one transaction.
-    rows: Vec<Arc<Upsert>>,
-    done: oneshot::Sender<Result<(), String>>,
+/// What the thread is asked, and who hears how it went.
+enum Request {
+    /// Rows to write: one alone; more, all or none in one transaction.
+    Write {
+        rows: Vec<Arc<Upsert>>,
+        done: oneshot::Sender<Result<(), String>>,
+    },
+    /// The stored rows of the sessions whose ids are in this JSON array.
+    Sessions {
+        ids: String,
+        done: oneshot::Sender<Result<Vec<SessionRow>, String>>,
+    },
+}
+
+/// A session's row as read back: its id, its payload and its update time.
+#[derive(Debug)]
+pub(super) struct SessionRow {
+    id: String,
+    data: String,
+    time_updated: i64,
+}
+
+impl TextRow for SessionRow {
+    fn text(&self, column: &str) -> Result<String, sqlx::Error> {
+        match column {
+            "id" => Ok(self.id.clone()),
+            "data" => Ok(self.data.clone()),
+            other => Err(sqlx::Error::ColumnNotFound(other.into())),
+        }
+    }
+    fn int(&self, column: &str) -> Result<i64, sqlx::Error> {
+        match column {
+            "time_updated" => Ok(self.time_updated),
+            other => Err(sqlx::Error::ColumnNotFound(other.into())),
+        }
+    }
 }
 
 /// The handle of the upsert thread; the thread and its connection end with the last handle.
@@ -64,10 +98,21 @@ impl Upserter {
         self.request(vec![row]).await
     }
 
+    /// The stored rows of the sessions `ids` (those that exist), read after every write
+    /// requested before.
+    pub(super) async fn sessions(&self, ids: &[String]) -> Result<Vec<SessionRow>, String> {
+        let ids = serde_json::to_string(ids).map_err(|e| e.to_string())?;
+        let (done, answer) = oneshot::channel();
+        self.requests
+            .send(Request::Sessions { ids, done })
+            .map_err(|_| GONE.to_string())?;
+        answer.await.unwrap_or_else(|_| Err(GONE.to_string()))
+    }
+
     async fn request(&self, rows: Vec<Arc<Upsert>>) -> Result<(), String> {
         let (done, answer) = oneshot::channel();
         self.requests
-            .send(Request { rows, done })
+            .send(Request::Write { rows, done })
             .map_err(|_| GONE.to_string())?;
         answer.await.unwrap_or_else(|_| Err(GONE.to_string()))
     }
@@ -88,14 +133,35 @@ fn connect(path: &Path, busy: Duration) -> rusqlite::Result<Connection> {
 
 /// Answers requests in order until every handle is dropped.
 fn serve(mut conn: Connection, requests: &std_mpsc::Receiver<Request>) {
-    while let Ok(Request { rows, done }) = requests.recv() {
-        let result = match rows.as_slice() {
-            [] => Ok(()),
-            [row] => write_row(&conn, row),
-            _ => write_together(&mut conn, &rows),
-        };
-        let _ = done.send(result.map_err(|e| e.to_string()));
+    while let Ok(request) = requests.recv() {
+        match request {
+            Request::Write { rows, done } => {
+                let result = match rows.as_slice() {
+                    [] => Ok(()),
+                    [row] => write_row(&conn, row),
+                    _ => write_together(&mut conn, &rows),
+                };
+                let _ = done.send(result.map_err(|e| e.to_string()));
+            }
+            Request::Sessions { ids, done } => {
+                let _ = done.send(sessions_in(&conn, &ids).map_err(|e| e.to_string()));
+            }
+        }
     }
+}
+
+/// The rows of the sessions whose ids are in the JSON array `ids`.
+fn sessions_in(conn: &Connection, ids: &str) -> rusqlite::Result<Vec<SessionRow>> {
+    // The reads' own statement, bound the same way (a JSON array of ids).
+    let mut statement = conn.prepare_cached(<sqlx::SqliteConnection as Conn>::SQL.sessions_in)?;
+    let rows = statement.query_map([ids], |row| {
+        Ok(SessionRow {
+            id: row.get(0)?,
+            data: row.get(1)?,
+            time_updated: row.get(2)?,
+        })
+    })?;
+    rows.collect()
 }
 
 /// Writes `rows` in one transaction, table by table; nothing is kept if one fails.
@@ -181,6 +247,32 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(count(&mut conn, "session").await, 2);
+    }
+
+    #[tokio::test]
+    async fn sessions_are_read_back_after_the_writes_before_with_their_row_time() {
+        let (_dir, upserts, _conn) = upserter().await;
+        let session = Session::new("proj", "/srv/p", "one", 1_000);
+        let id = session.id.to_string();
+        // Sent without waiting: the read comes after them all the same.
+        let written = upserts.write_one(Arc::new(Upsert::of_session(&session).unwrap()));
+        let touched = upserts.write_one(Arc::new(Upsert::Touch {
+            id: id.clone(),
+            at: 5_000,
+        }));
+        let missing = Session::new("proj", "/srv/p", "never written", 1_000);
+        let ids = [id.clone(), missing.id.to_string()];
+        let read = upserts.sessions(&ids);
+        let (written, touched, read) = tokio::join!(written, touched, read);
+        written.unwrap();
+        touched.unwrap();
+        let rows = read.unwrap();
+        assert_eq!(rows.len(), 1, "only the stored session: {rows:?}");
+        assert_eq!(rows[0].text("id").unwrap(), id);
+        assert_eq!(rows[0].int("time_updated").unwrap(), 5_000);
+        let stored: Session = serde_json::from_str(&rows[0].text("data").unwrap()).unwrap();
+        assert_eq!(stored.title, "one");
+        assert!(rows[0].text("title").is_err(), "no such column");
     }
 
     #[tokio::test]
