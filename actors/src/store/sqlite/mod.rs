@@ -24,7 +24,8 @@
 //! - `reads.rs`: the read connections; `dialect.rs`: SQLite's text of the reads, deletes and
 //!   claims both stores share (`store/queries.rs`);
 //! - `commit.rs`: the writer's two connections; `upserter.rs`: the thread that commits a batch
-//!   of upserts all or none; `statements.rs`: the upsert of one row;
+//!   of upserts all or none (and reads back the sessions a touch moved); `statements.rs`: the
+//!   upsert of one row;
 //! - `checkpoint.rs`: folding the write-ahead log back into the file;
 //! - the writes of SQLite's own shape: `todos.rs`, `approvals.rs`.
 
