@@ -5,8 +5,9 @@
 //! process used meanwhile (all threads, user and system), the process's peak RSS and what the
 //! fan-out added to it per child, how long reading the whole tree afterwards takes, the CPU
 //! time of each kind of thread, what the store committed and how long the sessions waited for
-//! it, when the children reached each point of their run, when the parent's steps began and
-//! ended, and when its task calls ended.
+//! it (and, with `TF_CHILD_MS`, how much of the time after the children's model wait its writer
+//! spent committing), when the children reached each point of their run, when the parent's
+//! steps began and ended, and when its task calls ended.
 //! `TF_CHILD_MS=200` makes each child's first model call take that long, so that every child
 //! is alive at once; the wall time beyond it is the runtime's own overhead. With
 //! `TF_PERF_CTL=<fifo>` it writes `enable` and `disable` to that fifo around the prompt, so that
@@ -112,6 +113,15 @@ fn main() {
         );
         println!("CPU by thread: {cpu_threads}");
         println!("{store}");
+        if child_ms > 0 {
+            // After the children's model wait, the finish: how much of it the store's writer
+            // spent committing.
+            let from = start + std::time::Duration::from_millis(child_ms);
+            println!(
+                "after the children's model wait: {}",
+                store_trace.window(from, start + wall)
+            );
+        }
         // When, after the prompt, the children reached each point of their run (from the times
         // stored on their sessions and messages): a late first model call means a slow start,
         // a late end after it a slow finish.

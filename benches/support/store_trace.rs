@@ -2,8 +2,9 @@
 //! long the sessions' batches of saves took to commit, gathered from the runtime's trace
 //! events.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use tracing::field::{Field, Visit};
 use tracing_subscriber::Layer;
@@ -28,6 +29,8 @@ pub struct StoreTrace {
     saves: AtomicU64,
     save_micros: AtomicU64,
     save_max: AtomicU64,
+    /// Each commit: when it began, how long it took, its rows.
+    commits: Mutex<Vec<(Instant, Duration, u64)>>,
 }
 
 impl StoreTrace {
@@ -46,6 +49,27 @@ impl StoreTrace {
         for counter in self.counters() {
             counter.store(0, Ordering::Relaxed);
         }
+        self.commits.lock().unwrap().clear();
+    }
+
+    /// One line on the writer's commits that began in `from..to`: how long of that window it
+    /// was committing (a writer busy all along is what the window waited for), their rows,
+    /// and the time a row took.
+    pub fn window(&self, from: Instant, to: Instant) -> String {
+        let commits = self.commits.lock().unwrap();
+        let within: Vec<_> = commits
+            .iter()
+            .filter(|(began, _, _)| *began >= from && *began < to)
+            .collect();
+        let busy: Duration = within.iter().map(|(_, took, _)| *took).sum();
+        let rows: u64 = within.iter().map(|(_, _, rows)| rows).sum();
+        format!(
+            "the store's writer was committing {:.1} ms of those {:.1} ms ({} commits, {rows} rows, {:.1} µs a row)",
+            busy.as_secs_f64() * 1000.0,
+            to.saturating_duration_since(from).as_secs_f64() * 1000.0,
+            within.len(),
+            busy.as_secs_f64() * 1e6 / rows.max(1) as f64,
+        )
     }
 
     fn counters(&self) -> [&AtomicU64; 8] {
@@ -100,6 +124,11 @@ impl<S: tracing::Subscriber> Layer<S> for Gather {
             t.batches.fetch_add(1, Ordering::Relaxed);
             t.rows.fetch_add(fields.rows, Ordering::Relaxed);
             t.batch_micros.fetch_add(fields.micros, Ordering::Relaxed);
+            let took = Duration::from_micros(fields.micros);
+            let began = Instant::now()
+                .checked_sub(took)
+                .unwrap_or_else(Instant::now);
+            t.commits.lock().unwrap().push((began, took, fields.rows));
         }
     }
 }
