@@ -136,8 +136,7 @@ impl Handler<Activate> for Supervisor {
     fn handle(&mut self, msg: Activate, _: &mut Self::Context) -> Self::Result {
         if let Some(parent) = &msg.parent {
             let kids = self.children.entry(parent.clone()).or_default();
-            if !kids.contains(&msg.id) {
-                kids.insert(msg.id.clone());
+            if kids.insert(msg.id.clone()) {
                 self.links += 1;
             }
         }
@@ -221,8 +220,10 @@ impl Handler<Forget> for Supervisor {
             }
             self.children.remove(id);
         }
+        // A set: each child is looked up once, not compared with every deleted session.
+        let deleted: HashSet<&SessionId> = msg.ids.iter().collect();
         for kids in self.children.values_mut() {
-            kids.retain(|k| !msg.ids.contains(k));
+            kids.retain(|k| !deleted.contains(k));
         }
         self.links = self.children.values().map(IndexSet::len).sum();
     }
