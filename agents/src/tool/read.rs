@@ -96,15 +96,23 @@ impl Tool for ReadTool {
         access::ask_read(ctx, &path, &real).await?;
 
         // A small file is read here: reading a few KiB takes less than handing the read to
-        // the blocking pool and waking up again.
-        let small = std::fs::metadata(&path).is_ok_and(|m| m.is_file() && m.len() <= READ_HERE);
-        let window = if small {
-            read_window(&path, offset, limit)
-        } else {
-            let file = path.clone();
-            tokio::task::spawn_blocking(move || read_window(&file, offset, limit))
-                .await
-                .map_err(|e| ToolError::Failed(format!("reading {} failed: {e}", path.display())))?
+        // the blocking pool and waking up again. Anything else (a large file, a folder, a pipe
+        // that would block) is opened and read there.
+        let small = std::fs::metadata(&path)
+            .ok()
+            .filter(|m| m.is_file() && m.len() <= READ_HERE);
+        let window = match small {
+            Some(metadata) => std::fs::File::open(&path)
+                .map_err(|e| format!("Cannot read {}: {e}", path.display()))
+                .and_then(|file| window_of(&path, file, metadata.len(), offset, limit)),
+            None => {
+                let file = path.clone();
+                tokio::task::spawn_blocking(move || read_window(&file, offset, limit))
+                    .await
+                    .map_err(|e| {
+                        ToolError::Failed(format!("reading {} failed: {e}", path.display()))
+                    })?
+            }
         }
         .map_err(ToolError::Failed)?;
 
@@ -166,6 +174,13 @@ fn render(window: &Window, offset: usize) -> String {
 
 /// Reads lines `offset..offset + limit` of `path`, counting every line of the file.
 fn read_window(path: &Path, offset: usize, limit: usize) -> Result<Window, String> {
+    let (file, size) = open_file(path)?;
+    window_of(path, file, size, offset, limit)
+}
+
+/// Opens `path` to read it: the file and its size, or why it cannot be read (missing, a
+/// folder, unreadable).
+fn open_file(path: &Path) -> Result<(std::fs::File, u64), String> {
     let cannot = |e: std::io::Error| format!("Cannot read {}: {e}", path.display());
     let is_dir = || {
         format!(
@@ -173,25 +188,59 @@ fn read_window(path: &Path, offset: usize, limit: usize) -> Result<Window, Strin
             path.display()
         )
     };
-    // Opened once: its type, its first bytes (is it text?) and its lines all come from it.
-    let mut file = match std::fs::File::open(path) {
+    let file = match std::fs::File::open(path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(not_found(path)),
         Err(_) if path.is_dir() => return Err(is_dir()),
         Err(e) => return Err(cannot(e)),
     };
-    if file.metadata().map_err(cannot)?.is_dir() {
+    let metadata = file.metadata().map_err(cannot)?;
+    if metadata.is_dir() {
         return Err(is_dir());
     }
-    let mut head = Vec::with_capacity(HEAD_BYTES);
-    (&mut file)
-        .take(HEAD_BYTES as u64)
-        .read_to_end(&mut head)
-        .map_err(cannot)?;
+    Ok((file, metadata.len()))
+}
+
+/// Lines `offset..offset + limit` of `file` (opened from `path`, `size` bytes long when it
+/// was opened), counting every line of the file.
+fn window_of(
+    path: &Path,
+    mut file: std::fs::File,
+    size: u64,
+    offset: usize,
+    limit: usize,
+) -> Result<Window, String> {
+    let cannot = |e: std::io::Error| format!("Cannot read {}: {e}", path.display());
+    // The first bytes (is it text?); a file that fits in them is read whole with no read past
+    // its end. A size of 0 may be a file whose size is not known ahead (`/proc`): read on.
+    let mut head = vec![0; HEAD_BYTES];
+    let mut filled = 0;
+    let mut whole = false;
+    while filled < HEAD_BYTES {
+        match file.read(&mut head[filled..]) {
+            Ok(0) => {
+                whole = true;
+                break;
+            }
+            Ok(n) => filled += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(cannot(e)),
+        }
+        if size > 0 && filled as u64 >= size {
+            whole = true;
+            break;
+        }
+    }
+    head.truncate(filled);
     if has_binary_extension(path) || looks_binary(&head) {
         return Err(format!("Cannot read binary file: {}", path.display()));
     }
-    let mut reader = BufReader::new(std::io::Cursor::new(head).chain(file));
+    let rest: Box<dyn Read> = if whole {
+        Box::new(std::io::empty())
+    } else {
+        Box::new(file)
+    };
+    let mut reader = BufReader::new(std::io::Cursor::new(head).chain(rest));
     let mut lines = Vec::new();
     let mut bytes = 0usize;
     let mut cut_by_bytes = false;
@@ -482,6 +531,23 @@ mod tests {
         assert_eq!(asks[0].permission, "read");
         assert_eq!(asks[0].patterns, vec![path.display().to_string()]);
         assert_eq!(asks[0].always, vec!["*"]);
+    }
+
+    #[test]
+    fn files_around_the_first_look_and_of_unknown_size_read_whole() {
+        let p = Project::new();
+        for len in [HEAD_BYTES - 1, HEAD_BYTES, HEAD_BYTES + 1, 3 * HEAD_BYTES] {
+            // Lines of 8 bytes, the last one cut where the length ends.
+            let text: String = "line ab\n".repeat(len / 8 + 1)[..len].to_string();
+            let path = p.file(&format!("f{len}.txt"), &text);
+            let lines = text.lines().count();
+            let window = read_window(&path, 0, usize::MAX).unwrap();
+            assert_eq!(window.total, lines, "{len} bytes");
+            // A size of 0 is what `/proc` answers for files that are not empty: read on.
+            let file = std::fs::File::open(&path).unwrap();
+            let window = window_of(&path, file, 0, 0, usize::MAX).unwrap();
+            assert_eq!(window.total, lines, "{len} bytes of unknown size");
+        }
     }
 
     #[test]

@@ -1,11 +1,12 @@
-//! The upsert statements of sessions, messages and parts, and writing one row with them.
+//! The upsert statements of sessions, messages and parts, and writing rows with them.
 //!
-//! Each table has an `INSERT … ON CONFLICT DO UPDATE` statement of one row, prepared once per
-//! connection and bound with the row's values as they are. Messages and parts are updated in
+//! Each table has an `INSERT … ON CONFLICT DO UPDATE` statement of one row, prepared the first
+//! time the connection uses it and kept as long as the connection (no lookup by its text for
+//! every row), bound with the row's values as they are. Messages and parts are updated in
 //! place, as if they kept their parents; a row that moves fails that statement, which runs
 //! again taking every column. A session's touch is an `UPDATE` of its time alone.
 
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, Statement, params};
 
 use crate::store::write::{Table, Upsert};
 
@@ -91,49 +92,72 @@ enum Update {
     Full,
 }
 
-/// Writes one row: in place; should that fail, for a row that moves to other parents (or a
-/// real fault, which fails again), again taking every column. A failed statement is undone
-/// whole, so the second one starts from where the first did.
-pub(super) fn write_row(conn: &Connection, row: &Upsert) -> rusqlite::Result<()> {
-    let table = row.table();
-    match execute(conn, Update::InPlace, row) {
-        Err(_) if matches!(table, Table::Message | Table::Part) => execute(conn, Update::Full, row),
-        result => result,
-    }
+/// The upsert statements of one connection, each prepared on its first use and kept.
+pub(super) struct Statements<'c> {
+    conn: &'c Connection,
+    prepared: [Option<Statement<'c>>; 8],
 }
 
-/// Runs `row`'s upsert statement.
-fn execute(conn: &Connection, update: Update, row: &Upsert) -> rusqlite::Result<()> {
-    let mut statement = conn.prepare_cached(row.table().sql(update))?;
-    match row {
-        Upsert::Session {
-            id,
-            parent,
-            project,
-            title,
-            folded,
-            created,
-            updated,
-            data,
-        } => statement.execute(params![
-            id, parent, project, title, folded, created, updated, data
-        ]),
-        Upsert::Message {
-            id,
-            session,
-            created,
-            owner,
-            data,
-        } => statement.execute(params![id, session, created, owner.as_deref(), data]),
-        Upsert::Part {
-            id,
-            message,
-            session,
-            data,
-        } => statement.execute(params![id, message, session, data]),
-        Upsert::Touch { id, at } => statement.execute(params![id, at]),
+impl<'c> Statements<'c> {
+    /// No statement prepared yet on `conn`.
+    pub fn new(conn: &'c Connection) -> Self {
+        Statements {
+            conn,
+            prepared: Default::default(),
+        }
     }
-    .map(|_| ())
+
+    /// Writes one row: in place; should that fail, for a row that moves to other parents (or
+    /// a real fault, which fails again), again taking every column. A failed statement is
+    /// undone whole, so the second one starts from where the first did.
+    pub fn write_row(&mut self, row: &Upsert) -> rusqlite::Result<()> {
+        let table = row.table();
+        match self.execute(Update::InPlace, row) {
+            Err(_) if matches!(table, Table::Message | Table::Part) => {
+                self.execute(Update::Full, row)
+            }
+            result => result,
+        }
+    }
+
+    /// Runs `row`'s upsert statement.
+    fn execute(&mut self, update: Update, row: &Upsert) -> rusqlite::Result<()> {
+        let table = row.table();
+        let slot = &mut self.prepared[table as usize * 2 + update as usize];
+        let statement = match slot {
+            Some(statement) => statement,
+            None => slot.insert(self.conn.prepare(table.sql(update))?),
+        };
+        match row {
+            Upsert::Session {
+                id,
+                parent,
+                project,
+                title,
+                folded,
+                created,
+                updated,
+                data,
+            } => statement.execute(params![
+                id, parent, project, title, folded, created, updated, data
+            ]),
+            Upsert::Message {
+                id,
+                session,
+                created,
+                owner,
+                data,
+            } => statement.execute(params![id, session, created, owner.as_deref(), data]),
+            Upsert::Part {
+                id,
+                message,
+                session,
+                data,
+            } => statement.execute(params![id, message, session, data]),
+            Upsert::Touch { id, at } => statement.execute(params![id, at]),
+        }
+        .map(|_| ())
+    }
 }
 
 #[cfg(test)]

@@ -9,14 +9,14 @@ use std::sync::Arc;
 use std::sync::mpsc as std_mpsc;
 use std::time::Duration;
 
-use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+use rusqlite::{Connection, OpenFlags, Transaction, TransactionBehavior};
 use tokio::sync::oneshot;
 
 use crate::store::queries::Conn;
 use crate::store::rows::TextRow;
 use crate::store::write::{Table, Upsert};
 
-use super::statements::write_row;
+use super::statements::Statements;
 
 /// What the thread is asked, and who hears how it went.
 enum Request {
@@ -132,14 +132,15 @@ fn connect(path: &Path, busy: Duration) -> rusqlite::Result<Connection> {
 }
 
 /// Answers requests in order until every handle is dropped.
-fn serve(mut conn: Connection, requests: &std_mpsc::Receiver<Request>) {
+fn serve(conn: Connection, requests: &std_mpsc::Receiver<Request>) {
+    let mut statements = Statements::new(&conn);
     while let Ok(request) = requests.recv() {
         match request {
             Request::Write { rows, done } => {
                 let result = match rows.as_slice() {
                     [] => Ok(()),
-                    [row] => write_row(&conn, row),
-                    _ => write_together(&mut conn, &rows),
+                    [row] => statements.write_row(row),
+                    _ => write_together(&conn, &mut statements, &rows),
                 };
                 let _ = done.send(result.map_err(|e| e.to_string()));
             }
@@ -165,13 +166,18 @@ fn sessions_in(conn: &Connection, ids: &str) -> rusqlite::Result<Vec<SessionRow>
 }
 
 /// Writes `rows` in one transaction, table by table; nothing is kept if one fails.
-fn write_together(conn: &mut Connection, rows: &[Arc<Upsert>]) -> rusqlite::Result<()> {
+fn write_together(
+    conn: &Connection,
+    statements: &mut Statements<'_>,
+    rows: &[Arc<Upsert>],
+) -> rusqlite::Result<()> {
     // Taking the write lock at once: a transaction that starts by reading could not take it
-    // later if another process wrote meanwhile.
-    let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
+    // later if another process wrote meanwhile. (The statements borrow the connection, so the
+    // transaction does too; none is ever open when a batch begins.)
+    let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
     for table in Table::ALL {
         for row in rows.iter().filter(|r| r.table() == table) {
-            write_row(&tx, row)?;
+            statements.write_row(row)?;
         }
     }
     tx.commit()
@@ -247,6 +253,66 @@ mod tests {
             .await
             .unwrap();
         assert_eq!(count(&mut conn, "session").await, 2);
+    }
+
+    #[tokio::test]
+    async fn a_batch_of_many_parts_keeps_each_parts_last_state_and_moves_a_part_that_moved() {
+        let (_dir, upserts, mut conn) = upserter().await;
+        let session = Session::new("proj", "/srv/p", "one", 1_000);
+        let message = |at| -> Message {
+            UserMessage::new(
+                session.id.clone(),
+                "build",
+                ModelRef::new("scripted", "echo"),
+                at,
+            )
+            .into()
+        };
+        let (first, second) = (message(1_001), message(1_002));
+        let text = |on: &Message, words: &str| {
+            Part::new(session.id.clone(), on.id().clone(), TextPart::new(words))
+        };
+        let row = |part: &Part| Arc::new(Upsert::of_part(part).unwrap());
+        // More parts than one statement takes, each written twice in the batch.
+        let parts: Vec<Part> = (0..40)
+            .map(|i| text(&first, &format!("part {i}")))
+            .collect();
+        let mut batch = vec![
+            Arc::new(Upsert::of_session(&session).unwrap()),
+            Arc::new(Upsert::of_message(&first, None).unwrap()),
+            Arc::new(Upsert::of_message(&second, None).unwrap()),
+        ];
+        batch.extend(parts.iter().map(row));
+        let mut last = parts.clone();
+        for (i, part) in last.iter_mut().enumerate() {
+            part.kind = TextPart::new(format!("part {i}, again")).into();
+        }
+        batch.extend(last.iter().map(row));
+        upserts.write_all(batch).await.unwrap();
+        // A later batch moves one part to the other message among parts that stay.
+        let mut moved = last[7].clone();
+        moved.message_id = second.id().clone();
+        let mut again = vec![row(&last[6]), row(&moved), row(&last[8])];
+        again.extend(last[9..20].iter().map(row));
+        upserts.write_all(again).await.unwrap();
+
+        let stored: Vec<(String, String, String)> =
+            sqlx::query_as("SELECT id, message_id, data FROM part ORDER BY id")
+                .fetch_all(&mut conn)
+                .await
+                .unwrap();
+        assert_eq!(stored.len(), 40);
+        for (i, part) in last.iter().enumerate() {
+            let (_, parent, data) = stored
+                .iter()
+                .find(|(id, _, _)| id == part.id.as_str())
+                .unwrap();
+            let read: Part = serde_json::from_str(data).unwrap();
+            let want = if i == 7 { second.id() } else { first.id() };
+            assert_eq!(parent, want.as_str(), "part {i}");
+            assert_eq!(read.message_id, *want, "part {i}");
+            assert_eq!(read.kind, part.kind, "part {i}");
+        }
     }
 
     #[tokio::test]
