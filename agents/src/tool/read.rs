@@ -103,7 +103,7 @@ impl Tool for ReadTool {
             .filter(|m| m.is_file() && m.len() <= READ_HERE);
         let window = match small {
             Some(metadata) => std::fs::File::open(&path)
-                .map_err(|e| format!("Cannot read {}: {e}", path.display()))
+                .map_err(|e| cannot_read(&path, &e))
                 .and_then(|file| window_of(&path, file, metadata.len(), offset, limit)),
             None => {
                 let file = path.clone();
@@ -178,10 +178,15 @@ fn read_window(path: &Path, offset: usize, limit: usize) -> Result<Window, Strin
     window_of(path, file, size, offset, limit)
 }
 
+/// The error of a file that could not be opened or read.
+fn cannot_read(path: &Path, e: &std::io::Error) -> String {
+    format!("Cannot read {}: {e}", path.display())
+}
+
 /// Opens `path` to read it: the file and its size, or why it cannot be read (missing, a
 /// folder, unreadable).
 fn open_file(path: &Path) -> Result<(std::fs::File, u64), String> {
-    let cannot = |e: std::io::Error| format!("Cannot read {}: {e}", path.display());
+    let cannot = |e: std::io::Error| cannot_read(path, &e);
     let is_dir = || {
         format!(
             "Path is a directory, not a file: {}. Use the list tool to see what it holds.",
@@ -210,7 +215,7 @@ fn window_of(
     offset: usize,
     limit: usize,
 ) -> Result<Window, String> {
-    let cannot = |e: std::io::Error| format!("Cannot read {}: {e}", path.display());
+    let cannot = |e: std::io::Error| cannot_read(path, &e);
     // The first bytes (is it text?); a file that fits in them is read whole with no read past
     // its end. A size of 0 may be a file whose size is not known ahead (`/proc`): read on.
     let mut head = vec![0; HEAD_BYTES];
@@ -250,7 +255,7 @@ fn window_of(
         buf.clear();
         let n = reader
             .read_until(b'\n', &mut buf)
-            .map_err(|e| format!("Cannot read {}: {e}", path.display()))?;
+            .map_err(|e| cannot_read(path, &e))?;
         if n == 0 {
             break;
         }

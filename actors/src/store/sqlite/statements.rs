@@ -107,6 +107,11 @@ impl<'c> Statements<'c> {
         }
     }
 
+    /// The connection the statements are prepared on.
+    pub fn conn(&self) -> &'c Connection {
+        self.conn
+    }
+
     /// Writes one row: in place; should that fail, for a row that moves to other parents (or
     /// a real fault, which fails again), again taking every column. A failed statement is
     /// undone whole, so the second one starts from where the first did.

@@ -140,7 +140,7 @@ fn serve(conn: Connection, requests: &std_mpsc::Receiver<Request>) {
                 let result = match rows.as_slice() {
                     [] => Ok(()),
                     [row] => statements.write_row(row),
-                    _ => write_together(&conn, &mut statements, &rows),
+                    _ => write_together(&mut statements, &rows),
                 };
                 let _ = done.send(result.map_err(|e| e.to_string()));
             }
@@ -166,15 +166,11 @@ fn sessions_in(conn: &Connection, ids: &str) -> rusqlite::Result<Vec<SessionRow>
 }
 
 /// Writes `rows` in one transaction, table by table; nothing is kept if one fails.
-fn write_together(
-    conn: &Connection,
-    statements: &mut Statements<'_>,
-    rows: &[Arc<Upsert>],
-) -> rusqlite::Result<()> {
+fn write_together(statements: &mut Statements<'_>, rows: &[Arc<Upsert>]) -> rusqlite::Result<()> {
     // Taking the write lock at once: a transaction that starts by reading could not take it
     // later if another process wrote meanwhile. (The statements borrow the connection, so the
     // transaction does too; none is ever open when a batch begins.)
-    let tx = Transaction::new_unchecked(conn, TransactionBehavior::Immediate)?;
+    let tx = Transaction::new_unchecked(statements.conn(), TransactionBehavior::Immediate)?;
     for table in Table::ALL {
         for row in rows.iter().filter(|r| r.table() == table) {
             statements.write_row(row)?;
@@ -273,7 +269,7 @@ mod tests {
             Part::new(session.id.clone(), on.id().clone(), TextPart::new(words))
         };
         let row = |part: &Part| Arc::new(Upsert::of_part(part).unwrap());
-        // More parts than one statement takes, each written twice in the batch.
+        // Many parts, each written twice in the batch.
         let parts: Vec<Part> = (0..40)
             .map(|i| text(&first, &format!("part {i}")))
             .collect();
