@@ -298,8 +298,8 @@ impl ToolCalls {
                                 out = &mut call => out,
                                 () = tokio::time::sleep(flush_every) => {
                                     // A call that lasts is on disk as running, so a crash
-                                    // leaves it visible as interrupted.
-                                    writer.queue_part(part.lock());
+                                    // leaves it visible as interrupted (unless it is already).
+                                    host.store_running_once();
                                     call.await
                                 }
                             }

@@ -1,6 +1,7 @@
 //! The services a session gives its running tools: permission asks, live metadata, todos.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
 use serde_json::{Map, Value, json};
@@ -26,6 +27,8 @@ pub(crate) struct SessionToolHost {
     writer: Writer,
     part: SharedPart,
     ruleset: Layers,
+    /// A running state of the call has been queued for the store.
+    stored: AtomicBool,
 }
 
 impl SessionToolHost {
@@ -35,6 +38,15 @@ impl SessionToolHost {
             writer,
             part,
             ruleset,
+            stored: AtomicBool::new(false),
+        }
+    }
+
+    /// Queues the call's running state for the store, unless one was queued already (for a
+    /// call that lasts: on disk as running once, not again at every change).
+    pub fn store_running_once(&self) {
+        if !self.stored.swap(true, Ordering::Relaxed) {
+            self.writer.queue_part(self.part.lock());
         }
     }
 
@@ -84,6 +96,7 @@ impl SessionToolHost {
     /// while), so that a client reading the session after the ask finds the call it names
     /// (OpenCode shows the ask's command from that call); then [`waiting`].
     fn waiting(&self, ctx: &ToolContext) -> Option<Box<dyn Send>> {
+        self.stored.store(true, Ordering::Relaxed);
         self.core.store.queue_part(&self.part.lock());
         waiting(&self.core, ctx)
     }
@@ -187,6 +200,12 @@ impl ToolHost for SessionToolHost {
             }
         });
         self.writer.part_live(part);
+    }
+
+    fn store_running(&self, _: &ToolContext) {
+        self.stored.store(true, Ordering::Relaxed);
+        // Not published: its events went out live.
+        self.writer.queue_part(self.part.lock());
     }
 
     async fn question(

@@ -83,6 +83,9 @@ impl SubagentDelegate {
             serde_json::to_value(&request.model).unwrap_or(Value::Null),
         );
         ctx.metadata(Some(std::mem::take(&mut request.description)), live);
+        // The call lasts as long as its child: it is on disk as running, naming the child, from
+        // now on (not only once it has run a while), so that a crash leaves both found.
+        ctx.store_running();
         Ok(Admitted {
             request,
             child,

@@ -67,6 +67,12 @@ impl ToolContext {
     pub fn metadata(&self, title: Option<String>, metadata: Map<String, Value>) {
         self.host.set_metadata(self, title, metadata);
     }
+
+    /// Writes the running tool part as it is now to the store, without waiting: for a call
+    /// that will last, so that a crash leaves it on disk (as interrupted) with what it named.
+    pub fn store_running(&self) {
+        self.host.store_running(self);
+    }
 }
 
 /// Services the runtime provides to tools.
@@ -84,6 +90,10 @@ pub trait ToolHost: Send + Sync {
 
     /// Publishes a new title and metadata on the running tool part.
     fn set_metadata(&self, ctx: &ToolContext, title: Option<String>, metadata: Map<String, Value>);
+
+    /// Writes the running tool part as it is now to the store, without waiting (a host that
+    /// stores nothing does nothing).
+    fn store_running(&self, _ctx: &ToolContext) {}
 
     /// The session's todo list.
     async fn todos(&self, session: &SessionId) -> Result<Vec<Todo>, ToolError>;

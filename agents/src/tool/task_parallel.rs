@@ -352,6 +352,10 @@ impl ToolHost for TaskHost {
         self.live.update(ctx, self.index, metadata);
     }
 
+    fn store_running(&self, ctx: &ToolContext) {
+        self.live.host.store_running(ctx);
+    }
+
     async fn todos(&self, session: &SessionId) -> Result<Vec<Todo>, ToolError> {
         self.live.host.todos(session).await
     }

@@ -1,6 +1,7 @@
 //! What a parent's task call records once its child is done: the envelope with the child's
 //! output, tool summary and usage; and the error code and exit code of a child that failed,
-//! whose loop crashed, or that was cancelled on its own while the parent carried on.
+//! whose loop crashed, or that was cancelled on its own while the parent carried on. While
+//! the child runs, the call is on disk as running and names it.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -11,7 +12,7 @@ use taskforce_agents::provider::ModelRequest;
 
 use taskforce_agents::model::{Message, ToolState};
 use taskforce_agents::tool::{TaskEnvelope, TaskErrorCode, TaskMode};
-use taskforce_testkit::fake_openai::{FakeOpenAi, RecordedRequest, Response};
+use taskforce_testkit::fake_openai::{FakeOpenAi, Gate, RecordedRequest, Response};
 use taskforce_testkit::runtime::until_first_child_runs;
 use taskforce_testkit::script::{delegating, is_child, task_call};
 
@@ -214,4 +215,46 @@ async fn a_child_cancelled_on_its_own_is_subagent_cancelled() {
     let parent_answer = rt.messages(&s.id).await.unwrap().pop().unwrap();
     assert!(parent_answer.info.as_assistant().unwrap().error.is_none());
     assert!(parent_answer.parts.iter().any(is_finish));
+}
+
+#[actix_rt::test]
+async fn a_task_call_is_on_disk_as_running_naming_its_child_as_soon_as_the_child_starts() {
+    let answer = Gate::new();
+    let fake = FakeOpenAi::start({
+        let answer = answer.clone();
+        move |req: &RecordedRequest| {
+            if is_child(req) {
+                Response::text("found it").until(&answer)
+            } else if req.last_role() == Some("user") {
+                task_call(GENERAL)
+            } else {
+                Response::text("the parent carried on")
+            }
+        }
+    })
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let rt = env.runtime().await;
+    let s = rt.create_session(None, None).await.unwrap();
+    let running = prompt_in_background(&rt, &s.id, "go");
+    // The child is asking its model (which holds its answer): the call has just begun.
+    assert!(fake.wait_for_requests(2, Duration::from_secs(10)).await);
+    let child = until_first_child_runs(&rt, &s.id).await;
+    // Reads wait for the session's queued writes: this is what the disk holds.
+    let ToolState::Running(call) = task_state(&rt, &s.id).await else {
+        panic!("the task call is stored as running while its child runs")
+    };
+    let metadata = call.metadata.expect("the running call's metadata").to_json();
+    assert_eq!(metadata["sessionId"], child.id.to_string());
+    assert_eq!(call.title.as_deref(), Some("Look around"));
+
+    answer.open();
+    tokio::time::timeout(Duration::from_secs(10), running)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
+    let state = task_state(&rt, &s.id).await;
+    assert_eq!(metadata_of(&state)["sessionId"], child.id.to_string());
 }
