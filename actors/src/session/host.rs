@@ -186,7 +186,7 @@ impl ToolHost for SessionToolHost {
         self.core.broker.check(ask, &self.ruleset)
     }
 
-    fn set_metadata(&self, _: &ToolContext, title: Option<String>, metadata: Map<String, Value>) {
+    fn set_metadata(&self, _: &ToolContext, title: Option<String>, metadata: ToolMetadata) {
         let part = self.part.update(|p| {
             if let PartKind::Tool(t) = &mut p.kind
                 && let ToolState::Running(r) = &mut t.state
@@ -196,7 +196,7 @@ impl ToolHost for SessionToolHost {
                 }
                 r.metadata
                     .get_or_insert_with(ToolMetadata::new)
-                    .extend(metadata.into());
+                    .extend(metadata);
             }
         });
         self.writer.part_live(part);

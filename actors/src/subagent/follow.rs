@@ -10,7 +10,7 @@ use std::time::Duration;
 use futures::{FutureExt, StreamExt};
 use serde_json::{Map, Value, json};
 use taskforce_agents::id::{PartId, SessionId, now_ms};
-use taskforce_agents::model::{Message, PartKind, Session, SummaryItem};
+use taskforce_agents::model::{Message, PartKind, Session, SummaryItem, ToolMetadata};
 use taskforce_agents::tool::redact::redact_in_place;
 use taskforce_agents::tool::{
     SubagentOutcome, SubagentRequest, SubagentStatus, ToolContext, ToolError,
@@ -438,18 +438,8 @@ impl<'a> Follower<'a> {
         if !std::mem::take(&mut self.changed) || ctx.abort.is_cancelled() {
             return;
         }
-        let mut live = Map::new();
-        live.insert("summary".into(), render(&self.summary));
+        let mut live = ToolMetadata::new();
+        live.set_summary(self.summary.values().cloned().collect());
         ctx.metadata(None, live);
     }
-}
-
-/// The summary metadata: `[{id, tool, state: {status, title?}}]` in part order.
-fn render(summary: &BTreeMap<PartId, SummaryItem>) -> Value {
-    Value::Array(
-        summary
-            .values()
-            .filter_map(|item| serde_json::to_value(item).ok())
-            .collect(),
-    )
 }

@@ -56,6 +56,7 @@
 mod script;
 
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
@@ -67,7 +68,7 @@ pub use script::{
 
 use super::{
     Content, FinishReason, LanguageModel, ModelEvent, ModelRequest, ModelStream, ProviderError,
-    Usage,
+    ToolSpec, Usage,
 };
 use crate::model::ModelRef;
 
@@ -85,7 +86,7 @@ static NEXT_CALL: AtomicU64 = AtomicU64::new(1);
 pub struct ScriptedModel {
     model: ModelRef,
     script: Arc<Script>,
-    schemas: Arc<SchemaSizes>,
+    tools: Arc<ToolSizes>,
 }
 
 impl ScriptedModel {
@@ -94,7 +95,7 @@ impl ScriptedModel {
         ScriptedModel {
             model,
             script,
-            schemas: Arc::default(),
+            tools: Arc::default(),
         }
     }
 
@@ -143,7 +144,7 @@ impl ScriptedModel {
         }
         let reasoning = tokens(reasoning_chars);
         events.push(ModelEvent::Usage(Usage {
-            input: tokens(input_chars(request, &self.schemas)),
+            input: tokens(input_chars(request, &self.tools)),
             output: tokens(output_chars) + reasoning,
             reasoning,
             cache_read: 0,
@@ -201,42 +202,56 @@ fn tokens(chars: usize) -> u64 {
     chars.div_ceil(4) as u64
 }
 
-/// The lengths of the tool schemas seen, as JSON text: every call offers the same shared
-/// schemas, which are measured once each instead of written out again for every call.
+/// The characters of the tools seen (name, description and schema as JSON text): every call
+/// offers the same shared descriptions and schemas, which are measured once each instead of
+/// counted again for every call.
 #[derive(Debug, Default)]
-struct SchemaSizes(Mutex<Vec<(Arc<Value>, usize)>>);
+struct ToolSizes(Mutex<HashMap<(usize, usize), KnownTool, foldhash::fast::RandomState>>);
 
-impl SchemaSizes {
-    /// The most schemas remembered (more are measured again after a reset).
+/// A tool measured, keyed by the addresses of its shared description and schema.
+#[derive(Debug)]
+struct KnownTool {
+    /// Held so that their addresses are not reused by other texts while remembered.
+    _shared: (Arc<str>, Arc<Value>),
+    chars: usize,
+}
+
+impl ToolSizes {
+    /// The most tools remembered (more are measured again after a reset).
     const MAX: usize = 256;
 
-    /// The length of `schema` written as JSON.
-    fn len(&self, schema: &Arc<Value>) -> usize {
+    /// The characters `tool` sends the model.
+    fn chars(&self, tool: &ToolSpec) -> usize {
+        let key = (
+            Arc::as_ptr(&tool.description).cast::<u8>() as usize,
+            Arc::as_ptr(&tool.parameters) as usize,
+        );
         let mut known = self
             .0
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some((_, len)) = known.iter().find(|(s, _)| Arc::ptr_eq(s, schema)) {
-            return *len;
+        if let Some(known) = known.get(&key) {
+            return tool.name.len() + known.chars;
         }
-        let len = schema.to_string().len();
+        let chars = tool.description.chars().count() + tool.parameters.to_string().len();
         if known.len() >= Self::MAX {
             known.clear();
         }
-        // Holding the schema keeps its address from being reused by another one.
-        known.push((schema.clone(), len));
-        len
+        known.insert(
+            key,
+            KnownTool {
+                _shared: (tool.description.clone(), tool.parameters.clone()),
+                chars,
+            },
+        );
+        tool.name.len() + chars
     }
 }
 
 /// The characters of everything the request sends the model.
-fn input_chars(request: &ModelRequest, schemas: &SchemaSizes) -> usize {
+fn input_chars(request: &ModelRequest, tools: &ToolSizes) -> usize {
     let system: usize = request.system.iter().map(|s| s.chars().count()).sum();
-    let tools: usize = request
-        .tools
-        .iter()
-        .map(|t| t.name.len() + t.description.chars().count() + schemas.len(&t.parameters))
-        .sum();
+    let tools: usize = request.tools.iter().map(|t| tools.chars(t)).sum();
     let messages: usize = request
         .messages
         .iter()
@@ -279,11 +294,13 @@ mod tests {
     }
 
     #[test]
-    fn input_counts_each_schema_as_its_json_text() {
+    fn input_counts_each_tool_once_and_the_same_on_every_later_call() {
         let schema = |n: usize| Arc::new(serde_json::json!({"type": "object", "n": "é".repeat(n)}));
+        // Descriptions are counted in characters, schemas as their JSON text.
+        let does: Arc<str> = "does thingś".into();
         let tool = |name: &str, parameters: Arc<Value>| super::super::ToolSpec {
             name: name.into(),
-            description: "does things".into(),
+            description: does.clone(),
             parameters,
         };
         let (a, b) = (schema(3), schema(40));
@@ -296,10 +313,11 @@ mod tests {
             .into(),
             ..Default::default()
         };
-        let expected = 3 * "does things".len() + 3 + 2 * a.to_string().len() + b.to_string().len();
-        let sizes = SchemaSizes::default();
+        let described = "does thingś".chars().count();
+        let expected = 3 * described + 3 + 2 * a.to_string().len() + b.to_string().len();
+        let sizes = ToolSizes::default();
         assert_eq!(input_chars(&request, &sizes), expected);
-        // Measured once each, and the same on every later call.
+        // Measured once each (a tool is its description and schema), the same on later calls.
         assert_eq!(sizes.0.lock().unwrap().len(), 2);
         assert_eq!(input_chars(&request, &sizes), expected);
         // A new schema at another address is measured for itself, even with equal content.
@@ -309,7 +327,7 @@ mod tests {
         };
         assert_eq!(
             input_chars(&request, &sizes),
-            1 + "does things".len() + b.to_string().len()
+            1 + described + b.to_string().len()
         );
         assert_eq!(sizes.0.lock().unwrap().len(), 3);
     }

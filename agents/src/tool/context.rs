@@ -5,7 +5,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
 use super::ToolError;
@@ -13,7 +12,7 @@ use super::background::ChildReport;
 use super::envelope::{DisplayItem, TaskError, TaskUsage, TimeoutReason};
 use crate::agent::{AgentInfo, Registry};
 use crate::id::{MessageId, SessionId};
-use crate::model::{ModelRef, SummaryItem, Todo};
+use crate::model::{ModelRef, SummaryItem, Todo, ToolMetadata};
 use crate::permission::{AskDecision, PermissionAsk, PermissionError};
 use crate::question::{QuestionAnswer, QuestionError, QuestionInfo};
 
@@ -64,8 +63,8 @@ impl ToolContext {
     }
 
     /// Updates the running tool part's title and metadata.
-    pub fn metadata(&self, title: Option<String>, metadata: Map<String, Value>) {
-        self.host.set_metadata(self, title, metadata);
+    pub fn metadata(&self, title: Option<String>, metadata: impl Into<ToolMetadata>) {
+        self.host.set_metadata(self, title, metadata.into());
     }
 
     /// Writes the running tool part as it is now to the store, without waiting: for a call
@@ -89,7 +88,7 @@ pub trait ToolHost: Send + Sync {
     }
 
     /// Publishes a new title and metadata on the running tool part.
-    fn set_metadata(&self, ctx: &ToolContext, title: Option<String>, metadata: Map<String, Value>);
+    fn set_metadata(&self, ctx: &ToolContext, title: Option<String>, metadata: ToolMetadata);
 
     /// Writes the running tool part as it is now to the store, without waiting (a host that
     /// stores nothing does nothing).

@@ -313,7 +313,7 @@ impl LiveMetadata {
             m.insert("summary".into(), Value::Array(summary));
             m
         };
-        self.host.set_metadata(ctx, None, combined);
+        self.host.set_metadata(ctx, None, combined.into());
     }
 }
 
@@ -347,9 +347,9 @@ impl ToolHost for TaskHost {
         &self,
         ctx: &ToolContext,
         _title: Option<String>,
-        metadata: Map<String, Value>,
+        metadata: ToolMetadata,
     ) {
-        self.live.update(ctx, self.index, metadata);
+        self.live.update(ctx, self.index, metadata.to_json());
     }
 
     fn store_running(&self, ctx: &ToolContext) {

@@ -12,7 +12,7 @@ use super::{ToolContext, ToolError, ToolHost};
 use crate::agent::Registry;
 use crate::config::{Config, Paths};
 use crate::id::{MessageId, SessionId};
-use crate::model::{ModelRef, Todo};
+use crate::model::{ModelRef, Todo, ToolMetadata};
 use crate::permission::{self, Action, PermissionAsk, PermissionError, Rule, Ruleset};
 
 /// A recorded `set_metadata` call: the title and the metadata.
@@ -50,9 +50,9 @@ impl ToolHost for TestHost {
         &self,
         _ctx: &ToolContext,
         title: Option<String>,
-        metadata: Map<String, Value>,
+        metadata: ToolMetadata,
     ) {
-        lock(&self.metadata).push((title, metadata));
+        lock(&self.metadata).push((title, metadata.to_json()));
     }
 
     async fn todos(&self, _session: &SessionId) -> Result<Vec<Todo>, ToolError> {

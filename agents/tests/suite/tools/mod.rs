@@ -20,7 +20,7 @@ use async_trait::async_trait;
 use serde_json::{Map, Value, json};
 use taskforce_agents::agent::Registry;
 use taskforce_agents::id::{MessageId, SessionId};
-use taskforce_agents::model::{ModelRef, Todo};
+use taskforce_agents::model::{ModelRef, Todo, ToolMetadata};
 use taskforce_agents::permission::{self, Action, PermissionAsk, PermissionError, Rule, Ruleset};
 use taskforce_agents::tool::{
     self, Delegate, SubagentOutcome, SubagentRequest, ToolContext, ToolError, ToolHost, ToolOutput,
@@ -61,9 +61,9 @@ impl ToolHost for Host {
         &self,
         _ctx: &ToolContext,
         title: Option<String>,
-        metadata: Map<String, Value>,
+        metadata: ToolMetadata,
     ) {
-        self.metadata.lock().unwrap().push((title, metadata));
+        self.metadata.lock().unwrap().push((title, metadata.to_json()));
     }
 
     async fn todos(&self, _session: &SessionId) -> Result<Vec<Todo>, ToolError> {
