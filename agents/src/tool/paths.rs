@@ -216,7 +216,17 @@ fn external_globs_of(
 /// `path` relative to the project root, with `..` steps when it lies outside (like Node's
 /// `path.relative`); the pattern `edit` permissions are asked with.
 pub fn relative_to_project(ctx: &ToolContext, path: &Path) -> String {
-    relative(&normalize(&ctx.project_root), &normalize(path))
+    relative_to(&ctx.project_root, path)
+}
+
+/// `path` relative to `root`, both normalized first (see [`relative_to_project`]).
+fn relative_to(root: &Path, path: &Path) -> String {
+    let (root, path) = (normalize(root), normalize(path));
+    // Inside the root (the usual case): what follows it, as it is.
+    match path.strip_prefix(&root) {
+        Ok(inside) => inside.to_string_lossy().into_owned(),
+        Err(_) => relative(&root, &path),
+    }
 }
 
 /// The real form of `path` relative to the real project root: where an edit through links
@@ -383,6 +393,30 @@ mod tests {
         assert_eq!(relative(root, Path::new("/srv/proj/src/a.rs")), "src/a.rs");
         assert_eq!(relative(root, Path::new("/srv/other/x")), "../other/x");
         assert_eq!(relative(root, Path::new("/srv/proj")), "");
+    }
+
+    #[test]
+    fn paths_inside_and_outside_the_root_read_as_the_component_walk_gives_them() {
+        let root = Path::new("/srv/proj/");
+        for path in [
+            "/srv/proj/src/a.rs",
+            "/srv/proj",
+            "/srv/proj/./src//b.rs",
+            "/srv/proj/src/../c.rs",
+            "/srv/project/x",
+            "/srv/other/x",
+            "/",
+        ] {
+            let path = Path::new(path);
+            assert_eq!(
+                relative_to(root, path),
+                relative(&normalize(root), &normalize(path)),
+                "{}",
+                path.display()
+            );
+        }
+        assert_eq!(relative_to(root, Path::new("/srv/project/x")), "../project/x");
+        assert_eq!(relative_to(root, Path::new("/srv/proj/src//b.rs")), "src/b.rs");
     }
 
     #[test]

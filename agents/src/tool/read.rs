@@ -153,9 +153,14 @@ impl ReadTool {
 fn render(window: &Window, offset: usize) -> String {
     let last = offset + window.lines.len();
     let more = window.total > last;
-    let mut output = String::from("<file>\n");
+    let room = window.lines.iter().map(|l| l.len() + 8).sum::<usize>() + 96;
+    let mut output = String::with_capacity(room);
+    output.push_str("<file>\n");
     for (i, line) in window.lines.iter().enumerate() {
-        output.push_str(&format!("{:05}| {line}\n", offset + i + 1));
+        push_line_number(&mut output, offset + i + 1);
+        output.push_str("| ");
+        output.push_str(line);
+        output.push('\n');
     }
     if window.cut_by_bytes {
         output.push_str(&format!(
@@ -170,6 +175,24 @@ fn render(window: &Window, offset: usize) -> String {
     }
     output.push_str("\n</file>");
     output
+}
+
+/// Writes `n` with at least five digits, zero-padded (as `{:05}` does).
+fn push_line_number(output: &mut String, n: usize) {
+    let mut digits = [b'0'; 20];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        // A remainder of 10 is below 10: the cast keeps it whole.
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    let from = at.min(digits.len() - 5);
+    output.extend(digits[from..].iter().map(|&d| char::from(d)));
 }
 
 /// Reads lines `offset..offset + limit` of `path`, counting every line of the file.
@@ -218,10 +241,15 @@ fn window_of(
     let cannot = |e: std::io::Error| cannot_read(path, &e);
     // The first bytes (is it text?); a file that fits in them is read whole with no read past
     // its end. A size of 0 may be a file whose size is not known ahead (`/proc`): read on.
-    let mut head = vec![0; HEAD_BYTES];
+    // No more room than the file needs (a small file's few bytes, not a whole head to clear).
+    let room = match usize::try_from(size) {
+        Ok(known) if known > 0 => known.min(HEAD_BYTES),
+        _ => HEAD_BYTES,
+    };
+    let mut head = vec![0; room];
     let mut filled = 0;
     let mut whole = false;
-    while filled < HEAD_BYTES {
+    while filled < room {
         match file.read(&mut head[filled..]) {
             Ok(0) => {
                 whole = true;
@@ -240,50 +268,31 @@ fn window_of(
     if has_binary_extension(path) || looks_binary(&head) {
         return Err(format!("Cannot read binary file: {}", path.display()));
     }
-    let rest: Box<dyn Read> = if whole {
-        Box::new(std::io::empty())
+    let mut gathered = Gathering::new(offset, limit);
+    if whole {
+        // All of it is in hand: its lines are taken from there, with no reader around it.
+        for raw in head.split_inclusive(|&b| b == b'\n') {
+            gathered.take(raw);
+        }
     } else {
-        Box::new(file)
-    };
-    let mut reader = BufReader::new(std::io::Cursor::new(head).chain(rest));
-    let mut lines = Vec::new();
-    let mut bytes = 0usize;
-    let mut cut_by_bytes = false;
-    let mut total = 0usize;
-    let mut buf = Vec::new();
-    loop {
-        buf.clear();
-        let n = reader
-            .read_until(b'\n', &mut buf)
-            .map_err(|e| cannot_read(path, &e))?;
-        if n == 0 {
-            break;
+        let mut reader = BufReader::new(std::io::Cursor::new(head).chain(file));
+        let mut buf = Vec::new();
+        loop {
+            buf.clear();
+            let n = reader
+                .read_until(b'\n', &mut buf)
+                .map_err(|e| cannot_read(path, &e))?;
+            if n == 0 {
+                break;
+            }
+            gathered.take(&buf);
         }
-        let index = total;
-        total += 1;
-        if index < offset || lines.len() >= limit || cut_by_bytes {
-            continue;
-        }
-        let text = String::from_utf8_lossy(&buf);
-        let text = text.strip_suffix('\n').unwrap_or(&text);
-        let text = text.strip_suffix('\r').unwrap_or(text);
-        let line = if text.chars().count() > MAX_LINE_LENGTH {
-            let end = text
-                .char_indices()
-                .nth(MAX_LINE_LENGTH)
-                .map_or(text.len(), |(i, _)| i);
-            format!("{}...", &text[..end])
-        } else {
-            text.to_string()
-        };
-        let size = line.len() + usize::from(!lines.is_empty());
-        if bytes + size > MAX_BYTES {
-            cut_by_bytes = true;
-            continue;
-        }
-        bytes += size;
-        lines.push(line);
     }
+    let Window {
+        lines,
+        total,
+        cut_by_bytes,
+    } = gathered.window;
     if offset > 0 && offset >= total {
         return Err(format!(
             "Offset {offset} is beyond the end of {} ({total} lines)",
@@ -295,6 +304,60 @@ fn window_of(
         total,
         cut_by_bytes,
     })
+}
+
+/// The lines of a window being read, one raw line (with its newline, if any) at a time.
+struct Gathering {
+    window: Window,
+    /// The bytes the window's lines take (with a newline between two).
+    bytes: usize,
+    offset: usize,
+    limit: usize,
+}
+
+impl Gathering {
+    fn new(offset: usize, limit: usize) -> Self {
+        Gathering {
+            window: Window {
+                lines: Vec::new(),
+                total: 0,
+                cut_by_bytes: false,
+            },
+            bytes: 0,
+            offset,
+            limit,
+        }
+    }
+
+    /// Counts the file's next line and keeps it when it falls in the window and the byte
+    /// budget: cut to [`MAX_LINE_LENGTH`] characters, without its line ending.
+    fn take(&mut self, raw: &[u8]) {
+        let window = &mut self.window;
+        let index = window.total;
+        window.total += 1;
+        if index < self.offset || window.lines.len() >= self.limit || window.cut_by_bytes {
+            return;
+        }
+        let text = String::from_utf8_lossy(raw);
+        let text = text.strip_suffix('\n').unwrap_or(&text);
+        let text = text.strip_suffix('\r').unwrap_or(text);
+        let line = if text.chars().count() > MAX_LINE_LENGTH {
+            let end = text
+                .char_indices()
+                .nth(MAX_LINE_LENGTH)
+                .map_or(text.len(), |(i, _)| i);
+            format!("{}...", &text[..end])
+        } else {
+            text.to_string()
+        };
+        let size = line.len() + usize::from(!window.lines.is_empty());
+        if self.bytes + size > MAX_BYTES {
+            window.cut_by_bytes = true;
+            return;
+        }
+        self.bytes += size;
+        window.lines.push(line);
+    }
 }
 
 /// The message for a missing file, with up to three similar names from its folder.
@@ -381,6 +444,37 @@ mod tests {
 
     async fn read(p: &Project, args: Value) -> Result<ToolOutput, ToolError> {
         ReadTool.execute(args, &p.ctx()).await
+    }
+
+    #[test]
+    fn line_numbers_have_at_least_five_digits() {
+        for n in [0, 1, 9, 10, 12_345, 99_999, 100_000, 1_234_567, usize::MAX] {
+            let mut written = String::new();
+            push_line_number(&mut written, n);
+            assert_eq!(written, format!("{n:05}"));
+        }
+    }
+
+    #[test]
+    fn a_file_read_whole_and_one_read_on_give_the_same_lines() {
+        let p = Project::new();
+        let text = "one\r\ntwo\n\nfour without an end";
+        let path = p.file("lines.txt", text);
+        let whole = |offset, limit| {
+            let file = std::fs::File::open(&path).unwrap();
+            window_of(&path, file, text.len() as u64, offset, limit).unwrap()
+        };
+        // A size of 0 (unknown) reads on past the head, through the reader.
+        let read_on = |offset, limit| {
+            let file = std::fs::File::open(&path).unwrap();
+            window_of(&path, file, 0, offset, limit).unwrap()
+        };
+        for (offset, limit) in [(0, 10), (1, 2), (3, 1)] {
+            let (a, b) = (whole(offset, limit), read_on(offset, limit));
+            assert_eq!((&a.lines, a.total), (&b.lines, b.total));
+        }
+        assert_eq!(whole(0, 10).lines, ["one", "two", "", "four without an end"]);
+        assert_eq!(whole(1, 2).lines, ["two", ""]);
     }
 
     #[tokio::test]
