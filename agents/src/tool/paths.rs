@@ -415,8 +415,14 @@ mod tests {
                 path.display()
             );
         }
-        assert_eq!(relative_to(root, Path::new("/srv/project/x")), "../project/x");
-        assert_eq!(relative_to(root, Path::new("/srv/proj/src//b.rs")), "src/b.rs");
+        assert_eq!(
+            relative_to(root, Path::new("/srv/project/x")),
+            "../project/x"
+        );
+        assert_eq!(
+            relative_to(root, Path::new("/srv/proj/src//b.rs")),
+            "src/b.rs"
+        );
     }
 
     #[test]

@@ -473,7 +473,10 @@ mod tests {
             let (a, b) = (whole(offset, limit), read_on(offset, limit));
             assert_eq!((&a.lines, a.total), (&b.lines, b.total));
         }
-        assert_eq!(whole(0, 10).lines, ["one", "two", "", "four without an end"]);
+        assert_eq!(
+            whole(0, 10).lines,
+            ["one", "two", "", "four without an end"]
+        );
         assert_eq!(whole(1, 2).lines, ["two", ""]);
     }
 

@@ -343,12 +343,7 @@ impl ToolHost for TaskHost {
         self.live.host.check(ctx, ask)
     }
 
-    fn set_metadata(
-        &self,
-        ctx: &ToolContext,
-        _title: Option<String>,
-        metadata: ToolMetadata,
-    ) {
+    fn set_metadata(&self, ctx: &ToolContext, _title: Option<String>, metadata: ToolMetadata) {
         self.live.update(ctx, self.index, metadata.to_json());
     }
 

@@ -46,12 +46,7 @@ impl ToolHost for TestHost {
         permission::decide(ask, &[&self.rules])
     }
 
-    fn set_metadata(
-        &self,
-        _ctx: &ToolContext,
-        title: Option<String>,
-        metadata: ToolMetadata,
-    ) {
+    fn set_metadata(&self, _ctx: &ToolContext, title: Option<String>, metadata: ToolMetadata) {
         lock(&self.metadata).push((title, metadata.to_json()));
     }
 

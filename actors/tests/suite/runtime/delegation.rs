@@ -193,15 +193,18 @@ async fn the_parent_task_part_follows_the_child_live() {
     use futures::StreamExt;
     use taskforce_actors::bus::{BusItem, Event, Filter};
 
+    // The child's call runs until the test lets it end, so that its running state is seen
+    // (the parent's part takes a burst of the child's events in one change).
+    const WAIT: &str = r#"{"command":"until [ -e release ]; do sleep 0.01; done; echo released"}"#;
     let fake = FakeOpenAi::start(|req| {
         if is_child(req) {
             if req.last_role() == Some("user") {
-                Response::tool_calls(&[("call_read", "read", r#"{"filePath":"notes.txt"}"#)])
+                Response::tool_calls(&[("call_wait", "bash", WAIT)])
             } else {
-                Response::text("notes read")
+                Response::text("released")
             }
         } else if req.last_role() == Some("user") {
-            task_call(r#"{"description":"Read notes","prompt":"read notes.txt","subagent_type":"general"}"#)
+            task_call(r#"{"description":"Wait a while","prompt":"wait for release","subagent_type":"general"}"#)
         } else {
             Response::text("ok")
         }
@@ -212,39 +215,43 @@ async fn the_parent_task_part_follows_the_child_live() {
     let rt = env.runtime().await;
     let parent = rt.create_session(None, None).await.unwrap();
     let mut events = rt.subscribe(Filter::Session(parent.id.clone()));
-    rt.prompt(&parent.id, PromptInput::text("go"))
-        .await
-        .unwrap();
-    let mut running_summaries = Vec::new();
-    while let Ok(Some(BusItem::Event(e))) =
-        tokio::time::timeout(Duration::from_millis(300), events.next()).await
-    {
+    let running = super::prompt_in_background(&rt, &parent.id, "go");
+    // The statuses of the child's call, as the parent's running part shows them.
+    let mut statuses: Vec<String> = Vec::new();
+    let mut released = false;
+    while statuses.last().map(String::as_str) != Some("completed") {
+        let Ok(Some(BusItem::Event(e))) =
+            tokio::time::timeout(Duration::from_secs(10), events.next()).await
+        else {
+            panic!("the parent's part stopped changing at {statuses:?}")
+        };
         if let Event::PartUpdated { part, .. } = &e.event
             && let PartKind::Tool(t) = &part.kind
             && let ToolState::Running(r) = &t.state
             && let Some(meta) = &r.metadata
         {
-            assert_eq!(r.title.as_deref(), Some("Read notes"));
+            assert_eq!(r.title.as_deref(), Some("Wait a while"));
             if let Some(summary) = meta.to_json().get("summary") {
-                running_summaries.push(summary.clone());
+                assert_eq!(summary[0]["tool"], "bash");
+                statuses.push(summary[0]["state"]["status"].as_str().unwrap().to_string());
             }
         }
+        if !released && statuses.iter().any(|s| s == "running") {
+            std::fs::write(env.project().join("release"), "").unwrap();
+            released = true;
+        }
     }
-    let last = running_summaries
-        .last()
-        .expect("the running part carried a summary");
-    assert_eq!(last[0]["tool"], "read");
-    let statuses: Vec<&str> = running_summaries
-        .iter()
-        .map(|s| s[0]["state"]["status"].as_str().unwrap())
-        .collect();
-    assert!(statuses.contains(&"running"), "{statuses:?}");
-    assert!(statuses.contains(&"completed"), "{statuses:?}");
+    assert!(released, "{statuses:?}");
+    tokio::time::timeout(Duration::from_secs(10), running)
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
     let ToolState::Completed(done) = &tool_parts(&rt, &parent.id).await[0].1 else {
         panic!("the task completed")
     };
     let summary = done.metadata.summary().expect("the summary is held typed");
-    assert_eq!(summary[0].tool, "read");
+    assert_eq!(summary[0].tool, "bash");
     assert_eq!(summary[0].state.status, ToolStatus::Completed);
     assert_eq!(
         done.metadata.to_json()["summary"][0]["state"]["status"],

@@ -245,7 +245,10 @@ async fn a_task_call_is_on_disk_as_running_naming_its_child_as_soon_as_the_child
     let ToolState::Running(call) = task_state(&rt, &s.id).await else {
         panic!("the task call is stored as running while its child runs")
     };
-    let metadata = call.metadata.expect("the running call's metadata").to_json();
+    let metadata = call
+        .metadata
+        .expect("the running call's metadata")
+        .to_json();
     assert_eq!(metadata["sessionId"], child.id.to_string());
     assert_eq!(call.title.as_deref(), Some("Look around"));
 

@@ -57,13 +57,11 @@ impl ToolHost for Host {
         permission::decide(ask, &[&self.rules])
     }
 
-    fn set_metadata(
-        &self,
-        _ctx: &ToolContext,
-        title: Option<String>,
-        metadata: ToolMetadata,
-    ) {
-        self.metadata.lock().unwrap().push((title, metadata.to_json()));
+    fn set_metadata(&self, _ctx: &ToolContext, title: Option<String>, metadata: ToolMetadata) {
+        self.metadata
+            .lock()
+            .unwrap()
+            .push((title, metadata.to_json()));
     }
 
     async fn todos(&self, _session: &SessionId) -> Result<Vec<Todo>, ToolError> {
