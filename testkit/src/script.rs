@@ -59,9 +59,18 @@ pub fn delegating(
     child: &'static str,
     parent: &'static str,
 ) -> impl Fn(&RecordedRequest) -> Response + Send + Sync + 'static {
+    delegating_with(args, move || Response::text(child), parent)
+}
+
+/// Like [`delegating`], with the child's answer made by `child` (one held back, or stalled).
+pub fn delegating_with(
+    args: &'static str,
+    child: impl Fn() -> Response + Send + Sync + 'static,
+    parent: &'static str,
+) -> impl Fn(&RecordedRequest) -> Response + Send + Sync + 'static {
     move |req| {
         if is_child(req) {
-            Response::text(child)
+            child()
         } else if req.last_role() == Some("user") {
             task_call(args)
         } else {

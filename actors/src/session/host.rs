@@ -45,9 +45,16 @@ impl SessionToolHost {
     /// Queues the call's running state for the store, unless one was queued already (for a
     /// call that lasts: on disk as running once, not again at every change).
     pub fn store_running_once(&self) {
-        if !self.stored.swap(true, Ordering::Relaxed) {
-            self.writer.queue_part(self.part.lock());
+        if !self.stored.load(Ordering::Relaxed) {
+            self.store_now();
         }
+    }
+
+    /// Queues the call's running state as it is now for the store, in order with the
+    /// session's saves; not published: its states went out live.
+    fn store_now(&self) {
+        self.stored.store(true, Ordering::Relaxed);
+        self.writer.queue_part(self.part.lock());
     }
 
     /// Asks `doom_loop` for a call repeated too often, against the agent's own rules (not the
@@ -203,9 +210,7 @@ impl ToolHost for SessionToolHost {
     }
 
     fn store_running(&self, _: &ToolContext) {
-        self.stored.store(true, Ordering::Relaxed);
-        // Not published: its events went out live.
-        self.writer.queue_part(self.part.lock());
+        self.store_now();
     }
 
     async fn question(

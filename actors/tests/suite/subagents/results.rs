@@ -14,7 +14,7 @@ use taskforce_agents::model::{Message, ToolState};
 use taskforce_agents::tool::{TaskEnvelope, TaskErrorCode, TaskMode};
 use taskforce_testkit::fake_openai::{FakeOpenAi, Gate, RecordedRequest, Response};
 use taskforce_testkit::runtime::until_first_child_runs;
-use taskforce_testkit::script::{delegating, is_child, task_call};
+use taskforce_testkit::script::{delegating, delegating_with, is_child, task_call};
 
 use super::{GENERAL, error_of, metadata_of, prompt, task_result_seen, task_state};
 use crate::suite::runtime::{Env, prompt_in_background};
@@ -163,15 +163,11 @@ async fn a_child_whose_loop_crashes_becomes_an_error_result_for_its_parent() {
 
 #[actix_rt::test]
 async fn a_child_cancelled_on_its_own_is_subagent_cancelled() {
-    let fake = FakeOpenAi::start(|req: &RecordedRequest| {
-        if is_child(req) {
-            Response::text("never finished").stall_after(2)
-        } else if req.last_role() == Some("user") {
-            task_call(GENERAL)
-        } else {
-            Response::text("the parent carried on")
-        }
-    })
+    let fake = FakeOpenAi::start(delegating_with(
+        GENERAL,
+        || Response::text("never finished").stall_after(2),
+        "the parent carried on",
+    ))
     .await
     .unwrap();
     let env = Env::new(&fake.base_url(), "");
@@ -220,18 +216,12 @@ async fn a_child_cancelled_on_its_own_is_subagent_cancelled() {
 #[actix_rt::test]
 async fn a_task_call_is_on_disk_as_running_naming_its_child_as_soon_as_the_child_starts() {
     let answer = Gate::new();
-    let fake = FakeOpenAi::start({
-        let answer = answer.clone();
-        move |req: &RecordedRequest| {
-            if is_child(req) {
-                Response::text("found it").until(&answer)
-            } else if req.last_role() == Some("user") {
-                task_call(GENERAL)
-            } else {
-                Response::text("the parent carried on")
-            }
-        }
-    })
+    let held = answer.clone();
+    let fake = FakeOpenAi::start(delegating_with(
+        GENERAL,
+        move || Response::text("found it").until(&held),
+        "the parent carried on",
+    ))
     .await
     .unwrap();
     let env = Env::new(&fake.base_url(), "");
