@@ -17,6 +17,9 @@
 //! a figure that varies by well under 1 % between runs where the wall time varies by 10 %
 //! (compare builds by instructions per child at 300 children). `TF_WARMUP=1` runs one
 //! fan-out first, unmeasured, so that the figures are those of a runtime that has run one before.
+//! `TF_COMMITS=1` (with `TF_CHILD_MS`) lists every commit of the finish: when it began after the
+//! model wait, how long it took and its rows (many commits of a few rows are touches written
+//! on their own).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, missing_docs)]
 
@@ -121,6 +124,10 @@ fn main() {
                 "after the children's model wait: {}",
                 store_trace.window(from, start + wall)
             );
+            // `TF_COMMITS=1`: each commit of the finish (ms after the model wait, its length, its rows).
+            if std::env::var("TF_COMMITS").is_ok_and(|v| v == "1") {
+                println!("commits after the model wait: {}", store_trace.list(from));
+            }
         }
         // When, after the prompt, the children reached each point of their run (from the times
         // stored on their sessions and messages): a late first model call means a slow start,

@@ -72,6 +72,23 @@ impl StoreTrace {
         )
     }
 
+    /// Each commit that began after `from`: its start and length (ms after `from`) and rows.
+    pub fn list(&self, from: Instant) -> String {
+        let commits = self.commits.lock().unwrap();
+        commits
+            .iter()
+            .filter(|(began, _, _)| *began >= from)
+            .map(|(began, took, rows)| {
+                format!(
+                    "{:.1}+{:.1}:{rows}",
+                    began.duration_since(from).as_secs_f64() * 1000.0,
+                    took.as_secs_f64() * 1000.0
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" ")
+    }
+
     fn counters(&self) -> [&AtomicU64; 8] {
         [
             &self.batches,
