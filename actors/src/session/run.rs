@@ -132,15 +132,20 @@ async fn run_loop(
     .await;
     // Everything the run queued is on disk and published before its end is heard of, and the
     // turn's end moves the session's time: at once, unless the session's own row is still
-    // on its way (the time is moved on the stored row).
-    let touched = core
-        .toucher
-        .touch_and_wait(&session.id, taskforce_agents::id::now_ms());
+    // on its way (the time is moved on the stored row). A cancelled run does not wait for its
+    // new time: like its final state (queued behind, published at once), the time is written
+    // and published after the run reports idle, so that a cancelled tree goes idle without
+    // waiting for a commit and a read at every level.
+    let ended = taskforce_agents::id::now_ms();
     let settled = if writer.stores_a_session() {
         let settled = writer.settle().await;
-        touched.await;
+        core.toucher.touch_and_wait(&session.id, ended).await;
         settled
+    } else if token.is_cancelled() {
+        core.toucher.touch(&session.id, ended);
+        writer.settle().await
     } else {
+        let touched = core.toucher.touch_and_wait(&session.id, ended);
         futures::join!(writer.settle(), touched).0
     };
     let result = match (result, settled) {

@@ -1,12 +1,14 @@
 //! A step's commits go on behind it: the model is asked while the step's opening is still on
 //! its way to the disk, but a tool call that may change anything runs only once it is there
 //! (a call that only reads goes on meanwhile), and a commit that fails stops the run with the
-//! store's error.
+//! store's error. A cancelled run goes idle without waiting for its new time to be written.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use futures::StreamExt;
 use serde_json::Value;
+use taskforce_actors::bus::{BusItem, Event, Filter};
 use taskforce_actors::store::{MessageWithParts, SqliteStore, StoreError};
 use taskforce_actors::{HookCall, Hooks, PromptInput, Runtime, RuntimeError};
 use taskforce_agents::id::SessionId;
@@ -15,7 +17,7 @@ use taskforce_testkit::fake_openai::{FakeOpenAi, Gate, RecordedRequest, Response
 use taskforce_testkit::wait::PATIENCE;
 
 use super::watched_store::{WatchedStore, watched_runtime};
-use super::{Env, prompt_in_background, text_of};
+use super::{Env, expect_cancelled, prompt_in_background, text_of};
 
 #[actix_rt::test]
 async fn a_step_asks_its_model_while_its_opening_is_being_committed() {
@@ -176,4 +178,57 @@ async fn a_tool_call_does_not_run_when_its_steps_opening_could_not_be_stored() {
         std::fs::read_to_string(env.project().join("made.txt")).unwrap(),
         "written"
     );
+}
+
+#[actix_rt::test]
+async fn a_cancelled_run_goes_idle_without_waiting_for_its_new_time_which_is_published_after() {
+    let stalled = FakeOpenAi::start(|_| Response::text("never").stall_after(1))
+        .await
+        .unwrap();
+    let env = Env::new(&stalled.base_url(), "");
+    let (store, rt) = watched_runtime(&env).await;
+    let s = rt.create_session(None, None).await.unwrap();
+    let mut events = rt.subscribe(Filter::Session(s.id.clone()));
+    let running = prompt_in_background(&rt, &s.id, "one");
+    assert!(stalled.wait_for_requests(1, PATIENCE).await);
+    // From now on the store holds the writes of new times.
+    taskforce_testkit::wait::next_millisecond().await;
+    let cancelled_at = taskforce_agents::id::now_ms();
+    let held = Gate::new();
+    store.hold_touches_from(cancelled_at, &held);
+    rt.cancel(&s.id).await.unwrap();
+    // The run ends and the session goes idle while its new time is still held.
+    expect_cancelled(running, PATIENCE, "the cancelled run's end").await;
+    let mut seen_idle = false;
+    while !seen_idle {
+        let Some(BusItem::Event(e)) = tokio::time::timeout(PATIENCE, events.next())
+            .await
+            .expect("the session's idle")
+        else {
+            continue;
+        };
+        match &e.event {
+            Event::SessionIdle { .. } => seen_idle = true,
+            Event::SessionUpdated { info } => assert!(
+                info.time.updated < cancelled_at,
+                "the new time went out before it was written"
+            ),
+            _ => {}
+        }
+    }
+    // Once the store takes it, the new time is written and published.
+    held.open();
+    loop {
+        let item = tokio::time::timeout(PATIENCE, events.next())
+            .await
+            .expect("the session's new time");
+        if let Some(BusItem::Event(e)) = item
+            && let Event::SessionUpdated { info } = &e.event
+            && info.time.updated >= cancelled_at
+        {
+            break;
+        }
+    }
+    let stored = rt.session(&s.id).await.unwrap();
+    assert!(stored.time.updated >= cancelled_at);
 }

@@ -33,6 +33,8 @@ pub(super) struct WatchedStore {
     pub(super) session_writes: tokio::sync::watch::Sender<(usize, usize)>,
     /// The gate that holds the next commit holding an answer's opening, once set.
     hold_opening: std::sync::Mutex<Option<Gate>>,
+    /// The gate that holds writes of sessions' new times from a time on, once set.
+    hold_touches: std::sync::Mutex<Option<(u64, Gate)>>,
 }
 
 impl WatchedStore {
@@ -44,6 +46,7 @@ impl WatchedStore {
             hold: Default::default(),
             session_writes: Default::default(),
             hold_opening: Default::default(),
+            hold_touches: Default::default(),
         })
     }
 
@@ -62,6 +65,12 @@ impl WatchedStore {
     /// completed) until `gate` opens.
     pub(super) fn hold_next_opening(&self, gate: &Gate) {
         *self.hold_opening.lock().unwrap() = Some(gate.clone());
+    }
+
+    /// Holds every write of sessions' new times that moves one to `from` (epoch ms) or later
+    /// until `gate` opens.
+    pub(super) fn hold_touches_from(&self, from: u64, gate: &Gate) {
+        *self.hold_touches.lock().unwrap() = Some((from, gate.clone()));
     }
 
     /// Waits until `arrived` writes of a whole session arrived and `ended` of them ended.
@@ -105,6 +114,12 @@ impl Store for WatchedStore {
             .await
     }
     async fn touch_sessions(&self, t: Vec<(SessionId, u64)>) -> Result<Vec<Session>, StoreError> {
+        let hold = self.hold_touches.lock().unwrap().clone();
+        if let Some((from, gate)) = hold
+            && t.iter().any(|&(_, at)| at >= from)
+        {
+            gate.opened().await;
+        }
         self.inner.touch_sessions(t).await
     }
     async fn sessions(&self, f: &SessionFilter) -> Result<Vec<Session>, StoreError> {
