@@ -126,7 +126,10 @@ fn main() {
             );
             // `TF_COMMITS=1`: each commit of the finish (ms after the model wait, its length, its rows).
             if std::env::var("TF_COMMITS").is_ok_and(|v| v == "1") {
-                println!("commits after the model wait: {}", store_trace.list(from));
+                println!(
+                    "commits after the model wait: {}",
+                    store_trace.list(from, start + wall)
+                );
             }
         }
         // When, after the prompt, the children reached each point of their run (from the times

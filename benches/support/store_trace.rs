@@ -56,11 +56,7 @@ impl StoreTrace {
     /// was committing (a writer busy all along is what the window waited for), their rows,
     /// and the time a row took.
     pub fn window(&self, from: Instant, to: Instant) -> String {
-        let commits = self.commits.lock().unwrap();
-        let within: Vec<_> = commits
-            .iter()
-            .filter(|(began, _, _)| *began >= from && *began < to)
-            .collect();
+        let within = self.commits_in(from, to);
         let busy: Duration = within.iter().map(|(_, took, _)| *took).sum();
         let rows: u64 = within.iter().map(|(_, _, rows)| rows).sum();
         format!(
@@ -72,12 +68,10 @@ impl StoreTrace {
         )
     }
 
-    /// Each commit that began after `from`: its start and length (ms after `from`) and rows.
-    pub fn list(&self, from: Instant) -> String {
-        let commits = self.commits.lock().unwrap();
-        commits
+    /// Each commit that began in `from..to`: its start and length (ms after `from`) and rows.
+    pub fn list(&self, from: Instant, to: Instant) -> String {
+        self.commits_in(from, to)
             .iter()
-            .filter(|(began, _, _)| *began >= from)
             .map(|(began, took, rows)| {
                 format!(
                     "{:.1}+{:.1}:{rows}",
@@ -87,6 +81,16 @@ impl StoreTrace {
             })
             .collect::<Vec<_>>()
             .join(" ")
+    }
+
+    /// The commits that began in `from..to`.
+    fn commits_in(&self, from: Instant, to: Instant) -> Vec<(Instant, Duration, u64)> {
+        let commits = self.commits.lock().unwrap();
+        commits
+            .iter()
+            .filter(|(began, _, _)| *began >= from && *began < to)
+            .copied()
+            .collect()
     }
 
     fn counters(&self) -> [&AtomicU64; 8] {

@@ -1,6 +1,8 @@
 //! The bus: order, filters, lag reporting, and the permission broker on top of it.
 
 use futures::StreamExt;
+
+use super::next_event;
 use taskforce_actors::bus::{BusHandle, BusItem, Event, Filter, SessionStatus};
 use taskforce_actors::permission::{AskOrigin, PermissionBroker, PermissionReply};
 use taskforce_agents::id::SessionId;
@@ -11,13 +13,6 @@ fn status(id: &SessionId) -> Event {
     Event::SessionStatus {
         session_id: id.clone(),
         status: SessionStatus::Busy,
-    }
-}
-
-async fn next_event(sub: &mut taskforce_actors::bus::Subscription) -> Event {
-    match tokio::time::timeout(std::time::Duration::from_secs(5), sub.next()).await {
-        Ok(Some(BusItem::Event(e))) => e.event.clone(),
-        other => panic!("expected an event, got {other:?}"),
     }
 }
 

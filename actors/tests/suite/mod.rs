@@ -29,3 +29,13 @@ mod subagents;
 mod titles;
 mod undo;
 mod web_tools;
+
+/// The next event of `sub`; panics when none comes within the test kit's patience, the stream
+/// ends or the subscriber lagged.
+async fn next_event(sub: &mut taskforce_actors::bus::Subscription) -> taskforce_actors::bus::Event {
+    use futures::StreamExt;
+    match tokio::time::timeout(taskforce_testkit::wait::PATIENCE, sub.next()).await {
+        Ok(Some(taskforce_actors::bus::BusItem::Event(e))) => e.event.clone(),
+        other => panic!("expected an event, got {other:?}"),
+    }
+}

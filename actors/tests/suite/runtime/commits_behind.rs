@@ -6,9 +6,8 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use futures::StreamExt;
 use serde_json::Value;
-use taskforce_actors::bus::{BusItem, Event, Filter};
+use taskforce_actors::bus::{Event, Filter};
 use taskforce_actors::store::{MessageWithParts, SqliteStore, StoreError};
 use taskforce_actors::{HookCall, Hooks, PromptInput, Runtime, RuntimeError};
 use taskforce_agents::id::SessionId;
@@ -18,6 +17,7 @@ use taskforce_testkit::wait::PATIENCE;
 
 use super::watched_store::{WatchedStore, watched_runtime};
 use super::{Env, expect_cancelled, prompt_in_background, text_of};
+use crate::suite::next_event;
 
 #[actix_rt::test]
 async fn a_step_asks_its_model_while_its_opening_is_being_committed() {
@@ -199,16 +199,9 @@ async fn a_cancelled_run_goes_idle_without_waiting_for_its_new_time_which_is_pub
     rt.cancel(&s.id).await.unwrap();
     // The run ends and the session goes idle while its new time is still held.
     expect_cancelled(running, PATIENCE, "the cancelled run's end").await;
-    let mut seen_idle = false;
-    while !seen_idle {
-        let Some(BusItem::Event(e)) = tokio::time::timeout(PATIENCE, events.next())
-            .await
-            .expect("the session's idle")
-        else {
-            continue;
-        };
-        match &e.event {
-            Event::SessionIdle { .. } => seen_idle = true,
+    loop {
+        match next_event(&mut events).await {
+            Event::SessionIdle { .. } => break,
             Event::SessionUpdated { info } => assert!(
                 info.time.updated < cancelled_at,
                 "the new time went out before it was written"
@@ -219,11 +212,7 @@ async fn a_cancelled_run_goes_idle_without_waiting_for_its_new_time_which_is_pub
     // Once the store takes it, the new time is written and published.
     held.open();
     loop {
-        let item = tokio::time::timeout(PATIENCE, events.next())
-            .await
-            .expect("the session's new time");
-        if let Some(BusItem::Event(e)) = item
-            && let Event::SessionUpdated { info } = &e.event
+        if let Event::SessionUpdated { info } = next_event(&mut events).await
             && info.time.updated >= cancelled_at
         {
             break;
