@@ -16,7 +16,7 @@ use tokio::sync::oneshot;
 use super::crash::panic_text;
 use crate::bus::Event;
 use crate::core::Core;
-use crate::store::StoreError;
+use crate::store::{Committing, StoreError};
 
 /// A row to save, owned (see `writer::Item` for the borrowed form).
 pub(crate) enum Saved {
@@ -38,6 +38,13 @@ enum Entry {
     Publish(Event),
     /// A waiter, answered once everything before it is committed and published.
     Settled(oneshot::Sender<()>),
+    /// Rows handed to the store ahead of their turn (see [`Release::hand_over`]): their commit
+    /// (none when they went with the `Ahead` before), and the rows to publish once it is
+    /// through (none for a written part).
+    Ahead {
+        commit: Option<Committing>,
+        published: Vec<Saved>,
+    },
 }
 
 /// The entries queued and whether a drain is under way.
@@ -125,6 +132,56 @@ impl Release {
         self.push(Entry::Save(rows));
     }
 
+    /// Hands the writes waiting for their turn to the store now, instead of after the saves
+    /// before them commit: the store commits them in the order it is handed writes (after
+    /// those, before any handed over later), reads of the session wait for them, and their
+    /// events still go out once they are committed, in order with the rest. For a run whose
+    /// end nobody waits on the disk for. A session's first row is not handed over (nor what
+    /// comes after it): it takes its turn.
+    pub fn hand_over(&self) {
+        let mut queue = self.lock();
+        if !queue.draining {
+            return;
+        }
+        // The entries up to a session's first row, turned into `Ahead`s with their rows.
+        let mut taken: Vec<(usize, Vec<Saved>, Option<Arc<Part>>)> = Vec::new();
+        for (i, entry) in queue.waiting.iter_mut().enumerate() {
+            match entry {
+                Entry::Save(rows) if rows.iter().any(|r| matches!(r, Saved::NewSession(_))) => {
+                    break;
+                }
+                Entry::Save(rows) => taken.push((i, std::mem::take(rows), None)),
+                Entry::Write(part) => taken.push((i, Vec::new(), Some(part.clone()))),
+                Entry::Publish(_) | Entry::Settled(_) | Entry::Ahead { .. } => {}
+            }
+        }
+        if taken.is_empty() {
+            return;
+        }
+        // All in one commit, each row in its last state.
+        let (mut messages, mut parts) = (Vec::new(), Vec::new());
+        for (_, rows, written) in &taken {
+            for row in rows {
+                match row {
+                    Saved::Message(m) => messages.push(&**m),
+                    Saved::Part(p) => parts.push(&**p),
+                    Saved::NewSession(_) => {}
+                }
+            }
+            parts.extend(written.as_deref());
+        }
+        let messages = last_of_each(messages, Message::id);
+        let parts = last_of_each(parts, |p| &p.id);
+        let mut commit = Some(self.core.store.put_many_ahead(&messages, &parts));
+        drop((messages, parts));
+        for (i, published, _) in taken {
+            queue.waiting[i] = Entry::Ahead {
+                commit: commit.take(),
+                published,
+            };
+        }
+    }
+
     /// Returns once everything queued so far is committed and published; answers the first
     /// commit of this queue that failed, if one did.
     pub async fn settle(&self) -> Result<(), StoreError> {
@@ -199,7 +256,19 @@ impl Release {
 
     /// Commits the rows of `batch` in one go, then publishes its events in order (those of its
     /// saves only when the commit went through) and answers its waiters.
-    async fn release(&self, batch: Vec<Entry>) {
+    async fn release(&self, mut batch: Vec<Entry>) {
+        // What was handed over ahead is committed before what the batch writes now; an
+        // `Ahead` without a commit of its own went with the one before.
+        let mut ahead: Vec<Result<(), StoreError>> = Vec::new();
+        let mut ahead_saved: Vec<bool> = Vec::new();
+        for entry in &mut batch {
+            if let Entry::Ahead { commit, .. } = entry {
+                if let Some(commit) = commit {
+                    ahead.push(commit.await);
+                }
+                ahead_saved.push(ahead.last().is_none_or(Result::is_ok));
+            }
+        }
         let (mut sessions, mut messages, mut parts) = (Vec::new(), Vec::new(), Vec::new());
         for entry in &batch {
             match entry {
@@ -213,7 +282,7 @@ impl Release {
                     }
                 }
                 Entry::Write(p) => parts.push(&**p),
-                Entry::Publish(_) | Entry::Settled(_) => {}
+                Entry::Publish(_) | Entry::Settled(_) | Entry::Ahead { .. } => {}
             }
         }
         // A row saved twice in the batch (an answer's opening and its end, say) is written in
@@ -272,16 +341,26 @@ impl Release {
         {
             let mut queue = self.lock();
             queue.new_sessions = queue.new_sessions.saturating_sub(new);
-            if let Err(e) = committed {
+            for e in ahead
+                .into_iter()
+                .filter_map(Result::err)
+                .chain(committed.err())
+            {
                 tracing::warn!(error = %e, "a session's save failed");
                 queue.failed.get_or_insert(e);
             }
         }
+        let mut ahead_saved = ahead_saved.into_iter();
         let mut events = Vec::new();
         let mut settled = Vec::new();
         for entry in batch {
             match entry {
                 Entry::Save(rows) if saved => events.extend(rows.iter().flat_map(events_of)),
+                Entry::Ahead { published, .. } => {
+                    if ahead_saved.next() == Some(true) {
+                        events.extend(published.iter().flat_map(events_of));
+                    }
+                }
                 Entry::Save(_) | Entry::Write(_) => {}
                 Entry::Publish(e) => events.push(e),
                 Entry::Settled(tx) => settled.push(tx),

@@ -135,7 +135,12 @@ async fn run_loop(
     // on its way (the time is moved on the stored row). A cancelled run does not wait for its
     // new time: like its final state (queued behind, published at once), the time is written
     // and published after the run reports idle, so that a cancelled tree goes idle without
-    // waiting for a commit and a read at every level.
+    // waiting for a commit and a read at every level. A run that answers only the task call
+    // that started it does not wait for the disk either: its last writes are handed to the
+    // store at once, so that the call's own write of the answer lands after them and reads of
+    // the session wait for them; their events, then idle, follow their commit, and the new
+    // time is written and published on its own, as a cancelled run's is. The call goes on
+    // meanwhile (a call from another node waits for the store to be flushed).
     let ended = taskforce_agents::id::now_ms();
     let settled = if writer.stores_a_session() {
         let settled = writer.settle().await;
@@ -144,6 +149,10 @@ async fn run_loop(
     } else if token.is_cancelled() {
         core.toucher.touch(&session.id, ended);
         writer.settle().await
+    } else if result.is_ok() && lock(&state).answers_only_its_call() {
+        writer.hand_over();
+        core.toucher.touch(&session.id, ended);
+        writer.failure().map_or(Ok(()), Err)
     } else {
         let touched = core.toucher.touch_and_wait(&session.id, ended);
         futures::join!(writer.settle(), touched).0

@@ -92,6 +92,12 @@ impl LoopState {
         }
     }
 
+    /// Whether the running loop answers only the task call that started it: it is tied to a
+    /// parent's call and no other prompt waits on its end.
+    pub(crate) fn answers_only_its_call(&self) -> bool {
+        self.tied_to.is_some() && self.waiters.len().saturating_sub(self.queue.len()) == 1
+    }
+
     /// When no run goes on and prompts wait: a new run's token, set as the running one.
     pub(crate) fn next_run(&mut self) -> Option<CancellationToken> {
         if self.running.is_some() || self.queue.is_empty() {

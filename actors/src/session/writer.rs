@@ -96,6 +96,13 @@ impl Writer {
         self.release.settle().await
     }
 
+    /// Hands what is queued to the store without waiting for the saves before it (see
+    /// `Release::hand_over`): reads of the session wait for it, later writes land after it,
+    /// and its events still follow its commit.
+    pub fn hand_over(&self) {
+        self.release.hand_over();
+    }
+
     /// Whether a session's first row is queued and not yet committed.
     pub fn stores_a_session(&self) -> bool {
         self.release.stores_a_session()

@@ -143,6 +143,10 @@ pub struct SessionFilter {
     pub project_id: Option<String>,
 }
 
+/// The commit of writes handed to a store without waiting (see [`Store::put_many_ahead`]).
+pub type Committing =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), StoreError>> + Send + 'static>>;
+
 /// An edit of a stored session: changes it and answers whether to write it back.
 pub type SessionEdit = Box<dyn FnOnce(&mut Session) -> bool + Send>;
 
@@ -270,6 +274,10 @@ pub trait Store: Send + Sync + 'static {
     /// Asks for the writes held back by [`put_many_patiently`](Self::put_many_patiently) to be
     /// committed now. The default holds nothing back.
     fn hurry(&self) {}
+    /// Hands messages and parts to the writer to be stored together (messages first), after
+    /// every write handed over before and before every write handed over later, without
+    /// waiting: reads of their sessions made after this call see them. Answers their commit.
+    fn put_many_ahead(&self, messages: &[&Message], parts: &[&Part]) -> Committing;
     /// Queues sessions, messages and parts to be stored together (in that order) without
     /// waiting; reads of their sessions made after this call see them. A failure is logged.
     fn queue_many(

@@ -12,8 +12,8 @@ use taskforce_agents::model::{Message, Part, Session, Todo};
 
 use crate::store::write::{Upsert, rows};
 use crate::store::{
-    Approval, BackgroundTask, MessageWithParts, SessionEdit, SessionFilter, Store, StoreError,
-    TreeCount, TreeSession, Unfinished,
+    Approval, BackgroundTask, Committing, MessageWithParts, SessionEdit, SessionFilter, Store,
+    StoreError, TreeCount, TreeSession, Unfinished,
 };
 
 use super::{PostgresStore, writes};
@@ -151,6 +151,13 @@ impl Store for PostgresStore {
 
     fn hurry(&self) {
         self.writes.hurry();
+    }
+
+    fn put_many_ahead(&self, messages: &[&Message], parts: &[&Part]) -> Committing {
+        match rows(&[], messages, parts, self.writes.runtime()) {
+            Ok(rows) => Box::pin(self.writes.send_ahead(rows)),
+            Err(e) => Box::pin(std::future::ready(Err(e))),
+        }
     }
 
     fn queue_part(&self, part: &Part) {

@@ -9,8 +9,8 @@ use taskforce_agents::id::{MessageId, PartId, SessionId};
 use taskforce_agents::model::{Message, Part, Session, Todo};
 
 use crate::store::{
-    Approval, BackgroundTask, MessageWithParts, SessionEdit, SessionFilter, Store, StoreError,
-    TreeSession, Unfinished,
+    Approval, BackgroundTask, Committing, MessageWithParts, SessionEdit, SessionFilter, Store,
+    StoreError, TreeSession, Unfinished,
 };
 
 use crate::store::rows::{database, read_back_session};
@@ -154,6 +154,13 @@ impl Store for SqliteStore {
 
     fn hurry(&self) {
         self.writes.hurry();
+    }
+
+    fn put_many_ahead(&self, messages: &[&Message], parts: &[&Part]) -> Committing {
+        match rows(&[], messages, parts, self.writes.runtime()) {
+            Ok(rows) => Box::pin(self.writes.send_ahead(rows)),
+            Err(e) => Box::pin(std::future::ready(Err(e))),
+        }
     }
 
     fn queue_part(&self, part: &Part) {

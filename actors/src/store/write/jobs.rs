@@ -32,6 +32,9 @@ pub(crate) enum Job<C> {
     /// Like `Many`, but its waiter does not need it at once: the writer may linger over it for
     /// the burst it belongs to, until somebody asks for the writes (`Unflushed::hurry`).
     Patient(Vec<Batched>),
+    /// Like `Many`, sent ahead of its sender's wait (see `WriteQueue::send_ahead`): reads of
+    /// its sessions wait for it until it is committed.
+    Ahead(Vec<Batched>),
     /// Run alone, after the batch before it is committed.
     Exclusive(Exclusive<C>),
     /// Sessions, messages and parts nobody waits for, encoded by the writer when it takes them
@@ -76,7 +79,7 @@ impl<C> Job<C> {
     pub(super) fn writes(&self) -> usize {
         match self {
             Job::Batched(_) | Job::Exclusive(_) => 1,
-            Job::Many(v) | Job::Patient(v) => v.len(),
+            Job::Many(v) | Job::Patient(v) | Job::Ahead(v) => v.len(),
             Job::Values(v) => v.len(),
         }
     }
@@ -86,7 +89,7 @@ impl<C> Job<C> {
         match self {
             Job::Exclusive(_) => true,
             Job::Batched(b) => b.done.is_some(),
-            Job::Many(v) => v.iter().any(|b| b.done.is_some()),
+            Job::Many(v) | Job::Ahead(v) => v.iter().any(|b| b.done.is_some()),
             Job::Patient(_) => false,
             Job::Values(_) => false,
         }
@@ -118,6 +121,7 @@ impl<C> std::fmt::Debug for Job<C> {
             }) => write!(f, "Batched({:?} of session {})", u.table(), u.session()),
             Job::Many(v) => write!(f, "Many({})", v.len()),
             Job::Patient(v) => write!(f, "Patient({})", v.len()),
+            Job::Ahead(v) => write!(f, "Ahead({})", v.len()),
             Job::Exclusive(_) => f.write_str("Exclusive"),
             Job::Values(v) => write!(f, "Values({})", v.len()),
         }

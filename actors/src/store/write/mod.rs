@@ -323,6 +323,42 @@ impl<C: WriteConn> WriteQueue<C> {
         Ok(())
     }
 
+    /// Sends rows as one job, after everything queued before, without waiting: reads of their
+    /// sessions wait for them from now on, and every job sent later is committed after them.
+    /// Answers their commit, to be awaited or not.
+    pub(crate) fn send_ahead(
+        &self,
+        rows: Vec<Upsert>,
+    ) -> impl Future<Output = Result<(), StoreError>> + Send + 'static {
+        let mut sessions: Vec<String> = Vec::with_capacity(1);
+        let mut jobs = Vec::with_capacity(rows.len());
+        let mut answers = Vec::with_capacity(rows.len());
+        for upsert in rows {
+            // Rows of a session come in runs: each run's session once.
+            if sessions.last().map(String::as_str) != Some(upsert.session()) {
+                sessions.push(upsert.session().to_string());
+            }
+            let (tx, rx) = oneshot::channel();
+            jobs.push(jobs::Batched {
+                upsert: Some(Arc::new(upsert)),
+                done: Some(tx),
+            });
+            answers.push(rx);
+        }
+        let sent = self.send(Job::Ahead(jobs));
+        if let Ok(seq) = sent {
+            self.unflushed
+                .behind(seq, sessions.iter().map(String::as_str));
+        }
+        async move {
+            sent?;
+            for answer in answers {
+                answer.await.unwrap_or_else(|_| Err(writer_stopped()))?;
+            }
+            Ok(())
+        }
+    }
+
     /// Moves each session's update time forward to its time with the writer's next batch and
     /// waits for its commit; answers the sessions' ids, for reading them back.
     pub(crate) async fn touch(

@@ -102,6 +102,8 @@ pub(super) async fn write_batches<C: WriteConn>(
         let Some(first) = buffered.pop_front() else {
             continue;
         };
+        // Where the batch's rows sent ahead are.
+        let mut ahead: Vec<std::ops::Range<usize>> = Vec::new();
         let mut batch = match first {
             Job::Exclusive(work) => {
                 let began = Instant::now();
@@ -114,6 +116,10 @@ pub(super) async fn write_batches<C: WriteConn>(
             }
             Job::Batched(b) => vec![b],
             Job::Many(v) | Job::Patient(v) => v,
+            Job::Ahead(v) => {
+                ahead.push(0..v.len());
+                v
+            }
             Job::Values(v) => v.into_batched(),
         };
         let mut taken: u64 = 1;
@@ -132,6 +138,10 @@ pub(super) async fn write_batches<C: WriteConn>(
                 }
                 Job::Batched(b) => batch.push(b),
                 Job::Many(v) | Job::Patient(v) => batch.extend(v),
+                Job::Ahead(v) => {
+                    ahead.push(batch.len()..batch.len() + v.len());
+                    batch.extend(v);
+                }
                 Job::Values(v) => batch.extend(v.into_batched()),
             }
             taken += 1;
@@ -149,11 +159,14 @@ pub(super) async fn write_batches<C: WriteConn>(
         tracing::debug!(target: COMMIT_TRACE, rows = writes, micros = micros(began), "batch committed");
         in_flight.fetch_sub(writes, Ordering::SeqCst);
         done += taken;
-        // The sessions written without a waiter are clear once committed.
+        // The sessions written without a waiter, or sent ahead of their waiter, are clear once
+        // committed (one with newer such writes still queued keeps its entry).
         let mut last = None;
         let behind = batch
             .iter()
-            .filter(|b| b.done.is_none())
+            .enumerate()
+            .filter(|(i, b)| b.done.is_none() || ahead.iter().any(|rows| rows.contains(i)))
+            .map(|(_, b)| b)
             .filter_map(|b| b.upsert.as_deref().map(Upsert::session))
             // Rows of a session come in runs: look each run up once.
             .filter(|&session| last.replace(session) != Some(session));

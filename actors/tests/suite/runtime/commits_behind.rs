@@ -6,13 +6,15 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
+use futures::FutureExt;
 use serde_json::Value;
-use taskforce_actors::bus::{Event, Filter};
+use taskforce_actors::bus::{BusItem, Event, Filter};
 use taskforce_actors::store::{MessageWithParts, SqliteStore, StoreError};
 use taskforce_actors::{HookCall, Hooks, PromptInput, Runtime, RuntimeError};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::{Message, ToolState};
 use taskforce_testkit::fake_openai::{FakeOpenAi, Gate, RecordedRequest, Response};
+use taskforce_testkit::script::delegating;
 use taskforce_testkit::wait::PATIENCE;
 
 use super::watched_store::{WatchedStore, watched_runtime};
@@ -220,4 +222,52 @@ async fn a_cancelled_run_goes_idle_without_waiting_for_its_new_time_which_is_pub
     }
     let stored = rt.session(&s.id).await.unwrap();
     assert!(stored.time.updated >= cancelled_at);
+}
+
+#[actix_rt::test]
+async fn a_task_call_takes_its_childs_answer_while_the_childs_last_writes_are_being_committed() {
+    let fake = FakeOpenAi::start(delegating(
+        r#"{"description":"Look","prompt":"Look around","subagent_type":"general"}"#,
+        "the child looked",
+        "the parent heard",
+    ))
+    .await
+    .unwrap();
+    let env = Env::new(&fake.base_url(), "");
+    let (store, rt) = watched_runtime(&env).await;
+    let parent = rt.create_session(None, None).await.unwrap();
+    // Every answer but the parent's is held on its way to the disk.
+    let held = Gate::new();
+    store.hold_answers_except(&parent.id, &held);
+    let mut events = rt.subscribe(Filter::All);
+    let answer = tokio::time::timeout(PATIENCE, rt.prompt(&parent.id, PromptInput::text("look")))
+        .await
+        .expect("the parent's call goes on while its child's answer is being written")
+        .unwrap();
+    assert_eq!(text_of(&answer), "the parent heard");
+    let child = rt.children(&parent.id).await.unwrap().remove(0).id;
+    // The child's idle follows its last writes: not out yet.
+    while let Some(Some(item)) = futures::StreamExt::next(&mut events).now_or_never() {
+        if let BusItem::Event(e) = item {
+            assert!(
+                !matches!(&e.event, Event::SessionIdle { session_id } if *session_id == child),
+                "the child went idle before its answer was written"
+            );
+        }
+    }
+    held.open();
+    loop {
+        if let Event::SessionIdle { session_id } = next_event(&mut events).await
+            && session_id == child
+        {
+            break;
+        }
+    }
+    let messages = rt.messages(&child).await.unwrap();
+    let last = messages.last().unwrap();
+    assert_eq!(text_of(last), "the child looked");
+    let Message::Assistant(a) = &*last.info else {
+        panic!("the child's last message is its answer")
+    };
+    assert!(a.time.completed.is_some());
 }

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use taskforce_actors::Runtime;
 use taskforce_actors::store::{
-    Approval, MessageWithParts, SessionEdit, SessionFilter, SqliteStore, Store, StoreError,
+    Approval, Committing, MessageWithParts, SessionEdit, SessionFilter, SqliteStore, Store,
+    StoreError,
 };
 use taskforce_agents::id::{MessageId, PartId, SessionId};
 use taskforce_agents::model::{Message, Part, Session, Todo};
@@ -35,6 +36,8 @@ pub(super) struct WatchedStore {
     hold_opening: std::sync::Mutex<Option<Gate>>,
     /// The gate that holds writes of sessions' new times from a time on, once set.
     hold_touches: std::sync::Mutex<Option<(u64, Gate)>>,
+    /// The gate that holds writes of completed answers of every session but one, once set.
+    hold_answers: std::sync::Mutex<Option<(SessionId, Gate)>>,
 }
 
 impl WatchedStore {
@@ -47,6 +50,7 @@ impl WatchedStore {
             session_writes: Default::default(),
             hold_opening: Default::default(),
             hold_touches: Default::default(),
+            hold_answers: Default::default(),
         })
     }
 
@@ -71,6 +75,24 @@ impl WatchedStore {
     /// until `gate` opens.
     pub(super) fn hold_touches_from(&self, from: u64, gate: &Gate) {
         *self.hold_touches.lock().unwrap() = Some((from, gate.clone()));
+    }
+
+    /// Holds every write of a completed answer (handed over or waited for) of any session but
+    /// `except` until `gate` opens.
+    pub(super) fn hold_answers_except(&self, except: &SessionId, gate: &Gate) {
+        *self.hold_answers.lock().unwrap() = Some((except.clone(), gate.clone()));
+    }
+
+    /// The gate holding a write of `messages`, when one of them is a completed answer whose
+    /// session's answers are held.
+    fn answer_gate(&self, messages: &[&Message]) -> Option<Gate> {
+        let held = self.hold_answers.lock().unwrap().clone();
+        held.filter(|(except, _)| {
+            messages.iter().any(|m| {
+                matches!(m, Message::Assistant(a) if a.time.completed.is_some() && &a.session_id != except)
+            })
+        })
+        .map(|(_, gate)| gate)
     }
 
     /// Waits until `arrived` writes of a whole session arrived and `ended` of them ended.
@@ -173,7 +195,28 @@ impl Store for WatchedStore {
         if let Some(gate) = hold {
             gate.opened().await;
         }
+        if let Some(gate) = self.answer_gate(m) {
+            gate.opened().await;
+        }
         self.inner.put_many(s, m, p).await
+    }
+    fn put_many_ahead(&self, m: &[&Message], p: &[&Part]) -> Committing {
+        if let Err(e) = (self.on_commit)(&[], m, p) {
+            return Box::pin(std::future::ready(Err(e)));
+        }
+        let Some(gate) = self.answer_gate(m) else {
+            return self.inner.put_many_ahead(m, p);
+        };
+        // Held: handed over once the gate opens.
+        let inner = self.inner.clone();
+        let m: Vec<Message> = m.iter().map(|&m| m.clone()).collect();
+        let p: Vec<Part> = p.iter().map(|&p| p.clone()).collect();
+        Box::pin(async move {
+            gate.opened().await;
+            let m: Vec<&Message> = m.iter().collect();
+            let p: Vec<&Part> = p.iter().collect();
+            inner.put_many_ahead(&m, &p).await
+        })
     }
     fn queue_part(&self, p: &Part) {
         self.inner.queue_part(p)
