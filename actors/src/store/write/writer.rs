@@ -161,12 +161,16 @@ pub(super) async fn write_batches<C: WriteConn>(
         done += taken;
         // The sessions written without a waiter, or sent ahead of their waiter, are clear once
         // committed (one with newer such writes still queued keeps its entry).
+        let mut sent_ahead = vec![false; batch.len()];
+        for rows in ahead {
+            sent_ahead[rows].fill(true);
+        }
         let mut last = None;
         let behind = batch
             .iter()
-            .enumerate()
-            .filter(|(i, b)| b.done.is_none() || ahead.iter().any(|rows| rows.contains(i)))
-            .map(|(_, b)| b)
+            .zip(sent_ahead)
+            .filter(|(b, ahead)| b.done.is_none() || *ahead)
+            .map(|(b, _)| b)
             .filter_map(|b| b.upsert.as_deref().map(Upsert::session))
             // Rows of a session come in runs: look each run up once.
             .filter(|&session| last.replace(session) != Some(session));

@@ -6,6 +6,7 @@ both!(
     concurrent_writes_all_land,
     queued_writes_land_in_order_and_a_bad_row_fails_alone,
     reads_see_the_writes_queued_before_them,
+    writes_handed_over_ahead_are_read_at_once_and_land_before_later_writes,
     a_group_commit_of_several_sessions_with_a_faulty_row_stores_the_rest,
     a_session_written_several_times_in_one_commit_keeps_its_latest_time_and_last_title,
 );
@@ -120,6 +121,46 @@ async fn reads_see_the_writes_queued_before_them(db: Db) {
     // Lists wait for every queued write: the filler is all there.
     store.sessions(&SessionFilter::default()).await.unwrap();
     assert_eq!(db.count("part").await, 2_001);
+}
+
+async fn writes_handed_over_ahead_are_read_at_once_and_land_before_later_writes(db: Db) {
+    use futures::FutureExt;
+    let store = db.open().await;
+    let (busy, _u, a) = conversation(&store, "busy").await;
+    // Keep the writer busy, so that the writes handed over below are still queued when read.
+    for i in 0..2_000 {
+        store.queue_part(&text(&busy, &a.id, &format!("filler {i}")));
+    }
+    let (session, _q, answer) = conversation(&store, "ahead").await;
+    let mut finished = answer.clone();
+    finished.time.completed = Some(1_500);
+    let finished: Message = finished.into();
+    let said = text(&session, &answer.id, "handed over, not waited for");
+    let mut committing = store.put_many_ahead(&[&finished], &[&said]);
+    // A read made now waits for them.
+    let read = store
+        .message(&session.id, &answer.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(plain(&read.parts), vec![said.clone()]);
+    assert_eq!(
+        read.info.as_assistant().unwrap().time.completed,
+        Some(1_500)
+    );
+    // A write handed over later lands after them: once it is stored, so are they.
+    let later = text(&session, &answer.id, "written after");
+    store.put_part(&later).await.unwrap();
+    assert!(
+        matches!((&mut committing).now_or_never(), Some(Ok(()))),
+        "the writes handed over first were committed first"
+    );
+    let read = store
+        .message(&session.id, &answer.id)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(plain(&read.parts), vec![said, later]);
 }
 
 async fn a_group_commit_of_several_sessions_with_a_faulty_row_stores_the_rest(db: Db) {
