@@ -257,18 +257,28 @@ impl Release {
     /// Commits the rows of `batch` in one go, then publishes its events in order (those of its
     /// saves only when the commit went through) and answers its waiters.
     async fn release(&self, mut batch: Vec<Entry>) {
-        // What was handed over ahead is committed before what the batch writes now; an
-        // `Ahead` without a commit of its own went with the one before.
-        let mut ahead: Vec<Result<(), StoreError>> = Vec::new();
-        let mut ahead_saved: Vec<bool> = Vec::new();
-        for entry in &mut batch {
-            if let Entry::Ahead { commit, .. } = entry {
+        // What was handed over ahead is in the store's queue already, before what the batch
+        // writes now; an `Ahead` without a commit of its own went with the one before. Their
+        // commits and the batch's are awaited together (the batch's rows go to the store at
+        // once, so that nothing handed over meanwhile lands before them).
+        let ahead_commits: Vec<Option<Committing>> = batch
+            .iter_mut()
+            .filter_map(|entry| match entry {
+                Entry::Ahead { commit, .. } => Some(commit.take()),
+                _ => None,
+            })
+            .collect();
+        let ahead_done = async move {
+            let mut results: Vec<Result<(), StoreError>> = Vec::new();
+            let mut saved: Vec<bool> = Vec::with_capacity(ahead_commits.len());
+            for commit in ahead_commits {
                 if let Some(commit) = commit {
-                    ahead.push(commit.await);
+                    results.push(commit.await);
                 }
-                ahead_saved.push(ahead.last().is_none_or(Result::is_ok));
+                saved.push(results.last().is_none_or(Result::is_ok));
             }
-        }
+            (results, saved)
+        };
         let (mut sessions, mut messages, mut parts) = (Vec::new(), Vec::new(), Vec::new());
         for entry in &batch {
             match entry {
@@ -289,12 +299,13 @@ impl Release {
         // its last state only.
         let messages = last_of_each(messages, Message::id);
         let parts = last_of_each(parts, |p| &p.id);
-        let committed = if sessions.is_empty() && messages.is_empty() && parts.is_empty() {
-            Ok(())
-        } else {
+        let waited = batch.iter().any(|e| matches!(e, Entry::Settled(_)));
+        let own = async {
+            if sessions.is_empty() && messages.is_empty() && parts.is_empty() {
+                return Ok(());
+            }
             let began = std::time::Instant::now();
             // A commit that panics fails this queue (and its run) instead of leaving it stuck.
-            let waited = batch.iter().any(|e| matches!(e, Entry::Settled(_)));
             let commit = async {
                 if waited {
                     self.core.store.put_many(&sessions, &messages, &parts).await
@@ -322,6 +333,7 @@ impl Release {
             );
             result
         };
+        let ((ahead, ahead_saved), committed) = futures::join!(ahead_done, own);
         // A prompt moves its session's `time.updated` (the end of the answer does too), unless
         // the session was stored with it at that time already.
         if committed.is_ok() {
