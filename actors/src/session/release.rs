@@ -159,17 +159,14 @@ impl Release {
             return;
         }
         // All in one commit, each row in its last state.
-        let (mut messages, mut parts) = (Vec::new(), Vec::new());
-        for (_, rows, written) in &taken {
-            for row in rows {
-                match row {
-                    Saved::Message(m) => messages.push(&**m),
-                    Saved::Part(p) => parts.push(&**p),
-                    Saved::NewSession(_) => {}
-                }
-            }
-            parts.extend(written.as_deref());
+        let mut rows = Rows::default();
+        for (_, saved, written) in &taken {
+            rows.add(saved);
+            rows.parts.extend(written.as_deref());
         }
+        let Rows {
+            messages, parts, ..
+        } = rows;
         let messages = last_of_each(messages, Message::id);
         let parts = last_of_each(parts, |p| &p.id);
         let mut commit = Some(self.core.store.put_many_ahead(&messages, &parts));
@@ -279,22 +276,19 @@ impl Release {
             }
             (results, saved)
         };
-        let (mut sessions, mut messages, mut parts) = (Vec::new(), Vec::new(), Vec::new());
+        let mut rows = Rows::default();
         for entry in &batch {
             match entry {
-                Entry::Save(rows) => {
-                    for row in rows {
-                        match row {
-                            Saved::NewSession(s) => sessions.push(&**s),
-                            Saved::Message(m) => messages.push(&**m),
-                            Saved::Part(p) => parts.push(&**p),
-                        }
-                    }
-                }
-                Entry::Write(p) => parts.push(&**p),
+                Entry::Save(saved) => rows.add(saved),
+                Entry::Write(p) => rows.parts.push(&**p),
                 Entry::Publish(_) | Entry::Settled(_) | Entry::Ahead { .. } => {}
             }
         }
+        let Rows {
+            sessions,
+            messages,
+            parts,
+        } = rows;
         // A row saved twice in the batch (an answer's opening and its end, say) is written in
         // its last state only.
         let messages = last_of_each(messages, Message::id);
@@ -383,6 +377,26 @@ impl Release {
         }
         for tx in settled {
             let _ = tx.send(());
+        }
+    }
+}
+
+/// Saved rows sorted by table, in order.
+#[derive(Default)]
+struct Rows<'a> {
+    sessions: Vec<&'a Session>,
+    messages: Vec<&'a Message>,
+    parts: Vec<&'a Part>,
+}
+
+impl<'a> Rows<'a> {
+    fn add(&mut self, saved: &'a [Saved]) {
+        for row in saved {
+            match row {
+                Saved::NewSession(s) => self.sessions.push(s),
+                Saved::Message(m) => self.messages.push(m),
+                Saved::Part(p) => self.parts.push(p),
+            }
         }
     }
 }

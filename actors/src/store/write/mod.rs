@@ -158,6 +158,35 @@ impl<C: WriteConn> std::fmt::Debug for WriteQueue<C> {
     }
 }
 
+/// Each row as an upsert whose commit is answered, and the answers, in order.
+fn answered(
+    rows: Vec<Arc<Upsert>>,
+) -> (
+    Vec<jobs::Batched>,
+    Vec<oneshot::Receiver<Result<(), StoreError>>>,
+) {
+    rows.into_iter()
+        .map(|upsert| {
+            let (tx, rx) = oneshot::channel();
+            let job = jobs::Batched {
+                upsert: Some(upsert),
+                done: Some(tx),
+            };
+            (job, rx)
+        })
+        .unzip()
+}
+
+/// Waits for every answer; the first failure, if any.
+async fn all_committed(
+    answers: Vec<oneshot::Receiver<Result<(), StoreError>>>,
+) -> Result<(), StoreError> {
+    for answer in answers {
+        answer.await.unwrap_or_else(|_| Err(writer_stopped()))?;
+    }
+    Ok(())
+}
+
 /// The error of a write whose waiter was dropped: the writer task stopped before answering.
 fn writer_stopped() -> StoreError {
     StoreError::Database("the writer stopped".into())
@@ -301,26 +330,14 @@ impl<C: WriteConn> WriteQueue<C> {
                 .await;
             return results.into_iter().collect();
         }
-        let mut jobs = Vec::with_capacity(rows.len());
-        let mut answers = Vec::with_capacity(rows.len());
-        for upsert in rows {
-            let (tx, rx) = oneshot::channel();
-            jobs.push(jobs::Batched {
-                upsert: Some(upsert),
-                done: Some(tx),
-            });
-            answers.push(rx);
-        }
+        let (jobs, answers) = answered(rows);
         // One job, so the rows share a batch: one transaction, one commit.
         self.send(if patient {
             Job::Patient(jobs)
         } else {
             Job::Many(jobs)
         })?;
-        for answer in answers {
-            answer.await.unwrap_or_else(|_| Err(writer_stopped()))?;
-        }
-        Ok(())
+        all_committed(answers).await
     }
 
     /// Sends rows as one job, after everything queued before, without waiting: reads of their
@@ -331,20 +348,13 @@ impl<C: WriteConn> WriteQueue<C> {
         rows: Vec<Upsert>,
     ) -> impl Future<Output = Result<(), StoreError>> + Send + 'static {
         let mut sessions: Vec<String> = Vec::with_capacity(1);
-        let mut jobs = Vec::with_capacity(rows.len());
-        let mut answers = Vec::with_capacity(rows.len());
-        for upsert in rows {
+        for upsert in &rows {
             // Rows of a session come in runs: each run's session once.
             if sessions.last().map(String::as_str) != Some(upsert.session()) {
                 sessions.push(upsert.session().to_string());
             }
-            let (tx, rx) = oneshot::channel();
-            jobs.push(jobs::Batched {
-                upsert: Some(Arc::new(upsert)),
-                done: Some(tx),
-            });
-            answers.push(rx);
         }
+        let (jobs, answers) = answered(rows.into_iter().map(Arc::new).collect());
         let sent = self.send(Job::Ahead(jobs));
         if let Ok(seq) = sent {
             self.unflushed
@@ -352,10 +362,7 @@ impl<C: WriteConn> WriteQueue<C> {
         }
         async move {
             sent?;
-            for answer in answers {
-                answer.await.unwrap_or_else(|_| Err(writer_stopped()))?;
-            }
-            Ok(())
+            all_committed(answers).await
         }
     }
 
