@@ -18,6 +18,7 @@ use super::exclusive::{Job, run_job};
 use super::input::PromptInput;
 use super::part_edit::{PartEdit, run_part_edit};
 use super::relay::spawn_relay;
+use super::release::HandedOver;
 use super::revert::{Undo, run_undo};
 use super::run::run_loops;
 use super::state::{LoopState, lock};
@@ -351,7 +352,8 @@ impl AnswerBook {
     /// queued writes land), when no loop runs and the actor remembers them.
     pub fn read<R>(&self, since: u64, read: impl FnOnce(Vec<&MessageWithParts>) -> R) -> Option<R> {
         let state = lock(&self.0);
-        if state.running.is_some() {
+        // Nor when the last run's end, handed to the store, could not be stored.
+        if state.running.is_some() || state.behind.as_ref().is_some_and(HandedOver::failed) {
             return None;
         }
         let history = state.history.as_ref()?;

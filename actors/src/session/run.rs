@@ -142,6 +142,7 @@ async fn run_loop(
     // time is written and published on its own, as a cancelled run's is. The call goes on
     // meanwhile (a call from another node waits for the store to be flushed).
     let ended = taskforce_agents::id::now_ms();
+    let mut handed_over = None;
     let settled = if writer.stores_a_session() {
         let settled = writer.settle().await;
         core.toucher.touch_and_wait(&session.id, ended).await;
@@ -150,13 +151,15 @@ async fn run_loop(
         core.toucher.touch(&session.id, ended);
         writer.settle().await
     } else if result.is_ok() && lock(&state).answers_only_its_call() {
-        writer.hand_over();
+        handed_over = writer.hand_over();
         core.toucher.touch(&session.id, ended);
         writer.failure().map_or(Ok(()), Err)
     } else {
         let touched = core.toucher.touch_and_wait(&session.id, ended);
         futures::join!(writer.settle(), touched).0
     };
+    // A cancelled run's end that could not be stored leaves the memory ahead of the store.
+    intact &= settled.is_ok();
     let result = match (result, settled) {
         (Ok(_), Err(e)) => Err(e.into()),
         (result, _) => result,
@@ -203,6 +206,7 @@ async fn run_loop(
         let consistent = intact && matches!(&result, Ok(_) | Err(RuntimeError::Cancelled));
         state.history = consistent.then_some(messages);
         state.unsaved = unsaved;
+        state.behind = handed_over;
     }
     // A cancel that came through a parent's call (not this actor's mailbox) leaves no
     // permission ask of this session pending either.

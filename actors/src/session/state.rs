@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::input::PromptInput;
 use super::recover::{has_unfinished, repair_dead_runs};
+use super::release::HandedOver;
 use super::writer::Writer;
 use crate::RuntimeError;
 use crate::core::Core;
@@ -30,6 +31,9 @@ pub(crate) struct LoopState {
     pub history: Option<Vec<MessageWithParts>>,
     /// The session row is not stored yet.
     pub unsaved: bool,
+    /// The last run's end, when it was handed to the store without waiting for its commit:
+    /// should it not be stored, the history above is ahead of the store and is read again.
+    pub behind: Option<HandedOver>,
     pub queue: VecDeque<PromptInput>,
     pub waiters: Vec<oneshot::Sender<Result<MessageWithParts, RuntimeError>>>,
     pub running: Option<CancellationToken>,
@@ -131,14 +135,22 @@ pub(crate) async fn load(
     id: &SessionId,
     state: &Mutex<LoopState>,
 ) -> Result<(Arc<Session>, Vec<MessageWithParts>, bool), RuntimeError> {
-    let (known, remembered, unsaved) = {
+    let (known, mut remembered, unsaved, behind) = {
         let mut state = lock(state);
         (
             state.session.clone(),
             state.history.take(),
             std::mem::take(&mut state.unsaved),
+            state.behind.take(),
         )
     };
+    // The last run's end, if it did not wait for its commit, is on disk first; if it could
+    // not be stored, the store is read instead of the memory.
+    if let Some(behind) = behind
+        && !behind.stored().await
+    {
+        remembered = None;
+    }
     let session = match known {
         Some(s) => s,
         None => match core.store.session(id).await? {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use taskforce_agents::model::{Message, Part, Session};
 
-use super::release::{Release, Saved};
+use super::release::{HandedOver, Release, Saved};
 use crate::bus::{Event, SessionStatus};
 use crate::core::Core;
 use crate::store::StoreError;
@@ -99,8 +99,8 @@ impl Writer {
     /// Hands what is queued to the store without waiting for the saves before it (see
     /// `Release::hand_over`): reads of the session wait for it, later writes land after it,
     /// and its events still follow its commit.
-    pub fn hand_over(&self) {
-        self.release.hand_over();
+    pub fn hand_over(&self) -> Option<HandedOver> {
+        self.release.hand_over()
     }
 
     /// Whether a session's first row is queued and not yet committed.

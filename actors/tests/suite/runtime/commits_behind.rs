@@ -226,13 +226,7 @@ async fn a_cancelled_run_goes_idle_without_waiting_for_its_new_time_which_is_pub
 
 #[actix_rt::test]
 async fn a_task_call_takes_its_childs_answer_while_the_childs_last_writes_are_being_committed() {
-    let fake = FakeOpenAi::start(delegating(
-        r#"{"description":"Look","prompt":"Look around","subagent_type":"general"}"#,
-        "the child looked",
-        "the parent heard",
-    ))
-    .await
-    .unwrap();
+    let fake = looking_child().await;
     let env = Env::new(&fake.base_url(), "");
     let (store, rt) = watched_runtime(&env).await;
     let parent = rt.create_session(None, None).await.unwrap();
@@ -270,4 +264,124 @@ async fn a_task_call_takes_its_childs_answer_while_the_childs_last_writes_are_be
         panic!("the child's last message is its answer")
     };
     assert!(a.time.completed.is_some());
+}
+
+/// A model whose root delegates one task to a child that answers "the child looked", then
+/// answers "the parent heard".
+async fn looking_child() -> FakeOpenAi {
+    FakeOpenAi::start(delegating(
+        r#"{"description":"Look","prompt":"Look around","subagent_type":"general"}"#,
+        "the child looked",
+        "the parent heard",
+    ))
+    .await
+    .unwrap()
+}
+
+/// A runtime whose root delegates one task to a child that answers "the child looked"; the
+/// store fails the first `failures` commits that hold the child's completed answer ("disk
+/// full"). Also answers how many such commits it saw.
+async fn failing_childs_end(failures: usize) -> ChildsEnd {
+    let fake = looking_child().await;
+    let env = Env::new(&fake.base_url(), "");
+    let failed = Arc::new(AtomicUsize::new(0));
+    let count = failed.clone();
+    let store = WatchedStore::new(
+        SqliteStore::open(&env.data()).await.unwrap(),
+        Box::new(move |_, messages, _| {
+            let childs_end = messages.iter().any(|m| {
+                matches!(m, Message::Assistant(a) if a.agent == "general" && a.time.completed.is_some())
+            });
+            if childs_end && count.fetch_add(1, Ordering::SeqCst) < failures {
+                return Err(StoreError::Database("disk full".into()));
+            }
+            Ok(())
+        }),
+    );
+    let rt = Runtime::start_with_store(env.options(), store.clone())
+        .await
+        .unwrap();
+    (fake, env, store, rt, failed)
+}
+
+/// The fake model, the project, the store, the runtime, and how many commits of the child's
+/// answer were seen.
+type ChildsEnd = (
+    FakeOpenAi,
+    Env,
+    Arc<WatchedStore>,
+    Runtime,
+    Arc<AtomicUsize>,
+);
+
+/// Prompts a new root, which delegates to a child and hears it; waits for the child's
+/// `session.idle` and answers the child with the `session.error`s of it that came before.
+async fn delegate(rt: &Runtime) -> (SessionId, Vec<String>) {
+    let parent = rt.create_session(None, None).await.unwrap();
+    let mut events = rt.subscribe(Filter::All);
+    let answer = rt
+        .prompt(&parent.id, PromptInput::text("look"))
+        .await
+        .unwrap();
+    assert_eq!(text_of(&answer), "the parent heard");
+    let child = rt.children(&parent.id).await.unwrap().remove(0).id;
+    let mut errors = Vec::new();
+    loop {
+        match next_event(&mut events).await {
+            Event::SessionIdle { session_id } if session_id == child => return (child, errors),
+            Event::SessionError {
+                session_id: Some(id),
+                error,
+            } if id == child => errors.push(format!("{error:?}")),
+            _ => {}
+        }
+    }
+}
+
+#[actix_rt::test]
+async fn a_childs_last_writes_that_fail_once_after_its_call_took_the_answer_are_written_again() {
+    let (_fake, _env, _store, rt, failed) = failing_childs_end(1).await;
+    let (child, errors) = delegate(&rt).await;
+    assert!(errors.is_empty(), "{errors:?}");
+    assert!(
+        failed.load(Ordering::SeqCst) >= 2,
+        "the first write failed, the second went through"
+    );
+    // The child's answer is stored whole, as its parent heard it.
+    let messages = rt.messages(&child).await.unwrap();
+    let last = messages.last().unwrap();
+    assert_eq!(text_of(last), "the child looked");
+    let Message::Assistant(a) = &*last.info else {
+        panic!("the child's last message is its answer")
+    };
+    assert!(
+        a.time.completed.is_some(),
+        "the child's answer is stored as complete"
+    );
+}
+
+#[actix_rt::test]
+async fn a_childs_last_writes_that_cannot_be_stored_are_reported_and_its_next_run_reads_the_store()
+{
+    let (_fake, _env, store, rt, _failed) = failing_childs_end(usize::MAX).await;
+    // The child says its answer could not be stored, and nothing shows it as stored.
+    let (child, errors) = delegate(&rt).await;
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.contains("could not be stored") && e.contains("disk full")),
+        "{errors:?}"
+    );
+    let messages = rt.messages(&child).await.unwrap();
+    let stored_as_complete = messages
+        .iter()
+        .any(|m| matches!(&*m.info, Message::Assistant(a) if a.time.completed.is_some()));
+    assert!(!stored_as_complete, "the child's answer is not on disk");
+    // The child's next run builds on what the store holds, not on the answer it remembers.
+    let reads = store.message_reads();
+    let _ = rt.prompt(&child, PromptInput::text("again")).await;
+    assert!(
+        store.message_reads() > reads,
+        "the next run read the child's messages from the store"
+    );
 }

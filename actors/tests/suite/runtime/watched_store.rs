@@ -21,13 +21,15 @@ pub(super) type OnCommit =
     Box<dyn Fn(&[&Session], &[&Message], &[&Part]) -> Result<(), StoreError> + Send + Sync>;
 
 /// A SQLite store that shows each `put_many` commit to a test first (which may fail it, or
-/// panic in it as a crashing loop would), counts its reads of a session's children, can hold
+/// panic in it as a crashing loop would), counts its reads of a session's children and of
+/// sessions' messages, can hold
 /// the next commit of an answer's opening, and can hold the next write of a whole session (a
 /// put or an edit) until a gate opens, counting those that arrived and ended.
 pub(super) struct WatchedStore {
     pub(super) inner: SqliteStore,
     on_commit: OnCommit,
     children_reads: std::sync::atomic::AtomicUsize,
+    message_reads: std::sync::atomic::AtomicUsize,
     /// The gate that holds the next write of a whole session, once set.
     hold: std::sync::Mutex<Option<Gate>>,
     /// Writes of a whole session that arrived, and that ended.
@@ -46,6 +48,7 @@ impl WatchedStore {
             inner,
             on_commit,
             children_reads: Default::default(),
+            message_reads: Default::default(),
             hold: Default::default(),
             session_writes: Default::default(),
             hold_opening: Default::default(),
@@ -58,6 +61,11 @@ impl WatchedStore {
     pub(super) fn children_reads(&self) -> usize {
         self.children_reads
             .load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// How many times a session's messages were read.
+    pub(super) fn message_reads(&self) -> usize {
+        self.message_reads.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Holds the next write of a whole session until `gate` opens.
@@ -169,6 +177,8 @@ impl Store for WatchedStore {
         self.inner.message(s, id).await
     }
     async fn messages(&self, s: &SessionId) -> Result<Vec<MessageWithParts>, StoreError> {
+        self.message_reads
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
         self.inner.messages(s).await
     }
     async fn remove_message(&self, s: &SessionId, id: &MessageId) -> Result<(), StoreError> {

@@ -4,28 +4,23 @@
 //! its saves commit and waits for the disk only where it must ([`Release::settle`]): before a
 //! tool runs and before its run ends.
 
-use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::FutureExt;
 
-use taskforce_agents::model::{Message, Part, Session};
-use tokio::sync::oneshot;
+use taskforce_agents::model::{AssistantError, Message, Part};
+use tokio::sync::{oneshot, watch};
 
 use super::crash::panic_text;
 use crate::bus::Event;
 use crate::core::Core;
 use crate::store::{Committing, StoreError};
 
-/// A row to save, owned (see `writer::Item` for the borrowed form).
-pub(crate) enum Saved {
-    /// A session stored for the first time (published as created, then updated).
-    NewSession(Arc<Session>),
-    /// A message, published as the shared copy it is.
-    Message(Arc<Message>),
-    Part(Arc<Part>),
-}
+mod rows;
+
+pub(crate) use rows::Saved;
+use rows::{Rows, events_of, last_of_each, session_of, write_again};
 
 /// What waits for its turn.
 enum Entry {
@@ -39,11 +34,12 @@ enum Entry {
     /// A waiter, answered once everything before it is committed and published.
     Settled(oneshot::Sender<()>),
     /// Rows handed to the store ahead of their turn (see [`Release::hand_over`]): their commit
-    /// (none when they went with the `Ahead` before), and the rows to publish once it is
-    /// through (none for a written part).
+    /// (none when they went with the `Ahead` before), the rows (written again should that
+    /// commit fail), and whether they are published once stored (not a written part).
     Ahead {
         commit: Option<Committing>,
-        published: Vec<Saved>,
+        rows: Vec<Saved>,
+        publish: bool,
     },
 }
 
@@ -57,6 +53,29 @@ struct Queue {
     failed: Option<StoreError>,
     /// Sessions' first rows queued and not yet committed.
     new_sessions: usize,
+    /// Told whether the rows handed over ahead are stored, once they are through.
+    handed: Option<watch::Sender<Option<bool>>>,
+}
+
+/// Whether the writes a run's end handed over to the store (see [`Release::hand_over`]) were
+/// stored: known once their commit, and a second try if the first failed, is through.
+#[derive(Clone)]
+pub(crate) struct HandedOver(watch::Receiver<Option<bool>>);
+
+impl HandedOver {
+    /// Waits until the writes are through; answers whether they are stored (not when their
+    /// queue stopped first, the runtime going away).
+    pub async fn stored(mut self) -> bool {
+        matches!(
+            self.0.wait_for(Option::is_some).await.map(|v| *v),
+            Ok(Some(true))
+        )
+    }
+
+    /// Whether the writes are known not to be stored.
+    pub fn failed(&self) -> bool {
+        *self.0.borrow() == Some(false)
+    }
 }
 
 /// A session's queue of writes and events, shared by the clones of its writer.
@@ -138,31 +157,30 @@ impl Release {
     /// events still go out once they are committed, in order with the rest. For a run whose
     /// end nobody waits on the disk for. A session's first row is not handed over (nor what
     /// comes after it): it takes its turn.
-    pub fn hand_over(&self) {
+    pub fn hand_over(&self) -> Option<HandedOver> {
         let mut queue = self.lock();
         if !queue.draining {
-            return;
+            return None;
         }
         // The entries up to a session's first row, turned into `Ahead`s with their rows.
-        let mut taken: Vec<(usize, Vec<Saved>, Option<Arc<Part>>)> = Vec::new();
+        let mut taken: Vec<(usize, Vec<Saved>, bool)> = Vec::new();
         for (i, entry) in queue.waiting.iter_mut().enumerate() {
             match entry {
                 Entry::Save(rows) if rows.iter().any(|r| matches!(r, Saved::NewSession(_))) => {
                     break;
                 }
-                Entry::Save(rows) => taken.push((i, std::mem::take(rows), None)),
-                Entry::Write(part) => taken.push((i, Vec::new(), Some(part.clone()))),
+                Entry::Save(rows) => taken.push((i, std::mem::take(rows), true)),
+                Entry::Write(part) => taken.push((i, vec![Saved::Part(part.clone())], false)),
                 Entry::Publish(_) | Entry::Settled(_) | Entry::Ahead { .. } => {}
             }
         }
         if taken.is_empty() {
-            return;
+            return None;
         }
         // All in one commit, each row in its last state.
         let mut rows = Rows::default();
-        for (_, saved, written) in &taken {
+        for (_, saved, _) in &taken {
             rows.add(saved);
-            rows.parts.extend(written.as_deref());
         }
         let Rows {
             messages, parts, ..
@@ -171,12 +189,16 @@ impl Release {
         let parts = last_of_each(parts, |p| &p.id);
         let mut commit = Some(self.core.store.put_many_ahead(&messages, &parts));
         drop((messages, parts));
-        for (i, published, _) in taken {
+        for (i, rows, publish) in taken {
             queue.waiting[i] = Entry::Ahead {
                 commit: commit.take(),
-                published,
+                rows,
+                publish,
             };
         }
+        let (told, handed) = watch::channel(None);
+        queue.handed = Some(told);
+        Some(HandedOver(handed))
     }
 
     /// Returns once everything queued so far is committed and published; answers the first
@@ -327,7 +349,34 @@ impl Release {
             );
             result
         };
-        let ((ahead, ahead_saved), committed) = futures::join!(ahead_done, own);
+        let ((mut ahead, mut ahead_saved), committed) = futures::join!(ahead_done, own);
+        // Rows handed over whose commit failed are written again, waited for: the parent of
+        // the run has its answer already, so they must land (but the batch's newer rows stay).
+        if ahead_saved.contains(&false) {
+            let failed: Vec<Saved> = failed_aheads(&batch, &ahead_saved)
+                .flatten()
+                .cloned()
+                .collect();
+            match write_again(&self.core, &failed, &messages, &parts).await {
+                Ok(()) => {
+                    for e in ahead.drain(..).filter_map(Result::err) {
+                        tracing::warn!(error = %e, "a session's last writes failed once and were written again");
+                    }
+                    ahead_saved.fill(true);
+                }
+                Err(e) => {
+                    if let Some(session_id) = failed.first().map(session_of) {
+                        self.core.bus.publish(Event::SessionError {
+                            session_id: Some(session_id),
+                            error: Some(Box::new(AssistantError::unknown(format!(
+                                "the session's last writes could not be stored: {e}"
+                            )))),
+                        });
+                    }
+                    ahead.push(Err(e));
+                }
+            }
+        }
         // A prompt moves its session's `time.updated` (the end of the answer does too), unless
         // the session was stored with it at that time already.
         if committed.is_ok() {
@@ -356,15 +405,20 @@ impl Release {
                 queue.failed.get_or_insert(e);
             }
         }
+        if !ahead_saved.is_empty()
+            && let Some(told) = self.lock().handed.take()
+        {
+            told.send_replace(Some(!ahead_saved.contains(&false)));
+        }
         let mut ahead_saved = ahead_saved.into_iter();
         let mut events = Vec::new();
         let mut settled = Vec::new();
         for entry in batch {
             match entry {
                 Entry::Save(rows) if saved => events.extend(rows.iter().flat_map(events_of)),
-                Entry::Ahead { published, .. } => {
-                    if ahead_saved.next() == Some(true) {
-                        events.extend(published.iter().flat_map(events_of));
+                Entry::Ahead { rows, publish, .. } => {
+                    if ahead_saved.next() == Some(true) && publish {
+                        events.extend(rows.iter().flat_map(events_of));
                     }
                 }
                 Entry::Save(_) | Entry::Write(_) => {}
@@ -381,24 +435,16 @@ impl Release {
     }
 }
 
-/// Saved rows sorted by table, in order.
-#[derive(Default)]
-struct Rows<'a> {
-    sessions: Vec<&'a Session>,
-    messages: Vec<&'a Message>,
-    parts: Vec<&'a Part>,
-}
-
-impl<'a> Rows<'a> {
-    fn add(&mut self, saved: &'a [Saved]) {
-        for row in saved {
-            match row {
-                Saved::NewSession(s) => self.sessions.push(s),
-                Saved::Message(m) => self.messages.push(m),
-                Saved::Part(p) => self.parts.push(p),
-            }
-        }
-    }
+/// The rows of the batch's `Ahead`s whose commit failed (`saved` false, in their order).
+fn failed_aheads<'a>(batch: &'a [Entry], saved: &'a [bool]) -> impl Iterator<Item = &'a [Saved]> {
+    batch
+        .iter()
+        .filter_map(|entry| match entry {
+            Entry::Ahead { rows, .. } => Some(rows.as_slice()),
+            _ => None,
+        })
+        .zip(saved)
+        .filter_map(|(rows, saved)| (!saved).then_some(rows))
 }
 
 /// A drain under way: when it stops half-way (its task dropped with the runtime), the queue is
@@ -414,81 +460,7 @@ impl Drop for Draining<'_> {
     }
 }
 
-/// `rows` without those a later row of the same key replaces, in the order of the rows kept.
-fn last_of_each<T: ?Sized, K: Eq + std::hash::Hash + ?Sized>(
-    rows: Vec<&T>,
-    key: impl Fn(&T) -> &K,
-) -> Vec<&T> {
-    // A batch is mostly a handful of rows, where a scan beats hashing.
-    if rows.len() <= 16 {
-        let mut kept = Vec::with_capacity(rows.len());
-        for (i, row) in rows.iter().enumerate() {
-            if !rows[i + 1..].iter().any(|later| key(later) == key(row)) {
-                kept.push(*row);
-            }
-        }
-        return kept;
-    }
-    let mut seen: HashSet<&K, foldhash::fast::RandomState> = HashSet::default();
-    let mut kept: Vec<&T> = rows
-        .iter()
-        .rev()
-        .filter(|row| seen.insert(key(row)))
-        .copied()
-        .collect();
-    kept.reverse();
-    kept
-}
-
 /// The failure of writes whose drain stopped before they were committed.
 fn stopped() -> StoreError {
     StoreError::Database("a session's writes stopped before they were committed".into())
-}
-
-/// The events that publish a saved row.
-fn events_of(row: &Saved) -> impl Iterator<Item = Event> + use<> {
-    let (first, second) = match row {
-        Saved::NewSession(s) => (
-            Event::SessionCreated {
-                info: Arc::clone(s),
-            },
-            Some(Event::SessionUpdated {
-                info: Arc::clone(s),
-            }),
-        ),
-        Saved::Message(m) => (
-            Event::MessageUpdated {
-                info: Arc::clone(m),
-            },
-            None,
-        ),
-        Saved::Part(p) => (
-            Event::PartUpdated {
-                part: Arc::clone(p),
-            },
-            None,
-        ),
-    };
-    std::iter::once(first).chain(second)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::last_of_each;
-
-    #[test]
-    fn a_row_saved_twice_is_kept_in_its_last_state_and_place() {
-        let rows = [("a", 1), ("b", 1), ("a", 2), ("c", 1), ("b", 2)];
-        let kept = last_of_each(rows.iter().collect(), |r: &(&str, i32)| r.0);
-        assert_eq!(kept, [&("a", 2), &("c", 1), &("b", 2)]);
-    }
-
-    #[test]
-    fn a_large_batch_keeps_the_last_state_of_each_row_in_order() {
-        let rows: Vec<(u32, u32)> = (0..40).map(|i| (i % 25, i)).collect();
-        let kept = last_of_each(rows.iter().collect(), |r: &(u32, u32)| &r.0);
-        let expected: Vec<&(u32, u32)> = rows.iter().filter(|r| r.1 + 25 >= 40).collect();
-        assert_eq!(kept.len(), 25);
-        assert_eq!(kept, expected);
-    }
 }
