@@ -225,6 +225,47 @@ async fn a_cancelled_run_goes_idle_without_waiting_for_its_new_time_which_is_pub
 }
 
 #[actix_rt::test]
+async fn a_cancelled_run_whose_writes_could_not_be_stored_leaves_its_next_run_to_read_the_store() {
+    let stalled = FakeOpenAi::start(|_| Response::text("never").stall_after(1))
+        .await
+        .unwrap();
+    let env = Env::new(&stalled.base_url(), "");
+    let failing = Arc::new(AtomicBool::new(false));
+    let fail = failing.clone();
+    let store = WatchedStore::new(
+        SqliteStore::open(&env.data()).await.unwrap(),
+        Box::new(move |_, _, _| {
+            if fail.load(Ordering::SeqCst) {
+                return Err(StoreError::Database("disk full".into()));
+            }
+            Ok(())
+        }),
+    );
+    let rt = Runtime::start_with_store(env.options(), store.clone())
+        .await
+        .unwrap();
+    let s = rt.create_session(None, None).await.unwrap();
+    // The run's commits fail while its model call hangs; then it is cancelled.
+    failing.store(true, Ordering::SeqCst);
+    let running = prompt_in_background(&rt, &s.id, "one");
+    assert!(stalled.wait_for_requests(1, PATIENCE).await);
+    rt.cancel(&s.id).await.unwrap();
+    expect_cancelled(running, PATIENCE, "the cancelled run's end").await;
+    // The store works again: the next run builds on what it holds, not on the memory of a run
+    // whose writes were lost.
+    failing.store(false, Ordering::SeqCst);
+    let reads = store.message_reads();
+    let next = prompt_in_background(&rt, &s.id, "two");
+    assert!(stalled.wait_for_requests(2, PATIENCE).await);
+    assert!(
+        store.message_reads() > reads,
+        "the next run read the session's messages from the store"
+    );
+    rt.cancel(&s.id).await.unwrap();
+    expect_cancelled(next, PATIENCE, "the second run's end").await;
+}
+
+#[actix_rt::test]
 async fn a_task_call_takes_its_childs_answer_while_the_childs_last_writes_are_being_committed() {
     let fake = looking_child().await;
     let env = Env::new(&fake.base_url(), "");
