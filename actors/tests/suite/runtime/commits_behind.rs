@@ -14,7 +14,7 @@ use taskforce_actors::{HookCall, Hooks, PromptInput, Runtime, RuntimeError};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::{Message, ToolState};
 use taskforce_testkit::fake_openai::{FakeOpenAi, Gate, RecordedRequest, Response};
-use taskforce_testkit::script::delegating;
+use taskforce_testkit::script::delegating_with;
 use taskforce_testkit::wait::PATIENCE;
 
 use super::watched_store::{WatchedStore, watched_runtime};
@@ -267,7 +267,8 @@ async fn a_cancelled_run_whose_writes_could_not_be_stored_leaves_its_next_run_to
 
 #[actix_rt::test]
 async fn a_task_call_takes_its_childs_answer_while_the_childs_last_writes_are_being_committed() {
-    let fake = looking_child().await;
+    let stored = Gate::new();
+    let fake = looking_child(&stored).await;
     let env = Env::new(&fake.base_url(), "");
     let (store, rt) = watched_runtime(&env).await;
     let parent = rt.create_session(None, None).await.unwrap();
@@ -275,11 +276,7 @@ async fn a_task_call_takes_its_childs_answer_while_the_childs_last_writes_are_be
     let held = Gate::new();
     store.hold_answers_except(&parent.id, &held);
     let mut events = rt.subscribe(Filter::All);
-    let answer = tokio::time::timeout(PATIENCE, rt.prompt(&parent.id, PromptInput::text("look")))
-        .await
-        .expect("the parent's call goes on while its child's answer is being written")
-        .unwrap();
-    assert_eq!(text_of(&answer), "the parent heard");
+    prompt_through_child(&rt, &mut events, &parent.id, &stored).await;
     let child = rt.children(&parent.id).await.unwrap().remove(0).id;
     // The child's idle follows its last writes: not out yet.
     while let Some(Some(item)) = futures::StreamExt::next(&mut events).now_or_never() {
@@ -307,23 +304,52 @@ async fn a_task_call_takes_its_childs_answer_while_the_childs_last_writes_are_be
     assert!(a.time.completed.is_some());
 }
 
-/// A model whose root delegates one task to a child that answers "the child looked", then
-/// answers "the parent heard".
-async fn looking_child() -> FakeOpenAi {
-    FakeOpenAi::start(delegating(
+/// A model whose root delegates one task to a child that answers "the child looked" once
+/// `stored` opens, then answers "the parent heard".
+async fn looking_child(stored: &Gate) -> FakeOpenAi {
+    let stored = stored.clone();
+    FakeOpenAi::start(delegating_with(
         r#"{"description":"Look","prompt":"Look around","subagent_type":"general"}"#,
-        "the child looked",
+        move || Response::text("the child looked").until(&stored),
         "the parent heard",
     ))
     .await
     .unwrap()
 }
 
+/// Prompts `parent`, whose model delegates to a child that answers once `stored` opens, and
+/// opens it once the child's session is stored (its `session.created` is out): a child ending
+/// before its own row is stored waits for its commits, which is not what these tests are
+/// about. Checks the parent's answer.
+async fn prompt_through_child(
+    rt: &Runtime,
+    events: &mut taskforce_actors::bus::Subscription,
+    parent: &SessionId,
+    stored: &Gate,
+) {
+    let running = prompt_in_background(rt, parent, "look");
+    loop {
+        if let Event::SessionCreated { info } = next_event(events).await
+            && info.parent_id.as_ref() == Some(parent)
+        {
+            break;
+        }
+    }
+    stored.open();
+    let answer = tokio::time::timeout(PATIENCE, running)
+        .await
+        .expect("the parent's call goes on while its child's answer is being written")
+        .unwrap()
+        .unwrap();
+    assert_eq!(text_of(&answer), "the parent heard");
+}
+
 /// A runtime whose root delegates one task to a child that answers "the child looked"; the
 /// store fails the first `failures` commits that hold the child's completed answer ("disk
 /// full"). Also answers how many such commits it saw.
 async fn failing_childs_end(failures: usize) -> ChildsEnd {
-    let fake = looking_child().await;
+    let stored = Gate::new();
+    let fake = looking_child(&stored).await;
     let env = Env::new(&fake.base_url(), "");
     let failed = Arc::new(AtomicUsize::new(0));
     let count = failed.clone();
@@ -342,29 +368,26 @@ async fn failing_childs_end(failures: usize) -> ChildsEnd {
     let rt = Runtime::start_with_store(env.options(), store.clone())
         .await
         .unwrap();
-    (fake, env, store, rt, failed)
+    (fake, env, store, rt, failed, stored)
 }
 
-/// The fake model, the project, the store, the runtime, and how many commits of the child's
-/// answer were seen.
+/// The fake model, the project, the store, the runtime, how many commits of the child's
+/// answer were seen, and the gate the child's answer waits for (see [`prompt_through_child`]).
 type ChildsEnd = (
     FakeOpenAi,
     Env,
     Arc<WatchedStore>,
     Runtime,
     Arc<AtomicUsize>,
+    Gate,
 );
 
 /// Prompts a new root, which delegates to a child and hears it; waits for the child's
 /// `session.idle` and answers the child with the `session.error`s of it that came before.
-async fn delegate(rt: &Runtime) -> (SessionId, Vec<String>) {
+async fn delegate(rt: &Runtime, stored: &Gate) -> (SessionId, Vec<String>) {
     let parent = rt.create_session(None, None).await.unwrap();
     let mut events = rt.subscribe(Filter::All);
-    let answer = rt
-        .prompt(&parent.id, PromptInput::text("look"))
-        .await
-        .unwrap();
-    assert_eq!(text_of(&answer), "the parent heard");
+    prompt_through_child(rt, &mut events, &parent.id, stored).await;
     let child = rt.children(&parent.id).await.unwrap().remove(0).id;
     let mut errors = Vec::new();
     loop {
@@ -381,8 +404,8 @@ async fn delegate(rt: &Runtime) -> (SessionId, Vec<String>) {
 
 #[actix_rt::test]
 async fn a_childs_last_writes_that_fail_once_after_its_call_took_the_answer_are_written_again() {
-    let (_fake, _env, _store, rt, failed) = failing_childs_end(1).await;
-    let (child, errors) = delegate(&rt).await;
+    let (_fake, _env, _store, rt, failed, stored) = failing_childs_end(1).await;
+    let (child, errors) = delegate(&rt, &stored).await;
     assert!(errors.is_empty(), "{errors:?}");
     assert!(
         failed.load(Ordering::SeqCst) >= 2,
@@ -404,9 +427,9 @@ async fn a_childs_last_writes_that_fail_once_after_its_call_took_the_answer_are_
 #[actix_rt::test]
 async fn a_childs_last_writes_that_cannot_be_stored_are_reported_and_its_next_run_reads_the_store()
 {
-    let (_fake, _env, store, rt, _failed) = failing_childs_end(usize::MAX).await;
+    let (_fake, _env, store, rt, _failed, stored) = failing_childs_end(usize::MAX).await;
     // The child says its answer could not be stored, and nothing shows it as stored.
-    let (child, errors) = delegate(&rt).await;
+    let (child, errors) = delegate(&rt, &stored).await;
     assert!(
         errors
             .iter()
