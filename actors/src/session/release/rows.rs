@@ -30,6 +30,7 @@ pub(super) struct Rows<'a> {
 }
 
 impl<'a> Rows<'a> {
+    /// Sorts `saved` in, after the rows already added.
     pub fn add(&mut self, saved: &'a [Saved]) {
         for row in saved {
             match row {
