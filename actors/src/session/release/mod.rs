@@ -357,24 +357,14 @@ impl Release {
                 .flatten()
                 .cloned()
                 .collect();
-            match write_again(&self.core, &failed, &messages, &parts).await {
+            match self.write_again(&failed, &messages, &parts).await {
                 Ok(()) => {
                     for e in ahead.drain(..).filter_map(Result::err) {
                         tracing::warn!(error = %e, "a session's last writes failed once and were written again");
                     }
                     ahead_saved.fill(true);
                 }
-                Err(e) => {
-                    if let Some(session_id) = failed.first().map(session_of) {
-                        self.core.bus.publish(Event::SessionError {
-                            session_id: Some(session_id),
-                            error: Some(Box::new(AssistantError::unknown(format!(
-                                "the session's last writes could not be stored: {e}"
-                            )))),
-                        });
-                    }
-                    ahead.push(Err(e));
-                }
+                Err(e) => ahead.push(Err(e)),
             }
         }
         // A prompt moves its session's `time.updated` (the end of the answer does too), unless
@@ -432,6 +422,26 @@ impl Release {
         for tx in settled {
             let _ = tx.send(());
         }
+    }
+
+    /// Writes `failed` again (see [`write_again`]); when that fails too, the session says so
+    /// with a `session.error`.
+    async fn write_again(
+        &self,
+        failed: &[Saved],
+        messages: &[&Message],
+        parts: &[&Part],
+    ) -> Result<(), StoreError> {
+        let result = write_again(&self.core, failed, messages, parts).await;
+        if let (Err(e), Some(session_id)) = (&result, failed.first().map(session_of)) {
+            self.core.bus.publish(Event::SessionError {
+                session_id: Some(session_id),
+                error: Some(Box::new(AssistantError::unknown(format!(
+                    "the session's last writes could not be stored: {e}"
+                )))),
+            });
+        }
+        result
     }
 }
 

@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use futures::FutureExt;
 use serde_json::Value;
 use taskforce_actors::bus::{BusItem, Event, Filter};
-use taskforce_actors::store::{MessageWithParts, SqliteStore, StoreError};
+use taskforce_actors::store::MessageWithParts;
 use taskforce_actors::{HookCall, Hooks, PromptInput, Runtime, RuntimeError};
 use taskforce_agents::id::SessionId;
 use taskforce_agents::model::{Message, ToolState};
@@ -17,7 +17,7 @@ use taskforce_testkit::fake_openai::{FakeOpenAi, Gate, RecordedRequest, Response
 use taskforce_testkit::script::delegating_with;
 use taskforce_testkit::wait::PATIENCE;
 
-use super::watched_store::{WatchedStore, watched_runtime};
+use super::watched_store::{WatchedStore, failing_when, watched_runtime};
 use super::{Env, expect_cancelled, prompt_in_background, text_of};
 use crate::suite::next_event;
 
@@ -137,21 +137,13 @@ async fn failing_once() -> (FakeOpenAi, Env, Runtime, Arc<AtomicUsize>) {
     .unwrap();
     let env = Env::new(&fake.base_url(), "\n[permission]\nedit = \"allow\"\n");
     let failed = AtomicBool::new(false);
-    let store = WatchedStore::new(
-        SqliteStore::open(&env.data()).await.unwrap(),
-        Box::new(move |_, messages, _| {
-            let opening = messages
-                .iter()
-                .any(|m| matches!(m, Message::Assistant(a) if a.time.completed.is_none()));
-            if opening && !failed.swap(true, Ordering::SeqCst) {
-                return Err(StoreError::Database("disk full".into()));
-            }
-            Ok(())
-        }),
-    );
-    let rt = Runtime::start_with_store(env.options(), store)
-        .await
-        .unwrap();
+    let (_, rt) = failing_when(&env, move |messages| {
+        let opening = messages
+            .iter()
+            .any(|m| matches!(m, Message::Assistant(a) if a.time.completed.is_none()));
+        opening && !failed.swap(true, Ordering::SeqCst)
+    })
+    .await;
     (fake, env, rt, asked)
 }
 
@@ -232,18 +224,7 @@ async fn a_cancelled_run_whose_writes_could_not_be_stored_leaves_its_next_run_to
     let env = Env::new(&stalled.base_url(), "");
     let failing = Arc::new(AtomicBool::new(false));
     let fail = failing.clone();
-    let store = WatchedStore::new(
-        SqliteStore::open(&env.data()).await.unwrap(),
-        Box::new(move |_, _, _| {
-            if fail.load(Ordering::SeqCst) {
-                return Err(StoreError::Database("disk full".into()));
-            }
-            Ok(())
-        }),
-    );
-    let rt = Runtime::start_with_store(env.options(), store.clone())
-        .await
-        .unwrap();
+    let (store, rt) = failing_when(&env, move |_| fail.load(Ordering::SeqCst)).await;
     let s = rt.create_session(None, None).await.unwrap();
     // The run's commits fail while its model call hangs; then it is cancelled.
     failing.store(true, Ordering::SeqCst);
@@ -353,21 +334,13 @@ async fn failing_childs_end(failures: usize) -> ChildsEnd {
     let env = Env::new(&fake.base_url(), "");
     let failed = Arc::new(AtomicUsize::new(0));
     let count = failed.clone();
-    let store = WatchedStore::new(
-        SqliteStore::open(&env.data()).await.unwrap(),
-        Box::new(move |_, messages, _| {
-            let childs_end = messages.iter().any(|m| {
-                matches!(m, Message::Assistant(a) if a.agent == "general" && a.time.completed.is_some())
-            });
-            if childs_end && count.fetch_add(1, Ordering::SeqCst) < failures {
-                return Err(StoreError::Database("disk full".into()));
-            }
-            Ok(())
-        }),
-    );
-    let rt = Runtime::start_with_store(env.options(), store.clone())
-        .await
-        .unwrap();
+    let (store, rt) = failing_when(&env, move |messages| {
+        let childs_end = messages.iter().any(|m| {
+            matches!(m, Message::Assistant(a) if a.agent == "general" && a.time.completed.is_some())
+        });
+        childs_end && count.fetch_add(1, Ordering::SeqCst) < failures
+    })
+    .await;
     (fake, env, store, rt, failed, stored)
 }
 

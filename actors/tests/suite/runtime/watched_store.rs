@@ -253,9 +253,23 @@ impl Store for WatchedStore {
 
 /// A runtime on `env`'s data in a [`WatchedStore`] that lets every commit through.
 pub(super) async fn watched_runtime(env: &Env) -> (Arc<WatchedStore>, Runtime) {
+    failing_when(env, |_| false).await
+}
+
+/// A runtime on `env`'s data in a [`WatchedStore`] that fails ("disk full") each commit whose
+/// messages `fails` picks, and lets the others through.
+pub(super) async fn failing_when(
+    env: &Env,
+    fails: impl Fn(&[&Message]) -> bool + Send + Sync + 'static,
+) -> (Arc<WatchedStore>, Runtime) {
     let store = WatchedStore::new(
         SqliteStore::open(&env.data()).await.unwrap(),
-        Box::new(|_, _, _| Ok(())),
+        Box::new(move |_, messages, _| {
+            if fails(messages) {
+                return Err(StoreError::Database("disk full".into()));
+            }
+            Ok(())
+        }),
     );
     let rt = Runtime::start_with_store(env.options(), store.clone())
         .await
