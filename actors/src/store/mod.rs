@@ -262,14 +262,18 @@ pub trait Store: Send + Sync + 'static {
     /// later writes of the same part land after it. A failure is logged.
     fn queue_part(&self, part: &Part);
     /// Like [`put_many`](Self::put_many), but the commit may wait for the burst of writes it
-    /// belongs to, until [`hurry`](Self::hurry) asks for it. The default is `put_many`.
+    /// belongs to, until [`hurry`](Self::hurry) asks for it, and the values may be encoded by
+    /// the store's writer rather than the caller. The default is `put_many`.
     async fn put_many_patiently(
         &self,
-        sessions: &[&Session],
-        messages: &[&Message],
-        parts: &[&Part],
+        sessions: Vec<Arc<Session>>,
+        messages: Vec<Arc<Message>>,
+        parts: Vec<Arc<Part>>,
     ) -> Result<(), StoreError> {
-        self.put_many(sessions, messages, parts).await
+        let sessions: Vec<&Session> = sessions.iter().map(|s| &**s).collect();
+        let messages: Vec<&Message> = messages.iter().map(|m| &**m).collect();
+        let parts: Vec<&Part> = parts.iter().map(|p| &**p).collect();
+        self.put_many(&sessions, &messages, &parts).await
     }
     /// Asks for the writes held back by [`put_many_patiently`](Self::put_many_patiently) to be
     /// committed now. The default holds nothing back.

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::FutureExt;
 
-use taskforce_agents::model::{AssistantError, Message, Part};
+use taskforce_agents::model::{AssistantError, Message, Part, Session};
 use tokio::sync::{oneshot, watch};
 
 use super::crash::panic_text;
@@ -185,8 +185,14 @@ impl Release {
         let Rows {
             messages, parts, ..
         } = rows;
-        let messages = last_of_each(messages, Message::id);
-        let parts = last_of_each(parts, |p| &p.id);
+        let messages: Vec<&Message> = last_of_each(messages, |m| m.id())
+            .into_iter()
+            .map(|m| &**m)
+            .collect();
+        let parts: Vec<&Part> = last_of_each(parts, |p| &p.id)
+            .into_iter()
+            .map(|p| &**p)
+            .collect();
         let mut commit = Some(self.core.store.put_many_ahead(&messages, &parts));
         drop((messages, parts));
         for (i, rows, publish) in taken {
@@ -302,7 +308,7 @@ impl Release {
         for entry in &batch {
             match entry {
                 Entry::Save(saved) => rows.add(saved),
-                Entry::Write(p) => rows.parts.push(&**p),
+                Entry::Write(p) => rows.parts.push(p),
                 Entry::Publish(_) | Entry::Settled(_) | Entry::Ahead { .. } => {}
             }
         }
@@ -313,7 +319,7 @@ impl Release {
         } = rows;
         // A row saved twice in the batch (an answer's opening and its end, say) is written in
         // its last state only.
-        let messages = last_of_each(messages, Message::id);
+        let messages = last_of_each(messages, |m| m.id());
         let parts = last_of_each(parts, |p| &p.id);
         let waited = batch.iter().any(|e| matches!(e, Entry::Settled(_)));
         let own = async {
@@ -324,11 +330,15 @@ impl Release {
             // A commit that panics fails this queue (and its run) instead of leaving it stuck.
             let commit = async {
                 if waited {
+                    let sessions: Vec<&Session> = sessions.iter().map(|s| &***s).collect();
+                    let messages: Vec<&Message> = messages.iter().map(|m| &***m).collect();
+                    let parts: Vec<&Part> = parts.iter().map(|p| &***p).collect();
                     self.core.store.put_many(&sessions, &messages, &parts).await
                 } else {
+                    // Nobody waits for it yet: the store's writer encodes the rows.
                     self.core
                         .store
-                        .put_many_patiently(&sessions, &messages, &parts)
+                        .put_many_patiently(owned(&sessions), owned(&messages), owned(&parts))
                         .await
                 }
             };
@@ -371,7 +381,7 @@ impl Release {
         // the session was stored with it at that time already.
         if committed.is_ok() {
             for m in &messages {
-                if let Message::User(u) = m
+                if let Message::User(u) = &***m
                     && !sessions
                         .iter()
                         .any(|s| s.id == u.session_id && s.time.updated >= u.time.created)
@@ -429,8 +439,8 @@ impl Release {
     async fn write_again(
         &self,
         failed: &[Saved],
-        messages: &[&Message],
-        parts: &[&Part],
+        messages: &[&Arc<Message>],
+        parts: &[&Arc<Part>],
     ) -> Result<(), StoreError> {
         let result = write_again(&self.core, failed, messages, parts).await;
         if let (Err(e), Some(session_id)) = (&result, failed.first().map(session_of)) {
@@ -468,6 +478,11 @@ impl Drop for Draining<'_> {
         queue.waiting.clear();
         queue.failed.get_or_insert_with(stopped);
     }
+}
+
+/// Shared copies of `rows`.
+fn owned<T>(rows: &[&Arc<T>]) -> Vec<Arc<T>> {
+    rows.iter().map(|&r| Arc::clone(r)).collect()
 }
 
 /// The failure of writes whose drain stopped before they were committed.

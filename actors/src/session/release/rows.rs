@@ -24,9 +24,9 @@ pub(crate) enum Saved {
 /// Saved rows sorted by table, in order.
 #[derive(Default)]
 pub(super) struct Rows<'a> {
-    pub sessions: Vec<&'a Session>,
-    pub messages: Vec<&'a Message>,
-    pub parts: Vec<&'a Part>,
+    pub sessions: Vec<&'a Arc<Session>>,
+    pub messages: Vec<&'a Arc<Message>>,
+    pub parts: Vec<&'a Arc<Part>>,
 }
 
 impl<'a> Rows<'a> {
@@ -73,18 +73,20 @@ pub(super) fn last_of_each<T: ?Sized, K: Eq + std::hash::Hash + ?Sized>(
 pub(super) async fn write_again(
     core: &Core,
     failed: &[Saved],
-    messages: &[&Message],
-    parts: &[&Part],
+    messages: &[&Arc<Message>],
+    parts: &[&Arc<Part>],
 ) -> Result<(), StoreError> {
     let mut rows = Rows::default();
     rows.add(failed);
-    let again_messages = last_of_each(rows.messages, Message::id)
+    let again_messages = last_of_each(rows.messages, |m| m.id())
         .into_iter()
         .filter(|m| !messages.iter().any(|newer| newer.id() == m.id()))
+        .map(|m| &**m)
         .collect::<Vec<_>>();
     let again_parts = last_of_each(rows.parts, |p| &p.id)
         .into_iter()
         .filter(|p| !parts.iter().any(|newer| newer.id == p.id))
+        .map(|p| &**p)
         .collect::<Vec<_>>();
     core.store
         .put_many(&[], &again_messages, &again_parts)

@@ -141,12 +141,13 @@ impl Store for PostgresStore {
 
     async fn put_many_patiently(
         &self,
-        sessions: &[&Session],
-        messages: &[&Message],
-        parts: &[&Part],
+        sessions: Vec<Arc<Session>>,
+        messages: Vec<Arc<Message>>,
+        parts: Vec<Arc<Part>>,
     ) -> Result<(), StoreError> {
-        let rows = rows(sessions, messages, parts, self.writes.runtime())?;
-        self.writes.submit_patiently(rows).await
+        self.writes
+            .submit_patiently(sessions, messages, parts)
+            .await
     }
 
     fn hurry(&self) {

@@ -143,12 +143,12 @@ impl Store for SqliteStore {
 
     async fn put_many_patiently(
         &self,
-        sessions: &[&Session],
-        messages: &[&Message],
-        parts: &[&Part],
+        sessions: Vec<Arc<Session>>,
+        messages: Vec<Arc<Message>>,
+        parts: Vec<Arc<Part>>,
     ) -> Result<(), StoreError> {
         self.writes
-            .submit_patiently(rows(sessions, messages, parts, self.writes.runtime())?)
+            .submit_patiently(sessions, messages, parts)
             .await
     }
 

@@ -10,7 +10,7 @@ use tokio::sync::oneshot;
 
 use crate::store::StoreError;
 
-use super::upsert::{Upsert, rows_lossy};
+use super::upsert::Upsert;
 
 /// A write that needs the connection to itself (its own transaction); it answers by itself.
 pub(crate) type Exclusive<C> =
@@ -37,19 +37,22 @@ pub(crate) enum Job<C> {
     Ahead(Vec<Batched>),
     /// Run alone, after the batch before it is committed.
     Exclusive(Exclusive<C>),
-    /// Sessions, messages and parts nobody waits for, encoded by the writer when it takes them
-    /// (so that the caller does not spend the time), then committed like `Many`.
+    /// Sessions, messages and parts, encoded by the writer when it takes them (so that the
+    /// caller does not spend the time), then committed like `Many`; like `Patient` when
+    /// somebody waits for them.
     Values(Box<Values>),
 }
 
 /// Domain values queued to be stored together, sessions first, then messages, then parts.
 #[derive(Debug, Default)]
 pub(crate) struct Values {
-    pub sessions: Vec<Session>,
+    pub sessions: Vec<Arc<Session>>,
     pub messages: Vec<Arc<Message>>,
     pub parts: Vec<Arc<Part>>,
     /// The runtime writing through the store, when named (see `Store::set_runtime`).
     pub runtime: Option<Arc<str>>,
+    /// Who hears of each value's row, in the same order, when somebody waits for them.
+    pub waiting: Option<Vec<oneshot::Sender<Result<(), StoreError>>>>,
 }
 
 impl Values {
@@ -58,16 +61,41 @@ impl Values {
         self.sessions.len() + self.messages.len() + self.parts.len()
     }
 
-    /// Their rows, ready to commit; a value that cannot be encoded is logged and left out.
+    /// Their rows, ready to commit; a value that cannot be encoded is left out, told to its
+    /// waiter or, when nobody waits, logged.
     pub(super) fn into_batched(self) -> Vec<Batched> {
-        let runtime = self.runtime.as_ref();
-        rows_lossy(&self.sessions, &self.messages, &self.parts, runtime)
-            .into_iter()
-            .map(|row| Batched {
-                upsert: Some(Arc::new(row)),
-                done: None,
-            })
-            .collect()
+        let Values {
+            sessions,
+            messages,
+            parts,
+            runtime,
+            waiting,
+        } = self;
+        let rows = sessions
+            .iter()
+            .map(|s| Upsert::of_session(s))
+            .chain(
+                messages
+                    .iter()
+                    .map(|m| Upsert::of_message(m, runtime.as_ref())),
+            )
+            .chain(parts.iter().map(|p| Upsert::of_part(p)));
+        let mut waiting = waiting.map(Vec::into_iter);
+        let mut batched = Vec::with_capacity(sessions.len() + messages.len() + parts.len());
+        for row in rows {
+            let done = waiting.as_mut().and_then(Iterator::next);
+            match (row, done) {
+                (Ok(row), done) => batched.push(Batched {
+                    upsert: Some(Arc::new(row)),
+                    done,
+                }),
+                (Err(e), Some(done)) => {
+                    let _ = done.send(Err(e));
+                }
+                (Err(e), None) => tracing::warn!("a queued write was dropped: {e}"),
+            }
+        }
+        batched
     }
 }
 
@@ -90,14 +118,17 @@ impl<C> Job<C> {
             Job::Exclusive(_) => true,
             Job::Batched(b) => b.done.is_some(),
             Job::Many(v) | Job::Ahead(v) => v.iter().any(|b| b.done.is_some()),
-            Job::Patient(_) => false,
-            Job::Values(_) => false,
+            Job::Patient(_) | Job::Values(_) => false,
         }
     }
 
     /// Somebody waits for this job, but not at once (see `Job::Patient`).
     pub(super) fn patient(&self) -> bool {
-        matches!(self, Job::Patient(_))
+        match self {
+            Job::Patient(_) => true,
+            Job::Values(v) => v.waiting.is_some(),
+            _ => false,
+        }
     }
 
     /// The error for this job refused by a closed store.

@@ -308,21 +308,6 @@ impl<C: WriteConn> WriteQueue<C> {
 
     /// Writes rows together and waits for their commit: one transaction, one commit.
     pub(crate) async fn submit_many(&self, rows: Vec<Upsert>) -> Result<(), StoreError> {
-        self.submit_rows(rows, false).await
-    }
-
-    /// Like [`submit_many`](Self::submit_many), but the writer may hold the rows back for the
-    /// burst of writes they belong to, until [`hurry`](Self::hurry) asks for them.
-    pub(crate) async fn submit_patiently(&self, rows: Vec<Upsert>) -> Result<(), StoreError> {
-        self.submit_rows(rows, true).await
-    }
-
-    /// Asks the writer to commit what it holds back now.
-    pub(crate) fn hurry(&self) {
-        self.unflushed.hurry();
-    }
-
-    async fn submit_rows(&self, rows: Vec<Upsert>, patient: bool) -> Result<(), StoreError> {
         let rows: Vec<Arc<Upsert>> = rows.into_iter().map(Arc::new).collect();
         if let Some(conn) = self.direct() {
             let results = self
@@ -332,12 +317,53 @@ impl<C: WriteConn> WriteQueue<C> {
         }
         let (jobs, answers) = answered(rows);
         // One job, so the rows share a batch: one transaction, one commit.
-        self.send(if patient {
-            Job::Patient(jobs)
-        } else {
-            Job::Many(jobs)
-        })?;
+        self.send(Job::Many(jobs))?;
         all_committed(answers).await
+    }
+
+    /// Like [`submit_many`](Self::submit_many) for sessions, messages and parts (stored in that
+    /// order), but the writer may hold them back for the burst of writes they belong to, until
+    /// [`hurry`](Self::hurry) asks for them. With nothing pending and the connection free, they
+    /// are written at once here; otherwise, while the writer waits for writes or collects a
+    /// burst, it encodes them itself (in time it would spend waiting, and the caller goes on
+    /// sooner), and while it commits, the caller encodes them (the writer is busy enough).
+    pub(crate) async fn submit_patiently(
+        &self,
+        sessions: Vec<Arc<Session>>,
+        messages: Vec<Arc<Message>>,
+        parts: Vec<Arc<Part>>,
+    ) -> Result<(), StoreError> {
+        if let Some(conn) = self.direct() {
+            let rows = upsert::shared_rows(&sessions, &messages, &parts, self.runtime())?;
+            let results = self
+                .write_direct(conn, rows.iter().map(Some).collect())
+                .await;
+            return results.into_iter().collect();
+        }
+        let (job, answers) = if self.unflushed.collecting() {
+            let count = sessions.len() + messages.len() + parts.len();
+            let (waiting, answers) = (0..count).map(|_| oneshot::channel()).unzip();
+            let values = jobs::Values {
+                sessions,
+                messages,
+                parts,
+                runtime: self.runtime.get().cloned(),
+                waiting: Some(waiting),
+            };
+            (Job::Values(Box::new(values)), answers)
+        } else {
+            let rows = upsert::shared_rows(&sessions, &messages, &parts, self.runtime())?;
+            let (jobs, answers) = answered(rows);
+            (Job::Patient(jobs), answers)
+        };
+        // One job, so the rows share a batch: one transaction, one commit.
+        self.send(job)?;
+        all_committed(answers).await
+    }
+
+    /// Asks the writer to commit what it holds back now.
+    pub(crate) fn hurry(&self) {
+        self.unflushed.hurry();
     }
 
     /// Sends rows as one job, after everything queued before, without waiting: reads of their
@@ -448,10 +474,11 @@ impl<C: WriteConn> WriteQueue<C> {
             }
         }
         let values = jobs::Values {
-            sessions,
+            sessions: sessions.into_iter().map(Arc::new).collect(),
             messages,
             parts,
             runtime: self.runtime.get().cloned(),
+            waiting: None,
         };
         // One job, so the rows share a batch: one transaction, one commit; encoded by the
         // writer, not here.

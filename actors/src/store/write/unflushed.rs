@@ -6,7 +6,7 @@
 //! session's newest number; a read of that session waits until the writer has passed it.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use dashmap::DashMap;
 use tokio::sync::{Notify, watch};
@@ -24,6 +24,8 @@ pub(crate) struct Unflushed {
     newest: AtomicU64,
     /// A read is waiting: the writer should stop lingering.
     hurry: Notify,
+    /// The writer is waiting for writes or collecting a burst of them, not committing.
+    collecting: AtomicBool,
 }
 
 impl Default for Unflushed {
@@ -34,6 +36,7 @@ impl Default for Unflushed {
             sessions: DashMap::default(),
             newest: AtomicU64::new(0),
             hurry: Notify::new(),
+            collecting: AtomicBool::new(true),
         }
     }
 }
@@ -95,6 +98,18 @@ impl Unflushed {
     /// Resolves when the queued writes are asked for.
     pub async fn hurried(&self) {
         self.hurry.notified().await;
+    }
+
+    /// Records whether the writer is waiting for writes or collecting a burst of them (`true`)
+    /// or committing (`false`).
+    pub fn set_collecting(&self, collecting: bool) {
+        self.collecting.store(collecting, Ordering::Relaxed);
+    }
+
+    /// Whether the writer is waiting for writes or collecting a burst of them: work handed to
+    /// it now is done before it commits, in time it would otherwise spend waiting.
+    pub fn collecting(&self) -> bool {
+        self.collecting.load(Ordering::Relaxed)
     }
 
     async fn reach(&self, target: u64) {

@@ -195,30 +195,16 @@ pub(crate) fn rows(
     Ok(rows)
 }
 
-/// The rows of what can be encoded among sessions, messages and parts; the rest is logged
-/// (for writes nobody waits for, where there is nobody to tell).
-pub(crate) fn rows_lossy(
-    sessions: &[Session],
+/// Like [`rows`], for shared values, each row shared too.
+pub(crate) fn shared_rows(
+    sessions: &[Arc<Session>],
     messages: &[Arc<Message>],
     parts: &[Arc<Part>],
     runtime: Option<&Arc<str>>,
-) -> Vec<Upsert> {
-    let logged = |e: StoreError| tracing::warn!("a queued write was dropped: {e}");
-    let mut out = Vec::with_capacity(sessions.len() + messages.len() + parts.len());
-    out.extend(
-        sessions
-            .iter()
-            .filter_map(|s| Upsert::of_session(s).map_err(logged).ok()),
-    );
-    out.extend(
-        messages
-            .iter()
-            .filter_map(|m| Upsert::of_message(m, runtime).map_err(logged).ok()),
-    );
-    out.extend(
-        parts
-            .iter()
-            .filter_map(|p| Upsert::of_part(p).map_err(logged).ok()),
-    );
-    out
+) -> Result<Vec<Arc<Upsert>>, StoreError> {
+    let sessions: Vec<&Session> = sessions.iter().map(|s| &**s).collect();
+    let messages: Vec<&Message> = messages.iter().map(|m| &**m).collect();
+    let parts: Vec<&Part> = parts.iter().map(|p| &**p).collect();
+    let rows = rows(&sessions, &messages, &parts, runtime)?;
+    Ok(rows.into_iter().map(Arc::new).collect())
 }

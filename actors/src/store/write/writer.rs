@@ -15,7 +15,7 @@ use tokio::sync::mpsc;
 
 use crate::store::StoreError;
 
-use super::jobs::{Batched, Job};
+use super::jobs::{Batched, Job, Values};
 use super::unflushed::Unflushed;
 use super::upsert::Upsert;
 use super::{WriteConn, apply};
@@ -88,6 +88,7 @@ pub(super) async fn write_batches<C: WriteConn>(
     let mut done: u64 = 0;
     loop {
         if buffered.is_empty() {
+            unflushed.set_collecting(true);
             match jobs.recv().await {
                 Some(job) => {
                     let urgent = job.urgent();
@@ -98,6 +99,7 @@ pub(super) async fn write_batches<C: WriteConn>(
                 }
                 None => break,
             }
+            unflushed.set_collecting(false);
         }
         let Some(first) = buffered.pop_front() else {
             continue;
@@ -120,7 +122,7 @@ pub(super) async fn write_batches<C: WriteConn>(
                 ahead.push(0..v.len());
                 v
             }
-            Job::Values(v) => v.into_batched(),
+            Job::Values(v) => rows_of(*v, &in_flight),
         };
         let mut taken: u64 = 1;
         while batch.len() < MAX_BATCH {
@@ -142,7 +144,7 @@ pub(super) async fn write_batches<C: WriteConn>(
                     ahead.push(batch.len()..batch.len() + v.len());
                     batch.extend(v);
                 }
-                Job::Values(v) => batch.extend(v.into_batched()),
+                Job::Values(v) => batch.extend(rows_of(*v, &in_flight)),
             }
             taken += 1;
         }
@@ -177,6 +179,14 @@ pub(super) async fn write_batches<C: WriteConn>(
         unflushed.committed(done, behind);
         answer(batch, results);
     }
+}
+
+/// The rows of `values`; those that could not be encoded no longer count as in flight.
+fn rows_of(values: Values, in_flight: &AtomicUsize) -> Vec<Batched> {
+    let counted = values.len();
+    let rows = values.into_batched();
+    in_flight.fetch_sub(counted - rows.len(), Ordering::SeqCst);
+    rows
 }
 
 /// The microseconds since `began`.
@@ -261,6 +271,13 @@ mod tests {
     fn a_patient_write_is_waited_for_but_not_urgent() {
         let patient: Job<()> = Job::Patient(Vec::new());
         assert!(patient.patient() && !patient.urgent());
+        let values: Job<()> = Job::Values(Box::new(Values {
+            waiting: Some(Vec::new()),
+            ..Values::default()
+        }));
+        assert!(values.patient() && !values.urgent());
+        let nobody: Job<()> = Job::Values(Box::default());
+        assert!(!nobody.patient() && !nobody.urgent());
         let (done, _answer) = tokio::sync::oneshot::channel();
         let many: Job<()> = Job::Many(vec![Batched {
             upsert: None,

@@ -9,6 +9,7 @@ both!(
     writes_handed_over_ahead_are_read_at_once_and_land_before_later_writes,
     a_group_commit_of_several_sessions_with_a_faulty_row_stores_the_rest,
     a_session_written_several_times_in_one_commit_keeps_its_latest_time_and_last_title,
+    patient_writes_are_stored_whoever_encodes_them_and_a_faulty_row_fails_its_waiter,
 );
 
 async fn concurrent_writes_all_land(db: Db) {
@@ -250,4 +251,63 @@ async fn a_session_written_several_times_in_one_commit_keeps_its_latest_time_and
     let listed = store.sessions(&SessionFilter::default()).await.unwrap();
     assert_eq!(listed[0].id, session.id, "listed by the latest time");
     assert_eq!(store.messages(&session.id).await.unwrap().len(), 1);
+}
+
+async fn patient_writes_are_stored_whoever_encodes_them_and_a_faulty_row_fails_its_waiter(db: Db) {
+    let store = db.open().await;
+    let (busy, _u, a) = conversation(&store, "busy").await;
+    // Written at once (nothing pending), then twice behind a burst of queued writes (encoded
+    // by the writer if it is still collecting the burst, by the caller if it is committing
+    // it): each is stored all the same.
+    let mut written = Vec::new();
+    for round in 0..3 {
+        if round > 0 {
+            for i in 0..500 {
+                store.queue_part(&text(&busy, &a.id, &format!("filler {round}.{i}")));
+            }
+        }
+        let session = root(&format!("Patient {round}"), 1_000 + round);
+        let question = user(&session, 2_000);
+        let answer = assistant(&session, &question.id, 2_001);
+        let part = text(&session, &answer.id, &format!("patient {round}"));
+        let (q, an): (Message, Message) = (question.into(), answer.into());
+        store
+            .put_many_patiently(
+                vec![Arc::new(session.clone())],
+                vec![Arc::new(q), Arc::new(an)],
+                vec![Arc::new(part.clone())],
+            )
+            .await
+            .unwrap();
+        written.push((session, part));
+    }
+    for (session, part) in &written {
+        assert_eq!(
+            store.session(&session.id).await.unwrap().as_ref(),
+            Some(session)
+        );
+        let messages = store.messages(&session.id).await.unwrap();
+        assert_eq!(messages.len(), 2, "{}", session.title);
+        assert_eq!(plain(&messages[1].parts), vec![part.clone()]);
+    }
+    // A part of a message that does not exist fails its waiter, naming it; the good part
+    // beside it is stored.
+    for i in 0..500 {
+        store.queue_part(&text(&busy, &a.id, &format!("more filler {i}")));
+    }
+    let good = text(&busy, &a.id, "good");
+    let orphan = text(&busy, &MessageId::new(), "orphan");
+    let err = store
+        .put_many_patiently(
+            Vec::new(),
+            Vec::new(),
+            vec![Arc::new(good.clone()), Arc::new(orphan.clone())],
+        )
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains(orphan.id.as_str()), "{err}");
+    assert!(is_foreign_key_error(&err.to_string()), "{err}");
+    let parts = plain(&store.message(&busy.id, &a.id).await.unwrap().unwrap().parts);
+    assert!(parts.contains(&good));
+    assert!(!parts.contains(&orphan));
 }
