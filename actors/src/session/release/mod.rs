@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use futures::FutureExt;
 
-use taskforce_agents::model::{AssistantError, Message, Part, Session};
+use taskforce_agents::model::{AssistantError, Message, Part};
 use tokio::sync::{oneshot, watch};
 
 use super::crash::panic_text;
@@ -20,7 +20,7 @@ use crate::store::{Committing, StoreError};
 mod rows;
 
 pub(crate) use rows::Saved;
-use rows::{Rows, events_of, last_of_each, session_of, write_again};
+use rows::{Rows, events_of, last_of_each, owned, refs, session_of, write_again};
 
 /// What waits for its turn.
 enum Entry {
@@ -185,14 +185,8 @@ impl Release {
         let Rows {
             messages, parts, ..
         } = rows;
-        let messages: Vec<&Message> = last_of_each(messages, |m| m.id())
-            .into_iter()
-            .map(|m| &**m)
-            .collect();
-        let parts: Vec<&Part> = last_of_each(parts, |p| &p.id)
-            .into_iter()
-            .map(|p| &**p)
-            .collect();
+        let messages = refs(&last_of_each(messages, |m| m.id()));
+        let parts = refs(&last_of_each(parts, |p| &p.id));
         let mut commit = Some(self.core.store.put_many_ahead(&messages, &parts));
         drop((messages, parts));
         for (i, rows, publish) in taken {
@@ -330,9 +324,8 @@ impl Release {
             // A commit that panics fails this queue (and its run) instead of leaving it stuck.
             let commit = async {
                 if waited {
-                    let sessions: Vec<&Session> = sessions.iter().map(|s| &***s).collect();
-                    let messages: Vec<&Message> = messages.iter().map(|m| &***m).collect();
-                    let parts: Vec<&Part> = parts.iter().map(|p| &***p).collect();
+                    let (sessions, messages, parts) =
+                        (refs(&sessions), refs(&messages), refs(&parts));
                     self.core.store.put_many(&sessions, &messages, &parts).await
                 } else {
                     // Nobody waits for it yet: the store's writer encodes the rows.
@@ -478,11 +471,6 @@ impl Drop for Draining<'_> {
         queue.waiting.clear();
         queue.failed.get_or_insert_with(stopped);
     }
-}
-
-/// Shared copies of `rows`.
-fn owned<T>(rows: &[&Arc<T>]) -> Vec<Arc<T>> {
-    rows.iter().map(|&r| Arc::clone(r)).collect()
 }
 
 /// The failure of writes whose drain stopped before they were committed.

@@ -68,6 +68,16 @@ pub(super) fn last_of_each<T: ?Sized, K: Eq + std::hash::Hash + ?Sized>(
     kept
 }
 
+/// The values `rows` share.
+pub(super) fn refs<'a, T>(rows: &[&'a Arc<T>]) -> Vec<&'a T> {
+    rows.iter().map(|r| &***r).collect()
+}
+
+/// Shared copies of `rows`.
+pub(super) fn owned<T>(rows: &[&Arc<T>]) -> Vec<Arc<T>> {
+    rows.iter().map(|&r| Arc::clone(r)).collect()
+}
+
 /// Writes `failed` again (rows handed over whose commit failed), waited for, each in its last
 /// state, except those the batch wrote anew (`messages`, `parts`).
 pub(super) async fn write_again(
@@ -78,16 +88,11 @@ pub(super) async fn write_again(
 ) -> Result<(), StoreError> {
     let mut rows = Rows::default();
     rows.add(failed);
-    let again_messages = last_of_each(rows.messages, |m| m.id())
-        .into_iter()
-        .filter(|m| !messages.iter().any(|newer| newer.id() == m.id()))
-        .map(|m| &**m)
-        .collect::<Vec<_>>();
-    let again_parts = last_of_each(rows.parts, |p| &p.id)
-        .into_iter()
-        .filter(|p| !parts.iter().any(|newer| newer.id == p.id))
-        .map(|p| &**p)
-        .collect::<Vec<_>>();
+    let mut again_messages = last_of_each(rows.messages, |m| m.id());
+    again_messages.retain(|m| !messages.iter().any(|newer| newer.id() == m.id()));
+    let mut again_parts = last_of_each(rows.parts, |p| &p.id);
+    again_parts.retain(|p| !parts.iter().any(|newer| newer.id == p.id));
+    let (again_messages, again_parts) = (refs(&again_messages), refs(&again_parts));
     core.store
         .put_many(&[], &again_messages, &again_parts)
         .await
