@@ -52,24 +52,17 @@ impl Places {
     }
 
     /// The next place for a child of a session that runs at `own`, round robin with `own`
-    /// taking half a share: the caller's arbiter also carries the calls themselves (letting
-    /// them in, following the children, ending their parts), measured at about as much work as
-    /// half its children. With two places, two children of three go to the other.
+    /// taking a quarter share: the caller's arbiter also lets every call in and ends its part,
+    /// and its children start behind that work, so that they end late too; with a quarter
+    /// share it finishes its children about when the others do. With two places, four
+    /// children of five go to the other.
     pub(crate) fn next_beside(&self, own: usize) -> usize {
         let n = self.handles.len();
         if n < 2 || own >= n {
             return self.next();
         }
-        // A cycle of `2n - 1` turns: every other place twice, `own` once, in the middle.
-        let turn = self.next.fetch_add(1, Ordering::Relaxed) % (2 * n - 1);
-        let others = n - 1;
-        let slot = match turn {
-            t if t < others => t,
-            t if t == others => return own,
-            t => t - others - 1,
-        };
-        // The `slot`-th place other than `own`.
-        if slot < own { slot } else { slot + 1 }
+        let turn = self.next.fetch_add(1, Ordering::Relaxed);
+        beside(turn, own, n)
     }
 
     /// Runs `work` on the arbiter at `place` and answers its output, or `None` when that
@@ -90,9 +83,40 @@ impl Places {
     }
 }
 
+/// The place of round-robin turn `turn` for a child of a session at `own` among `n >= 2`
+/// places: a cycle of `4(n - 1) + 1` turns, every other place four times, `own` once, in the
+/// middle.
+fn beside(turn: usize, own: usize, n: usize) -> usize {
+    let others = n - 1;
+    let slot = match turn % (4 * others + 1) {
+        t if t < 2 * others => t % others,
+        t if t == 2 * others => return own,
+        t => (t - 2 * others - 1) % others,
+    };
+    // The `slot`-th place other than `own`.
+    if slot < own { slot } else { slot + 1 }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_callers_own_place_takes_a_quarter_share_of_its_children() {
+        for n in 2..=4 {
+            for own in 0..n {
+                let cycle = 4 * (n - 1) + 1;
+                let mut counts = vec![0; n];
+                for turn in 0..cycle {
+                    counts[beside(turn, own, n)] += 1;
+                }
+                for (place, count) in counts.iter().enumerate() {
+                    let want = if place == own { 1 } else { 4 };
+                    assert_eq!(*count, want, "{n} places, own {own}: {counts:?}");
+                }
+            }
+        }
+    }
 
     #[actix_rt::test]
     async fn work_runs_on_the_arbiter_of_its_place_which_knows_it() {
@@ -121,9 +145,9 @@ mod tests {
             (0..4).map(|_| places.next()).collect::<Vec<_>>(),
             [0, 1, 0, 1]
         );
-        // Beside a caller at place 0, two children of three go to place 1.
-        let beside: Vec<usize> = (0..6).map(|_| places.next_beside(0)).collect();
-        assert_eq!(beside.iter().filter(|&&p| p == 1).count(), 4, "{beside:?}");
+        // Beside a caller at place 0, four children of five go to place 1.
+        let beside: Vec<usize> = (0..10).map(|_| places.next_beside(0)).collect();
+        assert_eq!(beside.iter().filter(|&&p| p == 1).count(), 8, "{beside:?}");
         for arbiter in &arbiters {
             arbiter.stop();
         }

@@ -26,7 +26,8 @@
 //! - `commit.rs`: the writer's two connections; `upserter.rs`: the thread that commits a batch
 //!   of upserts all or none (and reads back the sessions a touch moved); `statements.rs`: the
 //!   upsert of one row;
-//! - `checkpoint.rs`: folding the write-ahead log back into the file;
+//! - `checkpoint.rs`: folding the write-ahead log back into the file; `wal_room.rs`: growing
+//!   the log's file ahead of the writes, while the upsert thread is idle;
 //! - the writes of SQLite's own shape: `todos.rs`, `approvals.rs`.
 
 use std::path::{Path, PathBuf};
@@ -45,6 +46,7 @@ mod statements;
 mod store;
 mod todos;
 mod upserter;
+mod wal_room;
 
 use commit::SqliteWriter;
 use reads::Readers;

@@ -17,6 +17,7 @@ use crate::store::rows::TextRow;
 use crate::store::write::{Table, Upsert};
 
 use super::statements::Statements;
+use super::wal_room::WalRoom;
 
 /// What the thread is asked, and who hears how it went.
 enum Request {
@@ -76,7 +77,7 @@ impl Upserter {
             .spawn(move || match connect(&path, busy) {
                 Ok(conn) => {
                     let _ = opened.send(Ok(()));
-                    serve(conn, &incoming);
+                    serve(conn, &incoming, WalRoom::new(&path, busy));
                 }
                 Err(e) => {
                     let _ = opened.send(Err(e.to_string()));
@@ -131,10 +132,42 @@ fn connect(path: &Path, busy: Duration) -> rusqlite::Result<Connection> {
     Ok(conn)
 }
 
-/// Answers requests in order until every handle is dropped.
-fn serve(conn: Connection, requests: &std_mpsc::Receiver<Request>) {
+/// How long the thread has had nothing to do before it grows the write-ahead log's file: a
+/// burst of writes (and the work around it) is not slowed by the growing.
+const QUIET: Duration = Duration::from_millis(20);
+
+/// Answers requests in order until every handle is dropped; once none came for [`QUIET`], grows
+/// the write-ahead log's file ahead of the writes, a step at a time while none comes (see
+/// `wal_room.rs`).
+fn serve(conn: Connection, requests: &std_mpsc::Receiver<Request>, mut room: WalRoom) {
     let mut statements = Statements::new(&conn);
-    while let Ok(request) = requests.recv() {
+    // Nothing came for `QUIET`, nor since.
+    let mut quiet = false;
+    loop {
+        let next = if !room.wanted() {
+            requests
+                .recv()
+                .map_err(|_| std_mpsc::RecvTimeoutError::Disconnected)
+        } else if quiet {
+            requests.try_recv().map_err(|e| match e {
+                std_mpsc::TryRecvError::Empty => std_mpsc::RecvTimeoutError::Timeout,
+                std_mpsc::TryRecvError::Disconnected => std_mpsc::RecvTimeoutError::Disconnected,
+            })
+        } else {
+            requests.recv_timeout(QUIET)
+        };
+        let request = match next {
+            Ok(request) => {
+                quiet = false;
+                request
+            }
+            Err(std_mpsc::RecvTimeoutError::Timeout) => {
+                // Another writer holding the lock: wait for quiet again.
+                quiet = room.grow(&conn);
+                continue;
+            }
+            Err(std_mpsc::RecvTimeoutError::Disconnected) => break,
+        };
         match request {
             Request::Write { rows, done } => {
                 let result = match rows.as_slice() {
@@ -335,6 +368,23 @@ mod tests {
         let stored: Session = serde_json::from_str(&rows[0].text("data").unwrap()).unwrap();
         assert_eq!(stored.title, "one");
         assert!(rows[0].text("title").is_err(), "no such column");
+    }
+
+    #[tokio::test]
+    async fn the_log_grows_ahead_once_no_write_came_for_a_moment_and_writes_go_on_after() {
+        let (dir, upserts, mut conn) = upserter().await;
+        let room = super::super::wal_room::WAL_ROOM;
+        let wal = dir.path().join("test.db-wal");
+        let size = || std::fs::metadata(&wal).map(|m| m.len()).unwrap_or(0);
+        assert!(size() < room);
+        taskforce_testkit::wait::eventually("the log grown to its room", || size() == room).await;
+        let session = Session::new("proj", "/srv/p", "after", 1_000);
+        upserts
+            .write_one(Arc::new(Upsert::of_session(&session).unwrap()))
+            .await
+            .unwrap();
+        assert_eq!(count(&mut conn, "session").await, 1);
+        assert_eq!(size(), room, "written over the room");
     }
 
     #[tokio::test]
