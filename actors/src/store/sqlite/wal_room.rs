@@ -1,5 +1,5 @@
-//! Room in the write-ahead log's file: when the upsert thread has had nothing to write for a
-//! moment, it grows the log's file with zeros, a step at a time, up to [`WAL_ROOM`], so that a
+//! Room in the write-ahead log's file: once the upsert thread has written a thousand rows, when
+//! it has had nothing to write for a moment, it grows the log's file with zeros, a step at a time, up to [`WAL_ROOM`], so that a
 //! burst of commits later writes over pages the file already has instead of growing it page
 //! by page (a file that grows costs the kernel a new cached page and a new block for every
 //! page written; a fan-out of a thousand children writes some twenty megabytes of log).
@@ -20,6 +20,10 @@ use rusqlite::{Connection, Transaction, TransactionBehavior};
 /// The size the log's file is grown to.
 pub(super) const WAL_ROOM: u64 = 32 << 20;
 
+/// How many rows the thread writes before the log is grown: a store that works hard gets the
+/// room, a short command or a quiet store never pays for it.
+pub(super) const WRITTEN_FIRST: usize = 1_000;
+
 /// How much one step grows the file: a write waiting meanwhile waits for no more than that.
 const STEP: u64 = 1 << 20;
 
@@ -35,6 +39,8 @@ pub(super) struct WalRoom {
     busy: Duration,
     /// The file is as large as it is grown to, or cannot be grown.
     done: bool,
+    /// Rows written through the connection so far (counted up to [`WRITTEN_FIRST`]).
+    written: usize,
 }
 
 impl WalRoom {
@@ -47,12 +53,18 @@ impl WalRoom {
             file: None,
             busy,
             done: false,
+            written: 0,
         }
     }
 
-    /// Whether the file may still need growing.
+    /// Counts `rows` written through the connection.
+    pub fn wrote(&mut self, rows: usize) {
+        self.written = self.written.saturating_add(rows).min(WRITTEN_FIRST);
+    }
+
+    /// Whether the file is to be grown: it may still need it, and enough rows were written.
     pub fn wanted(&self) -> bool {
-        !self.done
+        !self.done && self.written >= WRITTEN_FIRST
     }
 
     /// Grows the file by one step when it is shorter than [`WAL_ROOM`]; answers whether it did
@@ -149,6 +161,11 @@ mod tests {
         let wal = room.path.clone();
         let before = std::fs::metadata(&wal).unwrap().len();
         assert!(before < WAL_ROOM, "{before}");
+        assert!(!room.wanted(), "not before a thousand rows");
+        room.wrote(WRITTEN_FIRST - 1);
+        assert!(!room.wanted());
+        room.wrote(5);
+        assert!(room.wanted());
         assert!(room.grow(&conn));
         let one = std::fs::metadata(&wal).unwrap().len();
         assert_eq!(one, before + STEP);
@@ -206,6 +223,7 @@ mod tests {
         let path = dir.path().join("plain.db");
         let conn = Connection::open(&path).unwrap();
         let mut room = WalRoom::new(&path, Duration::from_secs(1));
+        room.wrote(WRITTEN_FIRST);
         assert!(!room.grow(&conn));
         assert!(!room.wanted(), "left to SQLite for good");
         assert!(!room.path.exists());
