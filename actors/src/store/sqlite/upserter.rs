@@ -136,6 +136,34 @@ fn connect(path: &Path, busy: Duration) -> rusqlite::Result<Connection> {
 /// burst of writes (and the work around it) is not slowed by the growing.
 const QUIET: Duration = Duration::from_millis(20);
 
+/// What the thread takes up next.
+enum Next {
+    Request(Request),
+    /// Nothing came: time to grow the log.
+    Idle,
+    /// Every handle is dropped.
+    Closed,
+}
+
+/// The next request; `Idle` instead when the log is `wanted` grown and none came for
+/// [`QUIET`] (at once when it is `quiet` already).
+fn next(requests: &std_mpsc::Receiver<Request>, wanted: bool, quiet: bool) -> Next {
+    use std_mpsc::{RecvTimeoutError, TryRecvError};
+    match (wanted, quiet) {
+        (false, _) => requests.recv().map_or(Next::Closed, Next::Request),
+        (true, true) => match requests.try_recv() {
+            Ok(request) => Next::Request(request),
+            Err(TryRecvError::Empty) => Next::Idle,
+            Err(TryRecvError::Disconnected) => Next::Closed,
+        },
+        (true, false) => match requests.recv_timeout(QUIET) {
+            Ok(request) => Next::Request(request),
+            Err(RecvTimeoutError::Timeout) => Next::Idle,
+            Err(RecvTimeoutError::Disconnected) => Next::Closed,
+        },
+    }
+}
+
 /// Answers requests in order until every handle is dropped; once a thousand rows were written
 /// and then none came for [`QUIET`], grows the write-ahead log's file ahead of the writes, a
 /// step at a time while none comes (see `wal_room.rs`).
@@ -144,30 +172,18 @@ fn serve(conn: Connection, requests: &std_mpsc::Receiver<Request>, mut room: Wal
     // Nothing came for `QUIET`, nor since.
     let mut quiet = false;
     loop {
-        let next = if !room.wanted() {
-            requests
-                .recv()
-                .map_err(|_| std_mpsc::RecvTimeoutError::Disconnected)
-        } else if quiet {
-            requests.try_recv().map_err(|e| match e {
-                std_mpsc::TryRecvError::Empty => std_mpsc::RecvTimeoutError::Timeout,
-                std_mpsc::TryRecvError::Disconnected => std_mpsc::RecvTimeoutError::Disconnected,
-            })
-        } else {
-            requests.recv_timeout(QUIET)
-        };
-        let request = match next {
-            Ok(request) => {
+        let request = match next(requests, room.wanted(), quiet) {
+            Next::Request(request) => {
                 quiet = false;
                 request
             }
-            Err(std_mpsc::RecvTimeoutError::Timeout) => {
+            Next::Idle => {
                 // A step that grew the file is followed by the next while nothing comes; one
                 // that could not (another writer holds the lock) waits for quiet again.
                 quiet = room.grow(&conn);
                 continue;
             }
-            Err(std_mpsc::RecvTimeoutError::Disconnected) => break,
+            Next::Closed => break,
         };
         match request {
             Request::Write { rows, done } => {

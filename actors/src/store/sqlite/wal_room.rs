@@ -1,8 +1,9 @@
-//! Room in the write-ahead log's file: once the upsert thread has written a thousand rows, when
-//! it has had nothing to write for a moment, it grows the log's file with zeros, a step at a time, up to [`WAL_ROOM`], so that a
-//! burst of commits later writes over pages the file already has instead of growing it page
-//! by page (a file that grows costs the kernel a new cached page and a new block for every
-//! page written; a fan-out of a thousand children writes some twenty megabytes of log).
+//! Room in the write-ahead log's file: once the upsert thread has written a thousand rows,
+//! whenever it has had nothing to write for a moment, it grows the log's file with zeros, a
+//! step at a time, up to [`WAL_ROOM`], so that a burst of commits later writes over pages the
+//! file already has instead of growing it page by page (a file that grows costs the kernel a
+//! new cached page and a new block for every page written; a fan-out of a thousand children
+//! writes some twenty megabytes of log).
 //!
 //! The zeros are never read as log: SQLite reads frames from the start of the file and stops
 //! at the first whose salt and checksum do not follow, which zeros never do; and the file only
@@ -27,7 +28,7 @@ pub(super) const WRITTEN_FIRST: usize = 1_000;
 /// How much one step grows the file: a write waiting meanwhile waits for no more than that.
 const STEP: u64 = 1 << 20;
 
-/// Zeros to write from (in the program's zeroed data: reading them costs no memory).
+/// Zeros to write from, a chunk at a time.
 static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
 
 /// The log's file of one database and whether it still needs growing.
@@ -101,7 +102,8 @@ impl WalRoom {
         };
         conn.busy_timeout(Duration::ZERO).map_err(failed)?;
         let locked = Transaction::new_unchecked(conn, TransactionBehavior::Immediate);
-        let restored = conn.busy_timeout(self.busy);
+        // The upserts must wait for the lock as before, whatever the step came to.
+        conn.busy_timeout(self.busy).map_err(failed)?;
         let lock = match locked {
             Ok(lock) => lock,
             Err(rusqlite::Error::SqliteFailure(e, _))
@@ -111,7 +113,6 @@ impl WalRoom {
             }
             Err(e) => return Err(failed(e)),
         };
-        restored.map_err(failed)?;
         let len = file.metadata().map_err(failed)?.len();
         let grown = len < WAL_ROOM;
         if grown {
