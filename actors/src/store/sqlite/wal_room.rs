@@ -28,8 +28,8 @@ pub(super) const WRITTEN_FIRST: usize = 1_000;
 /// How much one step grows the file: a write waiting meanwhile waits for no more than that.
 const STEP: u64 = 1 << 20;
 
-/// Zeros to write from, a chunk at a time.
-static ZEROS: [u8; 64 << 10] = [0; 64 << 10];
+/// How much of the step one write takes.
+const CHUNK: usize = 64 << 10;
 
 /// The log's file of one database and whether it still needs growing.
 pub(super) struct WalRoom {
@@ -116,11 +116,13 @@ impl WalRoom {
         let len = file.metadata().map_err(failed)?.len();
         let grown = len < WAL_ROOM;
         if grown {
+            // Made for the step (not kept in the program: a quiet store never needs it).
+            let zeros = vec![0; CHUNK];
             let end = WAL_ROOM.min(len + STEP);
             let mut at = len;
             while at < end {
-                let n = usize::try_from(end - at).map_or(ZEROS.len(), |n| n.min(ZEROS.len()));
-                file.write_all_at(&ZEROS[..n], at).map_err(failed)?;
+                let n = usize::try_from(end - at).map_or(CHUNK, |n| n.min(CHUNK));
+                file.write_all_at(&zeros[..n], at).map_err(failed)?;
                 at += n as u64;
             }
         }
