@@ -230,20 +230,20 @@ async fn the_parent_task_part_follows_the_child_live() {
         };
         if let Event::PartUpdated { part, .. } = &e.event
             && let PartKind::Tool(t) = &part.kind
-            && matches!(t.state, ToolState::Completed(_))
-            && released
         {
-            break;
-        }
-        if let Event::PartUpdated { part, .. } = &e.event
-            && let PartKind::Tool(t) = &part.kind
-            && let ToolState::Running(r) = &t.state
-            && let Some(meta) = &r.metadata
-        {
-            assert_eq!(r.title.as_deref(), Some("Wait a while"));
-            if let Some(summary) = meta.to_json().get("summary") {
-                assert_eq!(summary[0]["tool"], "bash");
-                statuses.push(summary[0]["state"]["status"].as_str().unwrap().to_string());
+            match &t.state {
+                ToolState::Completed(_) if released => break,
+                ToolState::Running(r) => {
+                    if let Some(meta) = &r.metadata {
+                        assert_eq!(r.title.as_deref(), Some("Wait a while"));
+                        if let Some(summary) = meta.to_json().get("summary") {
+                            assert_eq!(summary[0]["tool"], "bash");
+                            statuses
+                                .push(summary[0]["state"]["status"].as_str().unwrap().to_string());
+                        }
+                    }
+                }
+                _ => {}
             }
         }
         if !released && statuses.iter().any(|s| s == "running") {

@@ -211,13 +211,7 @@ async fn a_group_commit_of_several_sessions_with_a_faulty_row_stores_the_rest(db
     assert!(is_foreign_key_error(&err.to_string()), "{err}");
 
     for (session, parts) in &written {
-        assert_eq!(
-            store.session(&session.id).await.unwrap().as_ref(),
-            Some(session)
-        );
-        let messages = store.messages(&session.id).await.unwrap();
-        assert_eq!(messages.len(), 2, "{}", session.title);
-        assert_eq!(&plain(&messages[1].parts), parts);
+        stored_as_written(&store, session, parts).await;
     }
     let busy_parts = store.message(&busy.id, &a.id).await.unwrap().unwrap().parts;
     assert_eq!(busy_parts.len(), 2_002);
@@ -282,13 +276,7 @@ async fn patient_writes_are_stored_whoever_encodes_them_and_a_faulty_row_fails_i
         written.push((session, part));
     }
     for (session, part) in &written {
-        assert_eq!(
-            store.session(&session.id).await.unwrap().as_ref(),
-            Some(session)
-        );
-        let messages = store.messages(&session.id).await.unwrap();
-        assert_eq!(messages.len(), 2, "{}", session.title);
-        assert_eq!(plain(&messages[1].parts), vec![part.clone()]);
+        stored_as_written(&store, session, std::slice::from_ref(part)).await;
     }
     // A part of a message that does not exist fails its waiter, naming it; the good part
     // beside it is stored.
@@ -310,4 +298,16 @@ async fn patient_writes_are_stored_whoever_encodes_them_and_a_faulty_row_fails_i
     let parts = plain(&store.message(&busy.id, &a.id).await.unwrap().unwrap().parts);
     assert!(parts.contains(&good));
     assert!(!parts.contains(&orphan));
+}
+
+/// Asserts that `session` is stored as written, with its question and its answer, whose parts
+/// are `parts`.
+async fn stored_as_written(store: &Arc<dyn Store>, session: &Session, parts: &[Part]) {
+    assert_eq!(
+        store.session(&session.id).await.unwrap().as_ref(),
+        Some(session)
+    );
+    let messages = store.messages(&session.id).await.unwrap();
+    assert_eq!(messages.len(), 2, "{}", session.title);
+    assert_eq!(plain(&messages[1].parts), parts);
 }
