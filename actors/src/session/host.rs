@@ -104,7 +104,7 @@ impl SessionToolHost {
     /// (OpenCode shows the ask's command from that call); then [`waiting`].
     fn waiting(&self, ctx: &ToolContext) -> Option<Box<dyn Send>> {
         self.stored.store(true, Ordering::Relaxed);
-        self.core.store.queue_part(&self.part.lock());
+        self.core.store.queue_part(self.part.lock());
         waiting(&self.core, ctx)
     }
 }

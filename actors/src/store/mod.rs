@@ -260,7 +260,7 @@ pub trait Store: Send + Sync + 'static {
     }
     /// Queues an insert-or-replace of a part that is still changing, without waiting for it;
     /// later writes of the same part land after it. A failure is logged.
-    fn queue_part(&self, part: &Part);
+    fn queue_part(&self, part: Arc<Part>);
     /// Like [`put_many`](Self::put_many), but the commit may wait for the burst of writes it
     /// belongs to, until [`hurry`](Self::hurry) asks for it, and the values may be encoded by
     /// the store's writer rather than the caller. The default is `put_many`.

@@ -112,7 +112,7 @@ impl Release {
             if !queue.draining {
                 // Nothing of this session waits for the store: the store's own queue keeps the
                 // order from here.
-                self.core.store.queue_part(&part);
+                self.core.store.queue_part(part);
                 return;
             }
         }

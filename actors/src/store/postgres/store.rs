@@ -161,8 +161,8 @@ impl Store for PostgresStore {
         }
     }
 
-    fn queue_part(&self, part: &Part) {
-        self.writes.enqueue(Upsert::of_part(part));
+    fn queue_part(&self, part: Arc<Part>) {
+        self.writes.enqueue_part(part);
     }
 
     fn queue_many(

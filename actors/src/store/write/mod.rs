@@ -452,6 +452,18 @@ impl<C: WriteConn> WriteQueue<C> {
         }
     }
 
+    /// Queues a part without waiting. While the writer waits for writes or collects a burst, it
+    /// encodes the part itself (in time it would spend waiting: a fan-out's calls queue their
+    /// running parts while the store holds their burst); while it commits, the part is encoded
+    /// here (the writer is busy enough).
+    pub(crate) fn enqueue_part(&self, part: Arc<Part>) {
+        if self.unflushed.collecting() {
+            self.enqueue_values(Vec::new(), Vec::new(), vec![part]);
+        } else {
+            self.enqueue(Upsert::of_part(&part));
+        }
+    }
+
     /// Queues sessions, messages and parts without waiting, to be encoded by the writer and
     /// committed together; a failure to queue them is logged.
     pub(crate) fn enqueue_values(

@@ -228,7 +228,7 @@ impl Store for WatchedStore {
             inner.put_many_ahead(&m, &p).await
         })
     }
-    fn queue_part(&self, p: &Part) {
+    fn queue_part(&self, p: Arc<Part>) {
         self.inner.queue_part(p)
     }
     fn queue_many(&self, s: Vec<Session>, m: Vec<Arc<Message>>, p: Vec<Arc<Part>>) {

@@ -53,24 +53,26 @@ async fn concurrent_writes_all_land(db: Db) {
 async fn queued_writes_land_in_order_and_a_bad_row_fails_alone(db: Db) {
     let store = db.open().await;
     let (session, _u, a) = conversation(&store, "batch").await;
-    // A part updated many times while queued ends with its last state.
+    // A part updated many times while queued ends with its last state (the parts go to the
+    // writer as they are while it collects them, encoded on the way while it commits: in
+    // order either way).
     let mut streaming = text(&session, &a.id, "");
     for i in 0..50 {
         if let PartKind::Text(t) = &mut streaming.kind {
             t.text = format!("draft {i}");
         }
-        store.queue_part(&streaming);
+        store.queue_part(Arc::new(streaming.clone()));
     }
     let mut others = Vec::new();
     for i in 0..30 {
         let p = text(&session, &a.id, &format!("part {i}"));
-        store.queue_part(&p);
+        store.queue_part(Arc::new(p.clone()));
         others.push(p);
     }
     // A message queued with a part of it: the message lands first.
     let later = user(&session, 1_100);
     store.queue_message(&later.clone().into());
-    store.queue_part(&text(&session, &later.id, "in the queued message"));
+    store.queue_part(Arc::new(text(&session, &later.id, "in the queued message")));
     // A part of a message that does not exist fails by itself, and says so.
     let orphan = text(&session, &MessageId::new(), "orphan");
     let err = store.put_part(&orphan).await.unwrap_err();
@@ -92,7 +94,7 @@ async fn reads_see_the_writes_queued_before_them(db: Db) {
     // Keep the writer busy with another session's writes, so that the queued ones below are
     // still queued when they are read.
     for i in 0..2_000 {
-        store.queue_part(&text(&busy, &a.id, &format!("filler {i}")));
+        store.queue_part(Arc::new(text(&busy, &a.id, &format!("filler {i}"))));
     }
     let parent = root("parent", 1_000);
     store.put_session(&parent).await.unwrap();
@@ -130,7 +132,7 @@ async fn writes_handed_over_ahead_are_read_at_once_and_land_before_later_writes(
     let (busy, _u, a) = conversation(&store, "busy").await;
     // Keep the writer busy, so that the writes handed over below are still queued when read.
     for i in 0..2_000 {
-        store.queue_part(&text(&busy, &a.id, &format!("filler {i}")));
+        store.queue_part(Arc::new(text(&busy, &a.id, &format!("filler {i}"))));
     }
     let (session, _q, answer) = conversation(&store, "ahead").await;
     let mut finished = answer.clone();
@@ -169,7 +171,7 @@ async fn a_group_commit_of_several_sessions_with_a_faulty_row_stores_the_rest(db
     let (busy, _u, a) = conversation(&store, "busy").await;
     // Keep the writer busy, so that the writes below queue up and commit together.
     for i in 0..2_000 {
-        store.queue_part(&text(&busy, &a.id, &format!("filler {i}")));
+        store.queue_part(Arc::new(text(&busy, &a.id, &format!("filler {i}"))));
     }
     let mut written = Vec::new();
     let mut faulty = None;
@@ -227,7 +229,7 @@ async fn a_session_written_several_times_in_one_commit_keeps_its_latest_time_and
     let (busy, _u, a) = conversation(&store, "busy").await;
     // Keep the writer busy, so that the writes below queue up and commit together.
     for i in 0..2_000 {
-        store.queue_part(&text(&busy, &a.id, &format!("filler {i}")));
+        store.queue_part(Arc::new(text(&busy, &a.id, &format!("filler {i}"))));
     }
     let mut session = root("first", 1_000);
     let question = user(&session, 1_001);
@@ -257,7 +259,7 @@ async fn patient_writes_are_stored_whoever_encodes_them_and_a_faulty_row_fails_i
     for round in 0..3 {
         if round > 0 {
             for i in 0..500 {
-                store.queue_part(&text(&busy, &a.id, &format!("filler {round}.{i}")));
+                store.queue_part(Arc::new(text(&busy, &a.id, &format!("filler {round}.{i}"))));
             }
         }
         let session = root(&format!("Patient {round}"), 1_000 + round);
@@ -281,7 +283,7 @@ async fn patient_writes_are_stored_whoever_encodes_them_and_a_faulty_row_fails_i
     // A part of a message that does not exist fails its waiter, naming it; the good part
     // beside it is stored.
     for i in 0..500 {
-        store.queue_part(&text(&busy, &a.id, &format!("more filler {i}")));
+        store.queue_part(Arc::new(text(&busy, &a.id, &format!("more filler {i}"))));
     }
     let good = text(&busy, &a.id, "good");
     let orphan = text(&busy, &MessageId::new(), "orphan");
