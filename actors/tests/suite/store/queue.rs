@@ -53,9 +53,10 @@ async fn concurrent_writes_all_land(db: Db) {
 async fn queued_writes_land_in_order_and_a_bad_row_fails_alone(db: Db) {
     let store = db.open().await;
     let (session, _u, a) = conversation(&store, "batch").await;
-    // A part updated many times while queued ends with its last state (the parts go to the
-    // writer as they are while it collects them, encoded on the way while it commits: in
-    // order either way).
+    // A part updated many times while queued ends with its last state. (Queued while the
+    // writer collects, as here, the parts go to it as they are and it encodes them; queued
+    // while it commits, they are encoded on the way, as `queue_message` does: one job each,
+    // in queue order, either way.)
     let mut streaming = text(&session, &a.id, "");
     for i in 0..50 {
         if let PartKind::Text(t) = &mut streaming.kind {
